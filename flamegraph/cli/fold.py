@@ -1,0 +1,66 @@
+"""`flamegraph fold`: perf script text / perf.data -> folded stacks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..collapse.perf import FoldOptions
+from ..diagnostics import Diagnostics
+from ..fold import fold_perf
+from ..folded import write_folded
+from .app import app
+from .output import write_atomically
+
+SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+@app.command()
+def fold(
+    inputs: Annotated[
+        list[str] | None,
+        typer.Argument(help="perf script text, a .gz of it, a perf.data file, or - for stdin", show_default=False),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="write here instead of stdout")] = None,
+    pid: Annotated[bool, typer.Option("--pid", help="include PID with process names")] = False,
+    tid: Annotated[bool, typer.Option("--tid", help="include PID and TID with process names")] = False,
+    kernel: Annotated[bool, typer.Option("--kernel", help="annotate kernel functions with _[k]")] = False,
+    jit: Annotated[bool, typer.Option("--jit", help="annotate JIT functions with _[j]")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="all annotations (--kernel --jit)")] = False,
+    addrs: Annotated[bool, typer.Option("--addrs", help="include raw addresses where symbols are unknown")] = False,
+    event_filter: Annotated[
+        str | None, typer.Option("--event-filter", metavar="EVENT", help="fold this event (default: the first)")
+    ] = None,
+    per_event: Annotated[
+        Path | None, typer.Option("--per-event", metavar="DIR", help="write one DIR/EVENT.folded per event")
+    ] = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="processes for large text files")] = 1,
+    strict: Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")] = False,
+    compat: Annotated[
+        bool,
+        typer.Option("--compat", help="reproduce stackcollapse-perf.pl exactly, including the records it loses"),
+    ] = False,
+) -> None:
+    """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
+    options = FoldOptions(
+        pid=pid,
+        tid=tid,
+        kernel=kernel or all_,
+        jit=jit or all_,
+        addrs=addrs,
+        event_filter=event_filter,
+        per_event=per_event is not None,
+        compat=compat,
+    )
+    result = fold_perf(inputs or [], options, Diagnostics(strict=strict), jobs=jobs)
+    if per_event is not None:
+        for event, profile in result.per_event.items():
+            target = per_event / f"{SAFE_FILE_NAME.sub('_', event)}.folded"
+            write_atomically(target, lambda out, p=profile: write_folded(p, out))  # type: ignore[misc]
+            typer.echo(f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}", err=True)
+        if output is None:
+            return
+    write_atomically(output, lambda out: write_folded(result.profile, out))

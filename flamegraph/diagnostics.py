@@ -1,0 +1,161 @@
+"""Error classes, exit codes, the catalogue of input problems, and the run summary.
+
+The CLI catches only `FlamegraphError` (and its children) and turns it into one line on
+stderr plus the exit code below; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TextIO
+
+# Exit codes (documented in README "Exit codes").
+EXIT_OK = 0
+EXIT_USAGE = 2  # bad flags (typer's own code)
+EXIT_BAD_INPUT = 3  # --strict found a problem, or the input held no usable sample
+EXIT_NO_INPUT = 4  # input file missing, unreadable, or not a supported format
+EXIT_NO_PERF = 5  # perf is not installed or failed to run
+EXIT_NOT_PERMITTED = 6  # perf_event_paranoid / not root / tracefs not mounted
+EXIT_NO_PROCESS = 7  # --pid names no running process
+EXIT_NO_COMMAND = 8  # COMMAND to profile not found
+EXIT_DATA = 9  # workload data (MNIST) could not be fetched or verified
+EXIT_INTERRUPTED = 130
+
+
+class FlamegraphError(Exception):
+    """A user-facing failure: one line of text and an exit code, never a traceback."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class InputMissing(FlamegraphError):
+    exit_code = EXIT_NO_INPUT
+
+
+class NoSamples(FlamegraphError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class StrictFailure(FlamegraphError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class PerfMissing(FlamegraphError):
+    exit_code = EXIT_NO_PERF
+
+
+class PerfFailed(FlamegraphError):
+    exit_code = EXIT_NO_PERF
+
+
+class NotPermitted(FlamegraphError):
+    exit_code = EXIT_NOT_PERMITTED
+
+
+class NoSuchProcess(FlamegraphError):
+    exit_code = EXIT_NO_PROCESS
+
+
+class CommandNotFound(FlamegraphError):
+    exit_code = EXIT_NO_COMMAND
+
+
+class DataUnavailable(FlamegraphError):
+    exit_code = EXIT_DATA
+
+
+# The catalogue: every kind of input problem a parser may report, with what it means.
+PROBLEM_KINDS: dict[str, str] = {
+    "bad-frame-line": "expected '<addr> <symbol> (<dso>)'",
+    "bad-header": "expected a sample header '<comm> <pid>[/<tid>] [<cpu>] <time>: [<period>] <event>:'",
+    "orphan-frame": "frame line outside any sample (no header since the last blank line)",
+    "bad-folded-line": "expected '<frame>;<frame>;... <count>'",
+    "bad-count": "count is not a non-negative number",
+    "bad-switch": "sched_switch fields not understood",
+}
+
+MAX_SHOWN_PER_KIND = 10  # the rest are only counted, so a garbage file cannot flood the terminal
+MAX_TEXT = 80
+
+
+def shorten(text: str, limit: int = MAX_TEXT) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.kind}: {PROBLEM_KINDS[self.kind]}, got {shorten(self.text)!r}"
+
+
+@dataclass
+class Diagnostics:
+    """Collects input problems: prints the first few of each kind, counts all, ends with a summary.
+
+    `strict=True` turns the first problem into a `StrictFailure`.
+    """
+
+    strict: bool = False
+    stream: TextIO | None = field(default=None, repr=False)
+    echo: bool = True  # False in --jobs workers: the parent prints what they found, in file order
+    problems: list[Problem] = field(default_factory=list)  # the shown ones
+    counts: Counter[str] = field(default_factory=Counter)
+    shown: Counter[str] = field(default_factory=Counter)
+    records: int = 0  # records seen, good or bad
+    notes: list[str] = field(default_factory=list)
+
+    def report(self, path: str, line: int, kind: str, text: str) -> None:
+        assert kind in PROBLEM_KINDS, kind
+        problem = Problem(path, line, kind, text)
+        if self.strict:
+            raise StrictFailure(f"{problem} (--strict)")
+        self.counts[kind] += 1
+        self._show(problem)
+
+    def _show(self, problem: Problem) -> None:
+        if self.shown[problem.kind] < MAX_SHOWN_PER_KIND:
+            self.shown[problem.kind] += 1
+            self.problems.append(problem)
+            self._emit(str(problem))
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+        self._emit(message)
+
+    def merge(self, other: Diagnostics) -> None:
+        """Fold in a worker's diagnostics (already line-shifted) without re-printing them."""
+        for problem in other.problems:
+            self._show(problem)
+        self.counts.update(other.counts)
+        self.records += other.records
+        for message in other.notes:
+            self.note(message)
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.counts.values())
+
+    def summary(self) -> str | None:
+        if not self.counts:
+            return None
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.counts.items()))
+        hidden = self.skipped - sum(self.shown.values())
+        more = f" ({hidden:,} not shown)" if hidden else ""
+        return f"skipped {self.skipped:,} of {self.records:,} records: {kinds}{more}"
+
+    def finish(self) -> None:
+        line = self.summary()
+        if line:
+            self._emit(line)
+
+    def _emit(self, message: str) -> None:
+        if self.echo:
+            print(message, file=self.stream if self.stream is not None else sys.stderr)

@@ -1,0 +1,46 @@
+"""Types shared by every stage: the folded profile and the rectangles of a laid-out graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+Frame = str  # a function name; raw bytes survive as surrogate escapes
+Stack = tuple[Frame, ...]  # root first
+
+
+@dataclass
+class FoldedProfile:
+    """Weight per distinct stack: the contract between collapse and render.
+
+    `counts` maps the folded stack text ("root;child;leaf") to its weight. The text keeps the
+    exact bytes of the input (decoded with surrogateescape), and ';' separates frames.
+    """
+
+    counts: dict[str, float] = field(default_factory=dict)
+    unit: str = "samples"  # or "microseconds" for off-CPU time
+    event: str | None = None  # e.g. "cpu-clock", "sched:sched_switch"
+    metadata: dict[str, str] = field(default_factory=dict)  # capture facts: command, perf version, host...
+
+    @property
+    def total(self) -> float:
+        return sum(self.counts.values())
+
+    def stacks(self) -> Iterator[tuple[Stack, float]]:
+        for text, weight in self.counts.items():
+            yield tuple(text.split(";")), weight
+
+    def add(self, stack: str, weight: float) -> None:
+        self.counts[stack] = self.counts.get(stack, 0) + weight
+
+
+@dataclass(frozen=True)
+class Rect:
+    """One drawn frame: depth 0 is the root row; x and width are in samples (the unit)."""
+
+    name: Frame
+    depth: int
+    start: float
+    width: float
+    self_weight: float = 0.0
+    delta: float | None = None  # differential graphs: AFTER - BEFORE
