@@ -13,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from ..diagnostics import Diagnostics, Problem
-from .perf import HEADER, FoldOptions, PerfCollapser
+from .perf import HEADER, HEADER_OURS, FoldOptions, PerfCollapser
 
 BLOCK = 8 << 20
 MIN_CHUNK = 4 << 20  # below this, process start-up costs more than it saves
@@ -69,12 +69,13 @@ def iter_range(path: str, start: int, end: int):  # type: ignore[no-untyped-def]
 def first_event(path: str, options: FoldOptions) -> bytes | None:
     """The event the reference would fold by default: the first header's."""
     probe = PerfCollapser(options, Diagnostics(echo=False))
+    header = HEADER if options.compat else HEADER_OURS
     with open(path, "rb") as f:
         for line in f:
-            if line[:1] in (b"\t", b" ", b"\n", b"#"):
+            if line[:1] in (b"\n", b"#") or (line[:1] in (b"\t", b" ") and options.compat):
                 continue
-            stripped = line.rstrip(b"\n")
-            if HEADER.match(stripped):
+            stripped = line.strip() if not options.compat else line.rstrip(b"\n")
+            if header.match(stripped):
                 event = probe._event(stripped)[0]
                 if event is not None:
                     return event

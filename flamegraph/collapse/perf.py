@@ -25,6 +25,7 @@ from . import tidy
 
 # The reference's patterns, kept verbatim so that what it accepts, we accept the same way.
 HEADER = re.compile(rb"^(\S.+?)\s+(\d+)/*(\d+)*\s+")
+HEADER_OURS = re.compile(rb"^(\S.*?)\s+(\d+)/*(\d+)*\s+")  # the reference needs comm >= 2 chars
 PERIOD_EVENT = re.compile(rb":\s*(\d+)*\s+(\S+):\s*$")
 FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")
 # Ours, tried only where the reference's fails: "<time>: [<period>] <event>: <rest>", where rest is
@@ -160,21 +161,27 @@ class PerfCollapser:
                 if name is not None and state == OPEN:
                     append(name)
                     continue
-                if state == FILTERED:
-                    continue
-                if state == NONE:
-                    if line.strip():
-                        diagnostics.report(path, number, "orphan-frame", decode(line))
-                    continue
-                name = self._slow_frame(line, java, cache)
-                if name is None:
-                    diagnostics.report(path, number, "bad-frame-line", decode(line))
-                    record_bad = not compat
-                elif name:
-                    append(name)
-                continue
+                if compat or not self._is_indented_header(line):
+                    if state == FILTERED:
+                        continue
+                    if state == NONE:
+                        if line.strip():
+                            diagnostics.report(path, number, "orphan-frame", decode(line))
+                        continue
+                    if not compat and not line.strip():
+                        first = 10  # a line of spaces ends the record like a blank one
+                    else:
+                        name = self._slow_frame(line, java, cache)
+                        if name is None:
+                            diagnostics.report(path, number, "bad-frame-line", decode(line))
+                            record_bad = not compat
+                        elif name:
+                            append(name)
+                        continue
+                else:
+                    line = line.lstrip(b" \t")  # no -g: perf right-aligns the comm column
 
-            if first == 10:  # blank line: the record ends
+            if first == 10 or (first == 13 and line == b"\r\n" and not compat):  # the record ends
                 if state == OPEN and not record_bad:
                     key = root + b";" + b";".join(frames[::-1]) if frames else root
                     counts[key] = counts.get(key, 0) + period
@@ -184,8 +191,8 @@ class PerfCollapser:
             if first == 35:  # "#": perf's header comments
                 continue
 
-            stripped = line.rstrip(b"\n")
-            match = HEADER.match(stripped)
+            stripped = line.rstrip(b"\r\n") if not compat else line.rstrip(b"\n")
+            match = (HEADER if compat else HEADER_OURS).match(stripped)
             if match is None:
                 if state == FILTERED:
                     continue
@@ -243,6 +250,14 @@ class PerfCollapser:
             key = root + b";" + b";".join(frames[::-1]) if frames else root
             counts[key] = counts.get(key, 0) + period
         return number - first_line + 1
+
+    def _is_indented_header(self, line: bytes) -> bool:
+        """A sample header printed with leading spaces (perf right-aligns comm without -g)."""
+        stripped = line.strip()
+        return (
+            HEADER_OURS.match(stripped) is not None
+            and (PERIOD_EVENT.search(stripped) is not None or TIMED_EVENT.search(stripped) is not None)
+        )
 
     def _slow_frame(self, line: bytes, java: bool, cache: dict[bytes, bytes]) -> bytes | None:
         """Parse a frame line not yet in the cache; b'' for frames to drop, None if malformed."""
