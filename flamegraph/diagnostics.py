@@ -74,6 +74,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "bad-folded-line": "expected '<frame>;<frame>;... <count>'",
     "bad-count": "count is not a non-negative number",
     "bad-switch": "sched_switch fields not understood",
+    "unpaired-switch-out": "thread switched out twice without a switch-in (events lost?); first wait not counted",
 }
 
 MAX_SHOWN_PER_KIND = 10  # the rest are only counted, so a garbage file cannot flood the terminal

@@ -11,7 +11,8 @@ from .collapse.parallel import fold_parallel
 from .collapse.perf import FoldOptions, PerfCollapser
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .inputs import STDIN, kind_of, label, open_lines
+from .collapse.perf_blocks import fold_blocks, iter_blocks
+from .inputs import STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
 
 
@@ -38,8 +39,8 @@ def fold_perf(
             if jobs > 1 and not diagnostics.strict and path != STDIN and kind_of(path) == "text":
                 fold_parallel(path, options, jobs, collapser)
                 continue
-            with open_lines(path, with_pid) as lines:
-                collapser.feed(lines, label(path))
+            with open_stream(path, with_pid) as stream:
+                fold_blocks(collapser, iter_blocks(stream), label(path))
         except (EOFError, gzip.BadGzipFile) as err:
             raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
         except OSError as err:

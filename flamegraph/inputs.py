@@ -60,8 +60,8 @@ def _kind(head: bytes) -> str:
 
 
 @contextmanager
-def open_lines(path: str, with_pid: bool = False) -> Iterator[Iterator[bytes]]:
-    """Lines of `perf script` (or folded) text from any supported input, streamed."""
+def open_stream(path: str, with_pid: bool = False) -> Iterator[BinaryIO]:
+    """A binary stream of `perf script` (or folded) text from any supported input."""
     with ExitStack() as stack:
         raw = _open_raw(path)
         if path != STDIN:
@@ -72,6 +72,6 @@ def open_lines(path: str, with_pid: bool = False) -> Iterator[Iterator[bytes]]:
                 raise InputMissing("<stdin>: perf.data on stdin is not supported; pass the file's path")
             yield stack.enter_context(stream_script(script_command(path, with_pid), path))
         elif kind == "gzip":
-            yield iter(gzip.open(raw, "rb"))
+            yield stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type]
         else:
-            yield iter(raw)
+            yield raw

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import BinaryIO
 
 from .diagnostics import NotPermitted, PerfFailed, PerfMissing
 
@@ -34,15 +35,15 @@ def explain_failure(stderr: str) -> str:
 
 
 @contextmanager
-def stream_script(command: list[str], label: str) -> Iterator[Iterator[bytes]]:
-    """Run `perf script`, yield its stdout lines as they come; a failure becomes one clear error."""
+def stream_script(command: list[str], label: str) -> Iterator[BinaryIO]:
+    """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error."""
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)
     except OSError as err:
         raise PerfFailed(f"{label}: cannot run perf: {err.strerror}") from None
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        yield iter(proc.stdout)
+        yield proc.stdout
     finally:
         proc.stdout.close()
         stderr = proc.stderr.read().decode(errors="replace")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Diagnostics, Problem
 from .perf import HEADER, HEADER_OURS, FoldOptions, PerfCollapser
+from .perf_blocks import fold_blocks, iter_blocks
 
-BLOCK = 8 << 20
 MIN_CHUNK = 4 << 20  # below this, process start-up costs more than it saves
 
 
@@ -47,25 +47,6 @@ def split_points(path: str, parts: int) -> list[int]:
     return sorted(set(points))
 
 
-def iter_range(path: str, start: int, end: int):  # type: ignore[no-untyped-def]
-    """Lines of path[start:end], read in blocks (memory O(block))."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        remaining = end - start
-        carry = b""
-        while remaining > 0:
-            block = f.read(min(BLOCK, remaining))
-            if not block:
-                break
-            remaining -= len(block)
-            block = carry + block
-            cut = block.rfind(b"\n") + 1 if remaining > 0 else len(block)
-            carry = block[cut:]
-            yield from block[:cut].splitlines(keepends=True)
-        if carry:
-            yield carry
-
-
 def first_event(path: str, options: FoldOptions) -> bytes | None:
     """The event the reference would fold by default: the first header's."""
     probe = PerfCollapser(options, Diagnostics(echo=False))
@@ -85,7 +66,9 @@ def first_event(path: str, options: FoldOptions) -> bytes | None:
 def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkResult:
     diagnostics = Diagnostics(echo=False)
     collapser = PerfCollapser(options, diagnostics)
-    lines = collapser.feed(iter_range(path, start, end), path)
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        lines = fold_blocks(collapser, iter_blocks(stream, end - start), path)
     return ChunkResult(
         collapser.by_event,
         collapser.records_by_event,

@@ -94,6 +94,10 @@ class PerfCollapser:
         self._frames: dict[bytes, bytes] = {}  # raw frame line -> folded frame text
         self._java_frames: dict[bytes, bytes] = {}  # the same for java processes (Java tidy rules)
         self._skip_lines: set[bytes] = set()  # frames the reference drops, e.g. "(comm)" names
+        # The same caches for perf_blocks' fast path, keyed by the line without its newline.
+        self._block_frames: dict[bytes, bytes] = {}
+        self._block_java_frames: dict[bytes, bytes] = {}
+        self._roots: dict[bytes, bytes] = {}  # "comm pid/tid " -> root frame
 
     # -- frames ------------------------------------------------------------------------------
     def frame_name(self, text: bytes, java: bool) -> bytes | None:
@@ -103,8 +107,8 @@ class PerfCollapser:
             return None
         pc, raw, dso = parts
         raw = tidy.OFFSET.sub(b"", raw)
-        if raw.startswith(b"("):
-            return b""
+        if raw.startswith(b"(") and (self.options.compat or not raw.startswith(tidy.ANONYMOUS_NAMESPACE)):
+            return b""  # the reference drops "(...)" names as process names
         opts = self.options
         names = []
         for i, name in enumerate(raw.split(b"->")):

@@ -1,0 +1,413 @@
+r"""Pair each thread's switch-out with its next switch-in: off-CPU time per stack, in microseconds.
+
+Input it handles (`perf script -F comm,tid,time,event,trace,ip,sym,dso --show-switch-events
+--show-task-events --show-lost-events` of `perf record -e sched:sched_switch --switch-events -g`):
+    python3  8869   680.060804: sched:sched_switch: prev_comm=python3 prev_pid=8869 prev_prio=120 \
+        prev_state=S ==> next_comm=python3 next_pid=8915 next_prio=120     <- one line in the input
+    \tffffffff8143f236 futex_do_wait ([kernel.kallsyms])
+    python3  8915   680.060856: PERF_RECORD_SWITCH IN
+    perl  9223 [000]   692.028515: PERF_RECORD_SWITCH_CPU_WIDE IN           prev pid/tid:  9179/9179
+    python3  8869   680.060759: PERF_RECORD_FORK(8869:8915):(8869:8869)
+
+A switch-out is a `sched_switch` record: its stack and `prev_state` belong to `prev_pid`. A switch-in
+is the thread's next PERF_RECORD_SWITCH[_CPU_WIDE] IN record or the next `sched_switch` naming it as
+`next_pid` (system-wide recordings), whichever comes first; the other one then finds nothing to pair.
+The recording window runs from the first to the last timestamped record. A thread whose first record
+is a switch-in was off-CPU when the window opened: that wait is clipped to the window start, under a
+`[off-CPU since recording start]` frame (a new thread's first wait starts at its FORK, under
+`[new thread]`). A wait still open at the end is clipped to the window end under its real stack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..diagnostics import Diagnostics
+from ..folded import decode
+from ..model import FoldedProfile
+from .perf import FoldOptions, PerfCollapser, split_frame
+from .tidy import is_kernel_dso
+
+HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
+SWITCH = re.compile(
+    rb"prev_comm=(.*?) prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S*) ==> "
+    rb"next_comm=(.*?) next_pid=(-?\d+) next_prio=-?\d+(.*)$"
+)
+SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
+TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d+):(-?\d+)\)")
+LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(\d+)\s*$")
+SCHED_SWITCH = b"sched:sched_switch:"
+
+SINCE_START = b"[off-CPU since recording start]"
+NEW_THREAD = b"[new thread]"
+UNKNOWN_STATE = b"?"
+EXIT_STATES = frozenset({b"X", b"Z"})  # the thread is dead: its last switch-out is not a wait
+
+# How a wait was closed: a real switch-in, or clipped to one end of the window.
+PAIRED, OPEN_AT_START, NEW, OPEN_AT_END = "paired", "open at start", "new thread", "open at end"
+
+
+class Wait(NamedTuple):
+    """One off-CPU interval of one thread, ready to fold."""
+
+    stack: bytes  # root first: comm-tid;frames...;[state]
+    thread: bytes  # comm-tid
+    state: bytes  # S, D, R, ... or ? when unknown
+    ns: int  # blocked time in nanoseconds
+    kind: str  # PAIRED, OPEN_AT_START, NEW or OPEN_AT_END
+
+
+@dataclass(frozen=True)
+class OffCpuOptions:
+    """What to keep of the waits; the folding of frames follows `flamegraph fold`'s rules."""
+
+    kernel: bool = True  # keep kernel frames (the part of the stack that says why the thread waits)
+    annotate_kernel: bool = False  # suffix kernel frames with _[k]
+    states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
+    min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
+
+
+class _Out(NamedTuple):
+    ns: int
+    stack: bytes
+    thread: bytes
+    state: bytes
+
+
+def parse_time_ns(seconds: bytes, fraction: bytes) -> int:
+    """'680', '060804' -> 680060804000: exact integer nanoseconds, for µs and ns timestamps alike."""
+    return int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, b"0"))
+
+
+def thread_label(comm: bytes, tid: int) -> bytes:
+    return comm.strip().replace(b" ", b"_").replace(b";", b":") + b"-" + str(tid).encode()
+
+
+def state_frame(state: bytes) -> bytes:
+    """'R+' (preempted) -> '[R]', 'S' -> '[S]', '' -> '[?]'."""
+    state = state.rstrip(b"+").replace(b";", b":") or UNKNOWN_STATE
+    return b"[" + state + b"]"
+
+
+class _Pairing:
+    """Per-recording pairing state: O(threads), independent of the recording's length."""
+
+    def __init__(self, diagnostics: Diagnostics, path: str) -> None:
+        self.diagnostics = diagnostics
+        self.path = path
+        self.start: int | None = None  # first timestamp of the window
+        self.end: int | None = None  # last timestamp seen
+        self.out: dict[int, _Out] = {}  # tid -> its pending switch-out
+        self.known: set[int] = set()  # tids whose state at the window start is settled
+        self.first_in: dict[int, tuple[int, bytes]] = {}  # tid -> (time, label) of a next_pid switch-in
+        self.forked: dict[int, int] = {}  # tid -> FORK time, until its first switch-in
+        self.lost = 0
+
+    def tick(self, ns: int) -> None:
+        if ns:  # synthesized records (COMM, MMAP of threads alive at attach) carry time 0
+            if self.start is None:
+                self.start = ns
+            self.end = ns
+
+    def settle(self, tid: int) -> Wait | None:
+        """The tid showed up as a traced thread: a pending next_pid switch-in opens its first wait."""
+        if tid in self.known:
+            return None
+        self.known.add(tid)
+        first = self.first_in.pop(tid, None)
+        if first is None:
+            return None
+        return self.opening_wait(tid, first[0], first[1])
+
+    def opening_wait(self, tid: int, ns: int, thread: bytes) -> Wait | None:
+        forked = self.forked.pop(tid, None)
+        if forked is not None:
+            return Wait(thread + b";" + NEW_THREAD + b";[R]", thread, b"R", max(0, ns - forked), NEW)
+        start = self.start if self.start is not None else ns
+        stack = thread + b";" + SINCE_START + b";" + state_frame(UNKNOWN_STATE)
+        return Wait(stack, thread, UNKNOWN_STATE, max(0, ns - start), OPEN_AT_START)
+
+    def switch_in(self, tid: int, ns: int, thread: bytes, traced: bool) -> Wait | None:
+        """`traced`: the record belongs to the thread itself (a SWITCH IN), not to a next_pid field."""
+        pending = self.out.pop(tid, None)
+        if pending is not None:
+            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), PAIRED)
+        if tid in self.known:
+            return None  # already paired through the other source of switch-ins
+        if traced:
+            first = self.first_in.pop(tid, None)
+            self.known.add(tid)
+            return self.opening_wait(tid, first[0] if first else ns, thread)
+        self.first_in.setdefault(tid, (ns, thread))
+        return None
+
+    def switch_out(self, tid: int, out: _Out, line: int, text: bytes) -> Wait | None:
+        opening = self.settle(tid)
+        if tid in self.out:
+            self.diagnostics.report(self.path, line, "unpaired-switch-out", decode(text))
+        self.forked.pop(tid, None)
+        if out.state in EXIT_STATES:
+            self.out.pop(tid, None)
+        else:
+            self.out[tid] = out
+        return opening
+
+    def exit(self, tid: int) -> None:
+        self.out.pop(tid, None)
+        self.forked.pop(tid, None)
+        self.first_in.pop(tid, None)
+        self.known.add(tid)
+
+    def close(self) -> Iterator[Wait]:
+        """Clip the waits still open when the recording ended to its last timestamp."""
+        end = self.end or 0
+        for pending in self.out.values():
+            yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), OPEN_AT_END)
+        self.out.clear()
+
+
+class _SwitchOut(NamedTuple):
+    """A sched_switch record whose frames are still being read."""
+
+    tid: int
+    ns: int
+    thread: bytes
+    state: bytes
+    line: int
+    text: bytes
+
+
+class SchedCollapser:
+    """Turns `perf script` text of sched_switch recordings into waits; frames named as `fold` names them."""
+
+    def __init__(self, options: OffCpuOptions, diagnostics: Diagnostics) -> None:
+        self.options = options
+        self.diagnostics = diagnostics
+        self._namer = PerfCollapser(FoldOptions(kernel=options.annotate_kernel), diagnostics)
+        self._frames: dict[bytes, bytes | None] = {}  # raw frame line -> folded name, b"" to drop
+        self.switches = 0  # sched_switch records read
+        self.lost = 0  # events perf reported lost
+        self.other_records = 0  # samples of other events, not folded
+
+    def frame(self, line: bytes) -> bytes | None:
+        """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
+        name = self._frames.get(line)
+        if name is not None or line in self._frames:
+            return name
+        text = line.strip()
+        parts = split_frame(text, False)
+        if parts is None:
+            return None
+        if not self.options.kernel and is_kernel_dso(parts[2]):
+            name = b""
+        else:
+            name = self._namer.frame_name(text, False)
+        self._frames[line] = name
+        return name
+
+    def iter_waits(self, lines: Iterable[bytes], path: str) -> Iterator[Wait]:
+        """Every wait of one recording, in the order the waits end; open ones last, clipped."""
+        pairing = _Pairing(self.diagnostics, path)
+        diagnostics = self.diagnostics
+        ready: list[Wait] = []
+        frames: list[bytes] = []
+        out: _SwitchOut | None = None  # the sched_switch whose frames we are reading
+        skipping = False  # inside a record we do not fold (another event, a bad header)
+        for number, line in enumerate(lines, 1):
+            first = line[:1]
+            if first == b"\t" or (first == b" " and HEADER.match(line) is None):
+                if out is not None:
+                    name = self.frame(line)
+                    if name is None:
+                        diagnostics.report(path, number, "bad-frame-line", decode(line))
+                    elif name:
+                        frames.append(name)
+                elif not skipping and line.strip():
+                    diagnostics.report(path, number, "orphan-frame", decode(line))
+                continue
+            if out is not None:
+                self._switch_out(pairing, out, frames, ready)
+                out = None
+            skipping = False
+            frames.clear()
+            if line.strip() and first != b"#":
+                out = self._record(pairing, line, number, ready, frames)
+                skipping = out is None
+            if ready:
+                yield from ready
+                ready.clear()
+        if out is not None:
+            self._switch_out(pairing, out, frames, ready)
+            yield from ready
+        self.lost += pairing.lost
+        yield from pairing.close()
+
+    def _switch_out(self, pairing: _Pairing, out: _SwitchOut, frames: list[bytes], ready: list[Wait]) -> None:
+        stack = b";".join([out.thread, *frames[::-1], state_frame(out.state)])
+        opening = pairing.switch_out(out.tid, _Out(out.ns, stack, out.thread, out.state), out.line, out.text)
+        if opening is not None:
+            ready.append(opening)
+
+    def _record(
+        self, pairing: _Pairing, line: bytes, number: int, ready: list[Wait], frames: list[bytes]
+    ) -> _SwitchOut | None:
+        """Handle one record header; a sched_switch returns its switch-out, to be completed by frames."""
+        self.diagnostics.records += 1
+        header = HEADER.match(line)
+        if header is None:
+            self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
+            return None
+        comm, pid, tid_text, seconds, fraction, rest = header.groups()
+        tid = int(tid_text or pid)
+        ns = parse_time_ns(seconds, fraction)
+        pairing.tick(ns)
+        wait: Wait | None = None
+        if SCHED_SWITCH in rest:
+            return self._sched_switch(pairing, line, rest, ns, number, ready, frames)
+        switch = SWITCH_RECORD.match(rest)
+        task = TASK_RECORD.match(rest) if switch is None else None
+        if switch is not None and tid > 0:
+            if switch.group(1) == b"IN":
+                wait = pairing.switch_in(tid, ns, thread_label(comm, tid), traced=True)
+            else:
+                wait = pairing.settle(tid)
+        elif task is not None:
+            child = int(task.group(3))
+            if task.group(1) == b"FORK" and ns and child not in pairing.known:
+                pairing.forked[child] = ns
+            elif task.group(1) == b"EXIT":
+                pairing.exit(child)
+        elif (lost := LOST_RECORD.match(rest)) is not None:
+            pairing.lost += int(lost.group(1))
+        elif not rest.startswith(b"PERF_RECORD_"):
+            self.other_records += 1
+        if wait is not None:
+            ready.append(wait)
+        return None
+
+    def _sched_switch(
+        self,
+        pairing: _Pairing,
+        line: bytes,
+        rest: bytes,
+        ns: int,
+        number: int,
+        ready: list[Wait],
+        frames: list[bytes],
+    ) -> _SwitchOut | None:
+        fields = SWITCH.search(rest)
+        if fields is None:
+            self.diagnostics.report(pairing.path, number, "bad-switch", decode(line))
+            return None
+        self.switches += 1
+        prev_comm, prev_pid, state, next_comm, next_pid, trailing = fields.groups()
+        prev, nxt = int(prev_pid), int(next_pid)
+        if nxt > 0:
+            wait = pairing.switch_in(nxt, ns, thread_label(next_comm, nxt), traced=False)
+            if wait is not None:
+                ready.append(wait)
+        if prev <= 0:
+            return None  # the idle task: not a thread that waits
+        if trailing.strip():  # recorded without a call graph: the one frame is on the header line
+            name = self.frame(trailing)
+            if name is None:
+                self.diagnostics.report(pairing.path, number, "bad-frame-line", decode(line))
+            elif name:
+                frames.append(name)
+        return _SwitchOut(
+            prev,
+            ns,
+            thread_label(prev_comm, prev),
+            state.rstrip(b"+") or UNKNOWN_STATE,
+            number,
+            line.rstrip(b"\n"),
+        )
+
+
+def format_ns(ns: float) -> str:
+    """A duration as people read it: '2.941 s', '12.3 ms', '85 µs'."""
+    if ns >= 1e9:
+        return f"{ns / 1e9:,.3f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e3:.0f} µs"
+
+
+def _join(totals: dict[bytes, int], limit: int) -> str:
+    ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    shown = [f"{decode(name)} {format_ns(ns)}" for name, ns in ranked[:limit]]
+    if len(ranked) > limit:
+        rest = sum(ns for _, ns in ranked[limit:])
+        shown.append(f"{len(ranked) - limit} more {format_ns(rest)}")
+    return ", ".join(shown)
+
+
+class OffCpuFolder:
+    """Sums waits per stack (in nanoseconds, exactly) and keeps the totals the graph's header shows."""
+
+    THREADS_SHOWN = 8
+
+    def __init__(self, options: OffCpuOptions) -> None:
+        self.options = options
+        self.states = {state.encode() for state in options.states} if options.states else None
+        self.min_ns = int(options.min_us * 1000)
+        self.ns_by_stack: dict[bytes, int] = {}
+        self.by_state: dict[bytes, int] = {}
+        self.by_thread: dict[bytes, int] = {}
+        self.by_kind: dict[str, list[int]] = {}  # kind -> [waits, ns]
+        self.excluded: dict[str, list[int]] = {}  # reason -> [waits, ns]
+        self.waits = 0
+
+    def add(self, wait: Wait) -> None:
+        if self.states is not None and wait.state not in self.states:
+            self._count(self.excluded, f"state {decode(wait.state)}", wait.ns)
+            return
+        if wait.ns < self.min_ns:
+            self._count(self.excluded, f"shorter than {self.options.min_us:g} µs", wait.ns)
+            return
+        self.waits += 1
+        self.ns_by_stack[wait.stack] = self.ns_by_stack.get(wait.stack, 0) + wait.ns
+        self.by_state[wait.state] = self.by_state.get(wait.state, 0) + wait.ns
+        self.by_thread[wait.thread] = self.by_thread.get(wait.thread, 0) + wait.ns
+        self._count(self.by_kind, wait.kind, wait.ns)
+
+    @staticmethod
+    def _count(table: dict[str, list[int]], key: str, ns: int) -> None:
+        entry = table.setdefault(key, [0, 0])
+        entry[0] += 1
+        entry[1] += ns
+
+    def profile(self, window_ns: int = 0, lost: int = 0) -> FoldedProfile:
+        counts = {decode(stack): _microseconds(ns) for stack, ns in self.ns_by_stack.items()}
+        return FoldedProfile(counts, "microseconds", "sched:sched_switch", self.metadata(window_ns, lost))
+
+    def metadata(self, window_ns: int, lost: int) -> dict[str, str]:
+        total = sum(self.by_state.values())
+        meta = {
+            "off-CPU": f"{format_ns(total)} in {self.waits:,} waits of {len(self.by_thread):,} threads",
+            "by state": _join(self.by_state, len(self.by_state)),
+            "by thread": _join(self.by_thread, self.THREADS_SHOWN),
+        }
+        if window_ns:
+            meta["window"] = format_ns(window_ns)
+        clipped = [
+            f"{n:,} {kind} ({format_ns(ns)})"
+            for kind, (n, ns) in sorted(self.by_kind.items())
+            if kind != PAIRED
+        ]
+        if clipped:
+            meta["clipped to the window"] = ", ".join(clipped)
+        if self.excluded:
+            meta["excluded"] = ", ".join(
+                f"{n:,} waits {why} ({format_ns(ns)})" for why, (n, ns) in sorted(self.excluded.items())
+            )
+        if lost:
+            meta["lost events"] = f"{lost:,} (some waits are missing or unpaired)"
+        return meta
+
+
+def _microseconds(ns: int) -> float:
+    return ns // 1000 if ns % 1000 == 0 else round(ns / 1000, 3)

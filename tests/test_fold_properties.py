@@ -1,0 +1,124 @@
+"""Properties of the folder: random profiles round-trip through perf script text; garbage never raises."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
+from flamegraph.collapse.perf_blocks import fold_blocks
+from flamegraph.folded import iter_folded_lines, read_folded
+from flamegraph.model import FoldedProfile
+
+# Names as perf prints them: C++-ish text with spaces, templates and parens, but no ';' (the separator).
+NAME_ALPHABET = st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=";()[]'\"")
+names = st.text(NAME_ALPHABET, min_size=1, max_size=12).filter(lambda s: not s.startswith("L") and "->" not in s)
+comms = st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A), min_size=1, max_size=8)
+stacks = st.tuples(comms, st.lists(names, min_size=0, max_size=6).map(tuple))
+profiles = st.dictionaries(stacks, st.integers(min_value=1, max_value=10**6), min_size=1, max_size=12)
+
+
+def as_perf_script(profile: dict[tuple[str, list[str]], int], blank_after_last: bool) -> bytes:
+    """Write each stack as one perf script sample, leaf first, weighted by its period."""
+    records = []
+    for n, ((comm, frames), period) in enumerate(profile.items()):
+        lines = [f"{comm} {1000 + n}/{1000 + n} [000] {n}.000001: {period} cpu-clock: "]
+        for depth, frame in enumerate(reversed(frames)):
+            lines.append(f"\t{0x400000 + depth:x} {frame}+0x1{depth:x} (/usr/lib/lib{depth}.so)")
+        records.append("\n".join(lines) + "\n")
+    text = "\n".join(records) + ("\n" if blank_after_last else "")
+    return text.encode()
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(profile=st.dictionaries(stacks, st.integers(1, 10**6), min_size=1, max_size=12),
+       blank=st.booleans())
+def test_random_profile_written_as_perf_script_folds_back(profile: dict, blank: bool) -> None:  # type: ignore[type-arg]
+    collapser = PerfCollapser(FoldOptions(), Diagnostics(echo=False))
+    collapser.feed(as_perf_script(profile, blank).splitlines(keepends=True), "gen")  # type: ignore[arg-type]
+    expected: Counter[str] = Counter()
+    for (comm, frames), period in profile.items():
+        expected[";".join([comm, *frames])] += period
+    assert collapser.profile().counts == dict(expected)
+    assert collapser.diagnostics.skipped == 0
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=400), st.booleans())
+def test_arbitrary_bytes_never_raise_only_add_diagnostics(data: bytes, compat: bool) -> None:
+    diagnostics = Diagnostics(echo=False)
+    collapser = PerfCollapser(FoldOptions(compat=compat), diagnostics)
+    collapser.feed(data.splitlines(keepends=True), "fuzz")
+    assert diagnostics.skipped >= 0 and all(p.path == "fuzz" for p in diagnostics.problems)
+
+
+LINE_PIECES = st.sampled_from(
+    [
+        "python 42 [000] 1.000001: 1001 cpu-clock: ",
+        "java 1/2 cycles: ",
+        "\t    7f00 foo+0x1 (/lib/x.so)",
+        "\t    7f01 [unknown] ([unknown])",
+        "\tgarbage",
+        "",
+        "# comment",
+        "nonsense line",
+        "\t    11 std::f<void (int)>::g(int) (/lib/y.so)",
+        "   p 9 2.0: 5 cpu-clock:  7f02 bar (/lib/z.so)",
+    ]
+)
+
+
+@settings(max_examples=200)
+@given(st.lists(LINE_PIECES, max_size=40), st.booleans())
+def test_structured_garbage_folds_without_raising(pieces: list[str], compat: bool) -> None:
+    diagnostics = Diagnostics(echo=False)
+    collapser = PerfCollapser(FoldOptions(compat=compat), diagnostics)
+    collapser.feed(("\n".join(pieces) + "\n").encode().splitlines(keepends=True), "mix")
+    profile = collapser.profile()
+    assert all(weight > 0 for weight in profile.counts.values())
+
+
+@settings(max_examples=100)
+@given(profiles)
+def test_folded_text_round_trips(profile: dict[tuple[str, list[str]], int]) -> None:
+    original = FoldedProfile()
+    for (comm, frames), count in profile.items():
+        original.add(";".join([comm, *frames]), count)
+    text = b"".join(iter_folded_lines(original))
+    again = read_folded(text.splitlines(keepends=True), "rt", Diagnostics(echo=False))
+    assert again.counts == original.counts
+    assert b"".join(iter_folded_lines(again)) == text
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(profile=st.dictionaries(stacks, st.integers(1, 10**6), min_size=1, max_size=40))
+def test_jobs_output_equals_single_process(profile: dict, tmp_path_factory) -> None:  # type: ignore[type-arg,no-untyped-def]
+    import flamegraph.collapse.parallel as parallel
+
+    path = Path(tmp_path_factory.mktemp("jobs")) / "in.txt"
+    path.write_bytes(as_perf_script(profile, True) * 3)  # type: ignore[arg-type]
+    old = parallel.MIN_CHUNK
+    parallel.MIN_CHUNK = 1  # force real splitting on these small inputs
+    try:
+        single = fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False), jobs=1)
+        multi = fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False), jobs=3)
+    finally:
+        parallel.MIN_CHUNK = old
+    assert multi.profile.counts == single.profile.counts
+
+
+@settings(max_examples=300)
+@given(st.lists(LINE_PIECES, max_size=40), st.booleans(), st.integers(1, 64))
+def test_block_fast_path_equals_line_state_machine(pieces: list[str], compat: bool, block: int) -> None:
+    """Same counts, same problems at the same line numbers, whatever the block boundaries."""
+    data = ("\n".join(pieces) + "\n").encode()
+    by_lines = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    by_lines.feed(data.splitlines(keepends=True), "x")
+    by_blocks = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    fold_blocks(by_blocks, [data[i : i + block] for i in range(0, len(data), block)], "x")
+    assert by_blocks.by_event == by_lines.by_event
+    assert by_blocks.diagnostics.problems == by_lines.diagnostics.problems
+    assert by_blocks.diagnostics.records == by_lines.diagnostics.records
