@@ -1,0 +1,123 @@
+"""`make flamegraph`: the MXNet MLP on MNIST under perf -> out/mlp-oncpu.folded and out/mlp-oncpu.svg.
+
+    python -m collectors.make_flamegraph [--out out] [--epochs 3] [--no-baseline]
+
+Prepares MNIST (once), trains without perf for the baseline throughput, trains again under
+`perf record` (the recorder's measured defaults), folds the training window only and renders
+it with the oneDNN highlight preset. Prints where the files are, the top frames and the
+profiling overhead on training throughput (samples/s without and with perf, same invocation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from flamegraph.diagnostics import FlamegraphError
+from flamegraph.record import RecordSpec
+
+from .mnist import prepare_mnist
+from .recipe import (
+    MlpRun,
+    fold_training,
+    overhead,
+    print_top,
+    record_mlp,
+    shares,
+    train_without_perf,
+    write_outputs,
+)
+
+ONEDNN_FRAMES = ("MKLDNN", "_[j]", "MultiSGDKernel", "ExecuteOprBlock")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m collectors.make_flamegraph", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p.add_argument("--freq", type=int, default=None, help="perf sampling frequency (default: the recorder's)")
+    p.add_argument("--call-graph", default=None, help="fp, dwarf or dwarf,SIZE (default: the recorder's)")
+    p.add_argument(
+        "--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)"
+    )
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    data = prepare_mnist(args.cache)
+    mlp = MlpRun(data, epochs=args.epochs)
+    baseline = None
+    if not args.no_baseline:
+        print(f"== training {args.epochs} epochs without perf (baseline throughput)", flush=True)
+        baseline = train_without_perf(mlp)
+    spec = RecordSpec(command=("placeholder",))
+    if args.freq:
+        spec = spec.replace(freq=args.freq)
+    if args.call_graph:
+        spec = spec.replace(call_graph=args.call_graph)
+    print(f"== training {args.epochs} epochs under perf record", flush=True)
+    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec)
+    started = time.monotonic()
+    profile = fold_training(recorded)
+    fold_seconds = time.monotonic() - started
+    loss = overhead(baseline, recorded.log) if baseline else None
+    rate = recorded.log.mean_rate() or 0.0
+    profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
+    profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
+    profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf" + (
+        f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)"
+        if baseline and loss is not None
+        else ""
+    )
+    folded, svg = args.out / "mlp-oncpu.folded", args.out / "mlp-oncpu.svg"
+    spec_used = recorded.recording.spec
+    subtitle = (
+        f"training window only; {spec_used.event} {spec_used.freq} Hz, call graph {spec_used.call_graph}"
+    )
+    write_outputs(profile, folded, svg, "MXNet MLP on MNIST: on-CPU (oneDNN)", subtitle)
+    return {
+        "folded": str(folded),
+        "svg": str(svg),
+        "samples": profile.total,
+        "stacks": len(profile.counts),
+        "window_s": round(recorded.log.window[1] - recorded.log.window[0], 3)
+        if recorded.log.window
+        else None,
+        "fold_s": round(fold_seconds, 2),
+        "perf_data_mb": round(recorded.recording.perf_data.stat().st_size / 1e6, 1),
+        "samples_per_s_with_perf": round(rate),
+        "samples_per_s_without_perf": round(baseline.mean_rate() or 0) if baseline else None,
+        "overhead_percent": round(loss, 1) if loss is not None else None,
+        "val_acc": recorded.log.val_acc,
+        "shares_percent": {k: round(v, 1) for k, v in shares(profile, ONEDNN_FRAMES).items()},
+        "profile": profile,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except FlamegraphError as err:
+        print(f"make flamegraph: {err}", file=sys.stderr)
+        return err.exit_code
+    profile = result.pop("profile")
+    print_top(profile)  # type: ignore[arg-type]
+    print(f"wrote {result['folded']} ({result['stacks']:,} stacks, {result['samples']:,.0f} samples)")
+    print(f"wrote {result['svg']}")
+    if result["overhead_percent"] is not None:
+        without, with_perf = result["samples_per_s_without_perf"], result["samples_per_s_with_perf"]
+        print(f"overhead: {without:,} samples/s without perf, {with_perf:,} with perf: "
+              f"{result['overhead_percent']:+.1f} %")  # fmt: skip
+    (args.out / "mlp-oncpu.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

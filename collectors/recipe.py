@@ -1,0 +1,144 @@
+"""The MLP recipe shared by the `make` drivers: train with and without perf, fold the training window.
+
+run = record_mlp(MlpRun(data, epochs=3), out_dir / "perf.data")  # perf record the trainer
+baseline = train_without_perf(MlpRun(data, epochs=3))           # the same run, no perf
+profile = fold_training(run)                                    # samples in TRAIN_START..END only
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flamegraph.cli.record import top_self
+from flamegraph.collapse.perf import FoldOptions
+from flamegraph.diagnostics import Diagnostics, FlamegraphError
+from flamegraph.folded import write_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.record import Recording, RecordSpec, Status, fold_recording, record
+
+from .mlp_log import TrainLog, parse_log
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: `collectors` is importable from here
+
+
+class TrainingFailed(FlamegraphError):
+    """The trainer exited with an error or printed no training window."""
+
+
+@dataclass(frozen=True)
+class MlpRun:
+    """One training run of `collectors.train_mlp`; `env` goes to the trainer only."""
+
+    data: Path
+    epochs: int = 3
+    max_batches: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+    python: str = sys.executable
+
+    def command(self) -> tuple[str, ...]:
+        argv = [
+            self.python,
+            "-m",
+            "collectors.train_mlp",
+            "--data",
+            str(self.data),
+            "--epochs",
+            str(self.epochs),
+        ]
+        if self.max_batches:
+            argv += ["--max-batches", str(self.max_batches)]
+        return tuple(argv)
+
+    def environment(self) -> dict[str, str]:
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        return {"PYTHONPATH": path, **self.env}
+
+
+@dataclass
+class RecordedRun:
+    recording: Recording
+    log: TrainLog
+    lines: list[str]
+
+
+def train_without_perf(run: MlpRun) -> TrainLog:
+    """The same training without perf, for the overhead figure; its output is echoed."""
+    proc = subprocess.run(
+        run.command(), env={**os.environ, **run.environment()}, capture_output=True, text=True
+    )
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise TrainingFailed(f"training without perf failed (exit {proc.returncode}): {tail}")
+    return parse_log(proc.stdout)
+
+
+def record_mlp(run: MlpRun, perf_data: Path, spec: RecordSpec | None = None) -> RecordedRun:
+    """`perf record` the trainer (the spec's event/frequency/call graph; the run's command and env)."""
+    spec = (spec or RecordSpec(command=("placeholder",))).replace(
+        command=run.command(), pid=None, env={**(spec.env if spec else {}), **run.environment()}
+    )
+    log = TrainLog()
+    lines: list[str] = []
+
+    def tap(line: str) -> None:
+        lines.append(line)
+        log.feed(line)
+
+    recording = record(spec, perf_data, on_output=tap)
+    if recording.exit_status or log.window is None:
+        tail = next((line for line in reversed(lines) if line.strip()), "no output")
+        status = recording.exit_status
+        raise TrainingFailed(f"training under perf failed (exit {status}; {perf_data} kept): {tail}")
+    return RecordedRun(recording, log, lines)
+
+
+def fold_training(run: RecordedRun, options: FoldOptions | None = None) -> FoldedProfile:
+    """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit."""
+    return fold_recording(
+        run.recording, options or FoldOptions.with_all(), run.log.window, Diagnostics(), Status()
+    )
+
+
+def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
+    """The folded text and, when asked, the SVG with the oneDNN highlight preset."""
+    folded.parent.mkdir(parents=True, exist_ok=True)
+    with open(folded, "wb") as out:
+        write_folded(profile, out)
+    if svg is not None:
+        try:  # TEMPORARY until the renderer lands
+            from flamegraph.render import RenderOptions, render_svg
+        except ImportError:
+            print(f"(renderer not available yet: {svg} not written)")
+            return
+
+        svg.write_bytes(render_svg(profile, RenderOptions(title=title, subtitle=subtitle, preset="onednn")))
+
+
+def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:
+    total = profile.total or 1
+    print(f"top {n} frames by self samples ({profile.total:,.0f} samples in the training window):")
+    for name, weight in top_self(profile, n):
+        short = name if len(name) <= width else name[: width - 3] + "..."
+        print(f"  {100 * weight / total:5.1f} %  {short}")
+
+
+def overhead(baseline: TrainLog, profiled: TrainLog) -> float | None:
+    """Relative throughput loss under perf, in %, from the mean per-epoch samples/s."""
+    base, prof = baseline.mean_rate(), profiled.mean_rate()
+    if not base or not prof:
+        return None
+    return 100.0 * (base - prof) / base
+
+
+def shares(profile: FoldedProfile, needles: Sequence[str]) -> dict[str, float]:
+    """% of samples whose stack contains each needle (a substring of any frame)."""
+    total = profile.total or 1
+    return {
+        needle: 100.0 * sum(w for s, w in profile.counts.items() if needle in s) / total for needle in needles
+    }

@@ -1,0 +1,158 @@
+"""`flamegraph record`: perf record -> perf script -> fold -> SVG, for a command or a running pid."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+import typer
+
+from ..collapse.perf import FoldOptions
+from ..diagnostics import Diagnostics, FlamegraphError
+from ..folded import write_folded
+from ..model import FoldedProfile
+from ..record import (
+    DEFAULT_CALL_GRAPH,
+    DEFAULT_EVENT,
+    DEFAULT_FREQ,
+    RecordSpec,
+    Status,
+    fold_recording,
+    parse_call_graph,
+    parse_window,
+    record,
+)
+from .app import app
+from .output import write_atomically
+
+
+def _call_graph(text: str) -> str:
+    try:
+        return parse_call_graph(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def _window(text: str | None) -> tuple[float | None, float | None] | None:
+    if text is None:
+        return None
+    try:
+        return parse_window(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def top_self(profile: FoldedProfile, n: int = 8) -> list[tuple[str, float]]:
+    """The frames with the most self weight (the leaf of each stack)."""
+    leaves: dict[str, float] = {}
+    for stack, weight in profile.counts.items():
+        leaf = stack.rsplit(";", 1)[-1]
+        leaves[leaf] = leaves.get(leaf, 0) + weight
+    return sorted(leaves.items(), key=lambda item: (-item[1], item[0]))[:n]
+
+
+def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
+    total = profile.total or 1
+    status.note(f"top frames by self {profile.unit} ({profile.total:,.0f} in all):")
+    for name, weight in top_self(profile, n):
+        status.note(f"  {100 * weight / total:5.1f} %  {name}")
+
+
+def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str, preset: str | None) -> None:
+    try:  # TEMPORARY until the renderer lands
+        from ..render import RenderOptions, render_svg
+    except ImportError:
+        return
+
+    options = RenderOptions(title=title, subtitle=subtitle, preset=preset)
+    data = render_svg(profile, options)
+
+    def write(out: BinaryIO) -> None:
+        out.write(data)
+
+    write_atomically(svg, write)
+
+
+@app.command("record", context_settings={"allow_interspersed_args": False})
+def record_command(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
+    ] = None,
+    pid: Annotated[
+        int | None, typer.Option("--pid", "-p", help="profile this running process instead")
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)"),
+    ] = None,
+    freq: Annotated[int, typer.Option("--freq", "-F", min=1, help="samples per second")] = DEFAULT_FREQ,
+    call_graph: Annotated[
+        str, typer.Option("--call-graph", callback=_call_graph, help="fp, lbr, dwarf or dwarf,SIZE")
+    ] = DEFAULT_CALL_GRAPH,
+    event: Annotated[str, typer.Option("--event", "-e", help="perf event to sample")] = DEFAULT_EVENT,
+    window: Annotated[
+        str | None,
+        typer.Option("--window", metavar="START,END", help="keep samples in this CLOCK_MONOTONIC span (s)"),
+    ] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("flamegraph.svg"),
+    folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks here")] = None,
+    perf_data: Annotated[
+        Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
+    ] = None,
+    title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")] = None,
+    threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
+    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
+) -> None:
+    """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
+
+    Records with `perf record -N -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
+    Ctrl-C stops the recording and still draws the graph.
+    """
+    if bool(command) == (pid is not None):
+        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
+    if no_svg and folded is None:
+        raise typer.BadParameter("--no-svg needs --folded")
+    span = _window(window)
+    spec = RecordSpec(
+        command=tuple(command or ()),
+        pid=pid,
+        event=event,
+        freq=freq,
+        call_graph=call_graph,
+        duration=duration,
+    )
+    status = Status()
+    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-record-"))
+    data_path = perf_data or scratch / "perf.data"
+    keep = perf_data is not None
+    try:
+        recording = record(spec, data_path)
+        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
+        profile = fold_recording(recording, FoldOptions.with_all(tid=threads), span, Diagnostics(), status)
+        if folded is not None:
+            write_atomically(folded, lambda out: write_folded(profile, out))
+            status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
+        if not no_svg:
+            name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
+            subtitle = f"{event}, {freq} Hz, call graph {call_graph}"
+            render_profile(profile, output, title or f"Flame Graph: {name}", subtitle, preset)
+            status.note(f"wrote {output}")
+        report_top(profile, status)
+    except FlamegraphError:
+        if data_path.exists() and not keep:
+            keep = True
+            status.note(f"flamegraph: the recording is kept in {data_path}")
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
+    counted = f" {samples:,} samples" if samples is not None else ""
+    size = path.stat().st_size / 1e6 if path.exists() else 0.0
+    ended = f"; the command exited with status {exit_status}" if exit_status else ""
+    return f"recorded{counted} in {seconds:.1f} s ({size:.1f} MB){ended}"

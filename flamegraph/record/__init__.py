@@ -1,0 +1,68 @@
+"""Recording with `perf record`: build the command line, run it with progress, stop it cleanly, fold it.
+
+Generic over the event, so on-CPU (`cpu-clock`), off-CPU (`sched:sched_switch`) and JIT-aware
+recordings share it. The API, top to bottom:
+
+    spec = RecordSpec(command=("python", "train.py"))                 # launch a command, or
+    spec = RecordSpec(pid=1234, event="sched:sched_switch", freq=None,
+                      call_graph="dwarf,8192", extra_args=("--switch-events",), duration=3.0)
+    record_command(spec, perf, output) -> list[str]       # the `perf record` argv (pure)
+    record(spec, output, hooks=(), on_output=None, status=None) -> Recording
+        # runs perf with a progress line; Ctrl-C (or spec.duration) stops perf and keeps the data;
+        # raises PerfMissing / NotPermitted / NoSuchProcess / CommandNotFound / PerfFailed
+    capture_metadata(spec, perf) -> dict[str, str]          # command, event, perf version, kernel...
+    script_args(recording, window, fields) -> list[str]     # `perf script` options (-F, --time S,E)
+    fold_recording(recording, options, window, diagnostics, status) -> FoldedProfile   # on-CPU
+
+Pre- and post-steps plug in as hooks (e.g. JIT naming: DNNL_JIT_DUMP=1, a scratch cwd and a
+python wrapper before; `perf inject --jit` after):
+
+    class RecordHook(Protocol):
+        def prepare(self, spec: RecordSpec) -> RecordSpec     # env, cwd, command wrapper, call graph
+        def finish(self, recording: Recording) -> Recording   # e.g. swap in an injected perf.data
+
+Modules: spec (options -> argv, checks, errors, metadata), run (perf record itself),
+script (perf script -> folded), status (the progress line).
+"""
+
+from .run import record
+from .script import fold_recording, iter_progress, script_args
+from .spec import (
+    DEFAULT_CALL_GRAPH,
+    DEFAULT_EVENT,
+    DEFAULT_FREQ,
+    DEFAULT_MMAP,
+    ONCPU_FIELDS,
+    RecordHook,
+    Recording,
+    RecordSpec,
+    capture_metadata,
+    check_target,
+    explain_failure,
+    parse_call_graph,
+    parse_window,
+    record_command,
+)
+from .status import Status
+
+__all__ = [
+    "DEFAULT_CALL_GRAPH",
+    "DEFAULT_EVENT",
+    "DEFAULT_FREQ",
+    "DEFAULT_MMAP",
+    "ONCPU_FIELDS",
+    "RecordHook",
+    "RecordSpec",
+    "Recording",
+    "Status",
+    "capture_metadata",
+    "check_target",
+    "explain_failure",
+    "fold_recording",
+    "iter_progress",
+    "parse_call_graph",
+    "parse_window",
+    "record",
+    "record_command",
+    "script_args",
+]
