@@ -191,6 +191,7 @@ class SchedCollapser:
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
         self.other_records = 0  # samples of other events, not folded
+        self.window_ns = 0  # the recordings' lengths, first to last timestamp
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
@@ -243,6 +244,8 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
+        if pairing.start is not None and pairing.end is not None:
+            self.window_ns += pairing.end - pairing.start
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchOut, frames: list[bytes], ready: list[Wait]) -> None:
@@ -368,11 +371,13 @@ class OffCpuFolder:
         if wait.ns < self.min_ns:
             self._count(self.excluded, f"shorter than {self.options.min_us:g} µs", wait.ns)
             return
+        self._count(self.by_kind, wait.kind, wait.ns)
+        if not wait.ns:
+            return  # e.g. a thread whose first record opens the window: counted, but nothing to draw
         self.waits += 1
         self.ns_by_stack[wait.stack] = self.ns_by_stack.get(wait.stack, 0) + wait.ns
         self.by_state[wait.state] = self.by_state.get(wait.state, 0) + wait.ns
         self.by_thread[wait.thread] = self.by_thread.get(wait.thread, 0) + wait.ns
-        self._count(self.by_kind, wait.kind, wait.ns)
 
     @staticmethod
     def _count(table: dict[str, list[int]], key: str, ns: int) -> None:

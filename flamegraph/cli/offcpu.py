@@ -1,0 +1,134 @@
+"""`flamegraph offcpu`: where threads wait. Record sched_switch for a pid or a command, pair, draw."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..collapse.perf_sched import OffCpuOptions
+from ..diagnostics import Diagnostics, FlamegraphError
+from ..folded import write_folded
+from ..model import FoldedProfile
+from ..offcpu import DEFAULT_CALL_GRAPH, fold_offcpu_recording, offcpu_spec, record_offcpu
+from ..record import Recording, Status, parse_call_graph
+from .app import app
+from .output import write_atomically
+from .record import render_profile
+
+STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
+
+
+def parse_states(text: str | None) -> frozenset[str] | None:
+    """'S,D,R' -> {'S', 'D', 'R'}; None keeps every state."""
+    if text is None:
+        return None
+    states = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(s for s in states if s not in STATES)
+    if not states or unknown:
+        raise typer.BadParameter(f"expected states among {','.join(sorted(STATES))}, got {text!r}")
+    return states
+
+
+def _call_graph(text: str) -> str:
+    try:
+        return parse_call_graph(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+@app.command("offcpu", context_settings={"allow_interspersed_args": False})
+def offcpu_command(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
+    ] = None,
+    pid: Annotated[
+        int | None, typer.Option("--pid", "-p", help="every thread of this process, new ones included")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)")
+    ] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("offcpu.svg"),
+    folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks (µs)")] = None,
+    min_us: Annotated[
+        float, typer.Option("--min-us", min=0, help="leave out waits shorter than N µs (they are counted)")
+    ] = 0.0,
+    state: Annotated[
+        str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")
+    ] = None,
+    kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
+    call_graph: Annotated[
+        str, typer.Option("--call-graph", callback=_call_graph, help="fp or dwarf[,SIZE]")
+    ] = DEFAULT_CALL_GRAPH,
+    perf_data: Annotated[
+        Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
+    ] = None,
+    title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
+    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
+) -> None:
+    """Off-CPU flame graph: where the threads of a pid (`--pid PID`) or command (`-- CMD`) wait.
+
+    Records `perf record -e sched:sched_switch --switch-events --call-graph dwarf,8192`, pairs each
+    thread's switch-out with its next switch-in, and draws the blocked time in microseconds, each
+    stack rooted at comm-tid and ending with the state ([S] sleeping, [D] disk, [R] preempted).
+    Ctrl-C stops the recording and still draws the graph.
+    """
+    if bool(command) == (pid is not None):
+        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
+    if no_svg and folded is None:
+        raise typer.BadParameter("--no-svg needs --folded")
+    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us)
+    spec = offcpu_spec(pid, command or (), duration, call_graph)
+    status = Status()
+    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-offcpu-"))
+    data_path = perf_data or scratch / "perf.data"
+    keep = perf_data is not None
+    try:
+        recording = record_offcpu(spec, data_path, status)
+        status.note(_summary(recording, pid))
+        profile = fold_offcpu_recording(recording, options, Diagnostics(), status)
+        if folded is not None:
+            write_atomically(folded, lambda out: write_folded(profile, out))
+            status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
+        if not no_svg:
+            name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
+            subtitle = f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}"
+            render_profile(profile, output, title or f"Off-CPU: {name}", subtitle, None)
+            status.note(f"wrote {output}")
+        report_totals(profile, status)
+    except FlamegraphError:
+        if data_path.exists() and not keep:
+            keep = True
+            status.note(f"flamegraph: the recording is kept in {data_path}")
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _summary(recording: Recording, pid: int | None) -> str:
+    size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
+    line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"
+    if pid is not None and not _alive(pid) and not recording.interrupted:
+        line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
+    elif recording.exit_status:
+        line += f"; the command exited with status {recording.exit_status}"
+    return line
+
+
+def _alive(pid: int) -> bool:
+    """Still running (a zombie has exited: its threads can no longer wait)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+
+
+def report_totals(profile: FoldedProfile, status: Status) -> None:
+    for key in ("off-CPU", "by state", "by thread", "clipped to the window", "excluded", "lost events"):
+        if key in profile.metadata:
+            status.note(f"{key}: {profile.metadata[key]}")
