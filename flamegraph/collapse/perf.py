@@ -65,6 +65,9 @@ def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     body = text.rstrip()
     if not body.endswith(b")"):
         return match.group(1), match.group(2), match.group(3)
+    dso = match.group(3)
+    if b"(" not in dso and b")" not in dso and len(body) - len(dso) - 2 == body.rfind(b" (") + 1:
+        return match.group(1), match.group(2), dso  # the usual case: the last group is the whole DSO
     depth = 0
     for i in range(len(body) - 1, -1, -1):
         byte = body[i]

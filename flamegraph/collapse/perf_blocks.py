@@ -123,7 +123,11 @@ def _resolve(
     resolved: list[bytes] = []
     for frame, name in zip(frames, names):
         if name is None:
-            if frame[:1] not in (b"\t", b" ") or collapser._is_indented_header(frame) or not frame.strip():
+            if (
+                frame[:1] not in (b"\t", b" ")
+                or not frame.strip()
+                or (b": " in frame and collapser._is_indented_header(frame))
+            ):
                 return None
             name = collapser._slow_frame(frame, java, cache)
             if name is None:
