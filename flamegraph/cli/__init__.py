@@ -7,6 +7,7 @@ import sys
 
 from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError
 from . import fold as _fold  # noqa: F401  (registers the command)
+from . import offcpu as _offcpu  # noqa: F401  (registers the command)
 from . import record as _record  # noqa: F401  (registers the command)
 from .app import app
 
