@@ -43,8 +43,15 @@ def fold(
         bool,
         typer.Option("--compat", help="reproduce stackcollapse-perf.pl exactly, including the records it loses"),
     ] = False,
+    offcpu: Annotated[
+        bool,
+        typer.Option("--offcpu", help="sched:sched_switch recordings: blocked time per stack, in µs"),
+    ] = False,
 ) -> None:
     """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
+    if offcpu:
+        _fold_offcpu(inputs or [], output, kernel or all_, strict)
+        return
     options = FoldOptions(
         pid=pid,
         tid=tid,
@@ -64,3 +71,14 @@ def fold(
         if output is None:
             return
     write_atomically(output, lambda out: write_folded(result.profile, out))
+
+
+def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, strict: bool) -> None:
+    """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr."""
+    from ..collapse.perf_sched import OffCpuOptions
+    from ..offcpu import fold_offcpu
+
+    profile = fold_offcpu(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
+    write_atomically(output, lambda out: write_folded(profile, out))
+    for key, value in profile.metadata.items():
+        typer.echo(f"{key}: {value}", err=True)
