@@ -84,6 +84,25 @@ def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     return match.group(1), match.group(2), match.group(3)
 
 
+HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def _symbol_key(line: bytes, java: bool, addrs: bool) -> bytes | None:
+    """'<addr> <sym>+0x<off> (<dso>)' -> b'<sym> (<dso>)' (+ java flag); None when unsure."""
+    body = line.strip()
+    space = body.find(b" ")
+    paren = body.rfind(b" (")
+    if space <= 0 or paren <= space or not body[:space].isalnum():
+        return None
+    symbol = body[space + 1 : paren].lstrip()
+    if addrs and b"[unknown]" in symbol:
+        return None  # --addrs prints the address of unknown frames
+    plus = symbol.rfind(b"+0x")
+    if plus > 0 and len(symbol) > plus + 3 and HEX_DIGITS.issuperset(symbol[plus + 3 :]):
+        symbol = symbol[:plus]
+    return (b"J" if java else b"-") + symbol + body[paren:]
+
+
 class PerfCollapser:
     """Folds one or more `perf script` streams; call `feed` per input, then `profile()`."""
 
@@ -101,6 +120,7 @@ class PerfCollapser:
         self._block_frames: dict[bytes, bytes] = {}
         self._block_java_frames: dict[bytes, bytes] = {}
         self._roots: dict[bytes, bytes] = {}  # "comm pid/tid " -> root frame
+        self._symbols: dict[bytes, bytes] = {}  # frame line without address and offset -> name
 
     # -- frames ------------------------------------------------------------------------------
     def frame_name(self, text: bytes, java: bool) -> bytes | None:
@@ -270,7 +290,14 @@ class PerfCollapser:
         """Parse a frame line not yet in the cache; b'' for frames to drop, None if malformed."""
         if line in self._skip_lines:
             return b""
-        name = self.frame_name(line.rstrip(b"\n"), java)
+        # Lines differing only in address and offset ("7f01 work+0x34 (/t)", "7f09 work+0x3c (/t)")
+        # fold to the same name: key a second cache by what is left.
+        symbol_key = _symbol_key(line, java, self.options.addrs)
+        name = self._symbols.get(symbol_key) if symbol_key is not None else None
+        if name is None:
+            name = self.frame_name(line.rstrip(b"\n"), java)
+            if name and symbol_key is not None:
+                self._symbols[symbol_key] = name
         if name:
             cache[line] = name
         elif name == b"":
