@@ -67,6 +67,10 @@ LINE_PIECES = st.sampled_from(
         "nonsense line",
         "\t    11 std::f<void (int)>::g(int) (/lib/y.so)",
         "   p 9 2.0: 5 cpu-clock:  7f02 bar (/lib/z.so)",
+        "V8 Worker 12 34 [000] 1.5: 5 cpu-clock: ",
+        "a 7/8 3.25: cpu-clock: ",
+        "python 42 [000] 1.000002: 0 page-faults: ",
+        "\t    7f03 java/lang/Foo+0x1 (/tmp/perf-1.map)",
     ]
 )
 

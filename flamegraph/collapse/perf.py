@@ -119,7 +119,7 @@ class PerfCollapser:
         # The same caches for perf_blocks' fast path, keyed by the line without its newline.
         self._block_frames: dict[bytes, bytes] = {}
         self._block_java_frames: dict[bytes, bytes] = {}
-        self._roots: dict[bytes, bytes] = {}  # "comm pid/tid " -> root frame
+        self._roots: dict[tuple[bytes, ...], bytes] = {}  # (comm, pid, tid) -> root frame
         self._symbols: dict[bytes, bytes] = {}  # frame line without address and offset -> name
 
     # -- frames ------------------------------------------------------------------------------

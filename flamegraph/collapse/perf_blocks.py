@@ -14,6 +14,7 @@ the line-by-line state machine, so behaviour and diagnostics are identical eithe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -51,47 +52,62 @@ def fold_blocks(collapser: PerfCollapser, blocks: Iterable[bytes], path: str, fi
     return line - first_line
 
 
+# The usual header in one match: "comm pid[/tid] [cpu] sec.usec: [period] event:". Where it
+# matches, it splits comm/pid/tid/period/event exactly as HEADER + PERIOD_EVENT do, provided the
+# comm holds no blank (then a shorter comm could satisfy HEADER alone); other headers take the
+# general route.
+USUAL_HEADER = re.compile(rb"^(\S.*?)\s+(\d+)/*(\d+)*\s+(?:\[\d+\]\s+)?\d+\.\d+:\s*(\d+)*\s+(\S+):\s*$")
+USUAL_HEADER_COMPAT = re.compile(rb"^(\S.+?)\s+(\d+)/*(\d+)*\s+(?:\[\d+\]\s+)?\d+\.\d+:\s*(\d+)*\s+(\S+):\s*$")
+
+
 def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -> int:
     """Fold complete records (text holds records joined by blank lines); returns the next line."""
     options = collapser.options
     compat = options.compat
     header_re = HEADER if compat else HEADER_OURS
+    usual = (USUAL_HEADER_COMPAT if compat else USUAL_HEADER).match
     per_event = options.per_event
     cache = collapser._block_frames
     java_cache = collapser._block_java_frames
     roots = collapser._roots
     by_event = collapser.by_event
-    diagnostics = collapser.diagnostics
     event_of = collapser._event
     period_event = PERIOD_EVENT.search
+    kept: dict[bytes | None, int] = {}  # records folded per profile key, added to the totals at the end
+    seen = 0
     for record in text.split(b"\n\n"):
         lines = record.split(b"\n")
         size = len(lines) + 1  # its lines and the blank one after it
         header = lines[0]
-        match = header_re.match(header) if header[:1] not in (b"\t", b" ", b"#", b"") else None
-        if match is None:
-            line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
-            continue
-        found = period_event(header)  # the usual header, inline; anything else via _event
-        if found is not None:
-            period_text, event = found.groups()
+        match = usual(header)
+        if match is not None and b" " not in match.group(1) and b"\t" not in match.group(1):
+            period_text = match.group(4)
+            event = match.group(5)
         else:
-            event, period_text, rest = event_of(header)
-            if rest:
+            match = header_re.match(header) if header[:1] not in (b"\t", b" ", b"#", b"") else None
+            if match is None:
                 line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
                 continue
+            found = period_event(header)
+            if found is not None:
+                period_text, event = found.groups()
+            else:
+                event, period_text, rest = event_of(header)
+                if rest:
+                    line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
+                    continue
         if event is not None and not per_event:
             if collapser.event_filter is None:
                 collapser.event_filter = event
             elif event != collapser.event_filter:
                 collapser.skipped_by_event[event] += 1
-                diagnostics.records += 1
+                seen += 1
                 line += size
                 continue
-        prefix = match.group(0)
-        root = roots.get(prefix)
+        ids = match.group(1, 2, 3)
+        root = roots.get(ids)  # type: ignore[call-overload]
         if root is None:
-            root = roots[prefix] = collapser._root_name(match)
+            root = roots[ids] = collapser._root_name(match)  # type: ignore[index]
         java = root.startswith(b"java")
         frames = lines[1:]
         names = list(map(java_cache.get if java else cache.get, frames))
@@ -106,12 +122,12 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
         if counts is None:
             counts = by_event[key] = {}
         stack = root + b";" + b";".join(names[::-1]) if names else root
-        counts[stack] = counts.get(stack, 0) + (
-            int(period_text) if period_text and period_text != b"0" else 1
-        )
-        collapser.records_by_event[key] += 1
-        diagnostics.records += 1
+        counts[stack] = counts.get(stack, 0) + (int(period_text) if period_text and period_text != b"0" else 1)
+        kept[key] = kept.get(key, 0) + 1
+        seen += 1
         line += size
+    collapser.records_by_event.update(kept)
+    collapser.diagnostics.records += seen
     return line
 
 
