@@ -100,9 +100,8 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
             if collapser.event_filter is None:
                 collapser.event_filter = event
             elif event != collapser.event_filter:
-                collapser.skipped_by_event[event] += 1
-                seen += 1
-                line += size
+                # Skipped events take the line path: it alone tells frames from headers it does not parse.
+                line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
                 continue
         ids = match.group(1, 2, 3)
         root = roots.get(ids)  # type: ignore[call-overload]

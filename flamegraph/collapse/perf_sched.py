@@ -43,11 +43,14 @@ SCHED_SWITCH = b"sched:sched_switch:"
 
 SINCE_START = b"[off-CPU since recording start]"
 NEW_THREAD = b"[new thread]"
+NO_STACK = b"[no sched_switch record]"  # a PERF_RECORD_SWITCH OUT alone: tracepoint not yet enabled, or lost
 UNKNOWN_STATE = b"?"
 EXIT_STATES = frozenset({b"X", b"Z"})  # the thread is dead: its last switch-out is not a wait
 
-# How a wait was closed: a real switch-in, or clipped to one end of the window.
+# How a wait was closed: a real switch-in, or clipped to one end of the window; or seen without its stack.
 PAIRED, OPEN_AT_START, NEW, OPEN_AT_END = "paired", "open at start", "new thread", "open at end"
+WITHOUT_STACK = "without sched_switch"
+CLIPPED = (OPEN_AT_START, NEW, OPEN_AT_END)
 
 
 class Wait(NamedTuple):
@@ -57,7 +60,7 @@ class Wait(NamedTuple):
     thread: bytes  # comm-tid
     state: bytes  # S, D, R, ... or ? when unknown
     ns: int  # blocked time in nanoseconds
-    kind: str  # PAIRED, OPEN_AT_START, NEW or OPEN_AT_END
+    kind: str  # PAIRED, OPEN_AT_START, NEW, OPEN_AT_END or WITHOUT_STACK
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class _Out(NamedTuple):
     stack: bytes
     thread: bytes
     state: bytes
+    kind: str = PAIRED
 
 
 def parse_time_ns(seconds: bytes, fraction: bytes) -> int:
@@ -104,6 +108,7 @@ class _Pairing:
         self.known: set[int] = set()  # tids whose state at the window start is settled
         self.first_in: dict[int, tuple[int, bytes]] = {}  # tid -> (time, label) of a next_pid switch-in
         self.forked: dict[int, int] = {}  # tid -> FORK time, until its first switch-in
+        self.exited: set[int] = set()  # tids after their EXIT: system-wide records still show them
         self.lost = 0
 
     def tick(self, ns: int) -> None:
@@ -134,7 +139,7 @@ class _Pairing:
         """`traced`: the record belongs to the thread itself (a SWITCH IN), not to a next_pid field."""
         pending = self.out.pop(tid, None)
         if pending is not None:
-            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), PAIRED)
+            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), pending.kind)
         if tid in self.known:
             return None  # already paired through the other source of switch-ins
         if traced:
@@ -155,7 +160,17 @@ class _Pairing:
             self.out[tid] = out
         return opening
 
+    def switch_out_record(self, tid: int, ns: int, thread: bytes, preempted: bool) -> Wait | None:
+        """A PERF_RECORD_SWITCH OUT: the wait starts here if no sched_switch record started it."""
+        opening = self.settle(tid)
+        if tid not in self.out and tid not in self.exited:
+            state = b"R" if preempted else UNKNOWN_STATE
+            stack = thread + b";" + NO_STACK + b";" + state_frame(state)
+            self.out[tid] = _Out(ns, stack, thread, state, WITHOUT_STACK)
+        return opening
+
     def exit(self, tid: int) -> None:
+        self.exited.add(tid)
         self.out.pop(tid, None)
         self.forked.pop(tid, None)
         self.first_in.pop(tid, None)
@@ -165,7 +180,8 @@ class _Pairing:
         """Clip the waits still open when the recording ended to its last timestamp."""
         end = self.end or 0
         for pending in self.out.values():
-            yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), OPEN_AT_END)
+            kind = OPEN_AT_END if pending.kind == PAIRED else pending.kind
+            yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), kind)
         self.out.clear()
 
 
@@ -276,11 +292,14 @@ class SchedCollapser:
             if switch.group(1) == b"IN":
                 wait = pairing.switch_in(tid, ns, thread_label(comm, tid), traced=True)
             else:
-                wait = pairing.settle(tid)
+                preempted = b"preempt" in rest
+                wait = pairing.switch_out_record(tid, ns, thread_label(comm, tid), preempted)
         elif task is not None:
             child = int(task.group(3))
-            if task.group(1) == b"FORK" and ns and child not in pairing.known:
-                pairing.forked[child] = ns
+            if task.group(1) == b"FORK":
+                pairing.exited.discard(child)  # a recycled tid is a new thread
+                if ns and child not in pairing.known:
+                    pairing.forked[child] = ns
             elif task.group(1) == b"EXIT":
                 pairing.exit(child)
         elif (lost := LOST_RECORD.match(rest)) is not None:
@@ -401,10 +420,13 @@ class OffCpuFolder:
         clipped = [
             f"{n:,} {kind} ({format_ns(ns)})"
             for kind, (n, ns) in sorted(self.by_kind.items())
-            if kind != PAIRED
+            if kind in CLIPPED
         ]
         if clipped:
             meta["clipped to the window"] = ", ".join(clipped)
+        if WITHOUT_STACK in self.by_kind:
+            n, ns = self.by_kind[WITHOUT_STACK]
+            meta["without stack"] = f"{n:,} waits seen only as PERF_RECORD_SWITCH ({format_ns(ns)})"
         if self.excluded:
             meta["excluded"] = ", ".join(
                 f"{n:,} waits {why} ({format_ns(ns)})" for why, (n, ns) in sorted(self.excluded.items())
