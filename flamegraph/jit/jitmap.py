@@ -1,0 +1,255 @@
+"""Find where oneDNN put each JIT kernel: match its `DNNL_JIT_DUMP=1` dump against executable memory.
+
+oneDNN writes each kernel's code to `dnnl_dump_cpu_<name>.<counter>.bin` in the working directory.
+The same bytes sit in the process's anonymous executable memory; finding them gives the address.
+Works in-process (pid "self", at exit) and from another process with ptrace rights (root).
+Only the standard library is used: this module runs inside the profiled interpreter.
+
+/proc/<pid>/maps lines it keeps (executable, anonymous) and skips:
+    7fec2e042000-7fec2e091000 rwxp 00000000 00:00 0
+    7fad34e56000-7fad34e96000 rwxp 00000000 00:00 0          [anon:xbyak]
+    55d0c1a4b000-55d0c1a6c000 r-xp 00000000 00:00 0          [heap]
+    7f3e9a628000-7f3e9a7bd000 r-xp 00026000 08:01 1835   /usr/lib/x86_64-linux-gnu/libc.so.6   (skipped)
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+DUMP_FILE = re.compile(r"^dnnl_dump_(?:cpu_)?(.+)\.(\d+)\.bin$")
+PERF_MAP_DIR = "/tmp"  # perf reads JIT symbol maps only from /tmp/perf-<pid>.map
+PAGE = 4096
+PREFIX = 16  # bytes compared at page starts before a full comparison
+
+
+@dataclass(frozen=True)
+class Dump:
+    """One `DNNL_JIT_DUMP` file: the kernel's code, its name and oneDNN's creation counter."""
+
+    index: int
+    name: str
+    code: bytes
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    address: int
+    size: int
+    name: str
+    index: int  # oneDNN's counter: the dump file's number
+    path: str = ""  # the dump file
+
+
+@dataclass
+class ScanResult:
+    kernels: list[Kernel] = field(default_factory=list)  # sorted by address
+    missing: list[Dump] = field(default_factory=list)  # dumps not found in memory
+    regions: int = 0
+    scanned: int = 0  # bytes of executable anonymous memory read
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.kernels)} JIT kernels located, {len(self.missing)} dumps not in memory "
+            f"({self.regions} anonymous executable regions, {self.scanned / 2**20:.1f} MiB, "
+            f"{self.seconds * 1000:.0f} ms)"
+        )
+
+
+def parse_dump_name(file_name: str) -> tuple[str, int] | None:
+    """'dnnl_dump_cpu_jit_uni_kernel.27.bin' -> ('jit_uni_kernel', 27)."""
+    match = DUMP_FILE.match(file_name)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def dump_files(directory: str, since: float | None = None) -> list[tuple[int, str, str]]:
+    """(counter, name, path) of the dump files in `directory`, oldest counter first.
+
+    `since` (epoch seconds) skips files older than the process, e.g. left by an earlier run.
+    """
+    found = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for file_name in names:
+        parsed = parse_dump_name(file_name)
+        if parsed is None:
+            continue
+        path = os.path.join(directory, file_name)
+        if since is not None and os.stat(path).st_mtime < since:
+            continue
+        found.append((parsed[1], parsed[0], path))
+    return sorted(found)
+
+
+def read_dumps(directory: str, since: float | None = None) -> list[Dump]:
+    dumps = []
+    for index, name, path in dump_files(directory, since):
+        with open(path, "rb") as f:
+            dumps.append(Dump(index, name, f.read(), path))
+    return dumps
+
+
+def parse_maps(lines: Iterable[str]) -> list[tuple[int, int]]:
+    """Executable anonymous regions (start, end) of a /proc/<pid>/maps text."""
+    regions = []
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 5 or "x" not in parts[1]:
+            continue
+        path = parts[5].strip() if len(parts) > 5 else ""
+        if path and path != "[heap]" and not path.startswith("[anon"):
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        regions.append((start, end))
+    return regions
+
+
+def merge_regions(regions: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join adjacent regions, so that a kernel spanning two VMAs is still one byte string."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(regions):
+        if merged and merged[-1][1] == start:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def read_memory(pid: int | str, regions: Iterable[tuple[int, int]]) -> dict[int, bytes]:
+    """The bytes of each region, read through /proc/<pid>/mem (unreadable regions are skipped)."""
+    memory = {}
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for start, end in merge_regions(regions):
+            try:
+                mem.seek(start)
+                memory[start] = mem.read(end - start)
+            except (OSError, OverflowError, ValueError):
+                continue
+    return memory
+
+
+class Claims:
+    """Address ranges already given to a kernel (a smaller kernel must not match inside one)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def free(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self.starts, start)
+        if i and self.ends[i - 1] > start:
+            return False
+        return i == len(self.starts) or self.starts[i] >= end
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+
+
+def page_starts(memory: Mapping[int, bytes], prefixes: set[bytes]) -> dict[bytes, list[int]]:
+    """Page-aligned addresses whose first bytes begin some dump: where Xbyak puts kernels."""
+    index: dict[bytes, list[int]] = {}
+    for base, buf in memory.items():
+        for offset in range(-base % PAGE, len(buf), PAGE):
+            head = buf[offset : offset + PREFIX]
+            if head in prefixes:
+                index.setdefault(head, []).append(base + offset)
+    return index
+
+
+def occurrences(code: bytes, memory: Mapping[int, bytes], aligned: list[int]) -> Iterator[int]:
+    """Addresses holding `code`: page-aligned ones first (the usual case), then, lazily, any others."""
+    for address in sorted(aligned):
+        for base, buf in memory.items():
+            offset = address - base
+            if 0 <= offset < len(buf) and buf[offset : offset + len(code)] == code:
+                yield address
+    for base, buf in sorted(memory.items()):
+        pos = buf.find(code)
+        while pos >= 0:
+            if (base + pos) % PAGE:
+                yield base + pos
+            pos = buf.find(code, pos + 1)
+
+
+def match_kernels(dumps: Iterable[Dump], memory: Mapping[int, bytes]) -> tuple[list[Kernel], list[Dump]]:
+    """Give each dump an address holding its bytes; identical dumps claim distinct occurrences.
+
+    Larger kernels claim first, so a small kernel's bytes found inside a larger one are not used.
+    """
+    by_code: dict[bytes, list[Dump]] = {}
+    for dump in sorted(dumps, key=lambda d: d.index):
+        if dump.code:
+            by_code.setdefault(dump.code, []).append(dump)
+    aligned = page_starts(memory, {code[:PREFIX] for code in by_code})
+    claims = Claims()
+    kernels: list[Kernel] = []
+    missing: list[Dump] = []
+    for code, group in sorted(by_code.items(), key=lambda item: (-len(item[0]), item[1][0].index)):
+        found = occurrences(code, memory, aligned.get(code[:PREFIX], []))
+        free = (a for a in found if claims.free(a, a + len(code)))
+        for dump in group:
+            address = next(free, None)
+            if address is None:
+                missing.append(dump)
+                continue
+            claims.add(address, address + len(code))
+            kernels.append(Kernel(address, len(code), dump.name, dump.index, dump.path))
+    return sorted(kernels, key=lambda k: k.address), sorted(missing, key=lambda d: d.index)
+
+
+def process_start(pid: int | str) -> float:
+    """When the process started (epoch seconds), from /proc: dumps older than this are stale."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    ticks = int(fields[19])  # field 22 (starttime), counted after "pid (comm)"
+    with open("/proc/stat") as f:
+        boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def scan(pid: int | str = "self", dump_dir: str | None = None) -> ScanResult:
+    """Locate the kernels of a live process: its dumps (in its cwd by default) in its memory."""
+    started = time.perf_counter()
+    directory = dump_dir if dump_dir is not None else os.readlink(f"/proc/{pid}/cwd")
+    # Second granularity of btime: allow one second of slack before dismissing a dump as stale.
+    dumps = read_dumps(directory, since=process_start(pid) - 1.0)
+    with open(f"/proc/{pid}/maps") as f:
+        regions = parse_maps(f)
+    memory = read_memory(pid, regions)
+    kernels, missing = match_kernels(dumps, memory)
+    return ScanResult(
+        kernels,
+        missing,
+        regions=len(regions),
+        scanned=sum(len(b) for b in memory.values()),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def perf_map_path(pid: int) -> str:
+    return os.path.join(PERF_MAP_DIR, f"perf-{pid}.map")
+
+
+def format_perf_map(kernels: Iterable[Kernel]) -> str:
+    """perf's symbol map: 'START SIZE name' in hex, one kernel a line."""
+    return "".join(f"{k.address:x} {k.size:x} {k.name}\n" for k in sorted(kernels, key=lambda k: k.address))
+
+
+def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None) -> str:
+    """Write (atomically) the map perf reads for the JIT code of `pid`."""
+    path = path or perf_map_path(pid)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as f:
+        f.write(format_perf_map(kernels))
+    os.replace(temporary, path)
+    return path
