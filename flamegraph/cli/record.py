@@ -128,8 +128,10 @@ def record_command(
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-record-"))
     data_path = perf_data or scratch / "perf.data"
     keep = perf_data is not None
+    recorded = False
     try:
         recording = record(spec, data_path)
+        recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         profile = fold_recording(recording, FoldOptions.with_all(tid=threads), span, Diagnostics(), status)
         if folded is not None:
@@ -142,7 +144,7 @@ def record_command(
             status.note(f"wrote {output}")
         report_top(profile, status)
     except FlamegraphError:
-        if data_path.exists() and not keep:
+        if recorded and not keep:
             keep = True
             status.note(f"flamegraph: the recording is kept in {data_path}")
         raise

@@ -25,31 +25,53 @@ from .spec import (
 )
 from .status import Status
 
+HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))?")
 
 
 class _Relay:
-    """Copies a child's pipe line by line to our terminal (clearing the progress line first)."""
+    """Copies a child's pipe line by line to our terminal (clearing the progress line first).
+
+    Until `release()` the lines are held back: perf complains within milliseconds when it cannot
+    record, and that multi-line complaint becomes our one-line error instead of reaching the user.
+    """
 
     def __init__(self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None]) -> None:
         self.tail: deque[str] = deque(maxlen=60)
         self.perf_lines: list[str] = []
-        self._thread = threading.Thread(target=self._run, args=(pipe, sink, status, tap), daemon=True)
+        self._sink, self._status, self._tap = sink, status, tap
+        self._held: list[bytes] | None = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(pipe,), daemon=True)
         self._thread.start()
 
-    def _run(self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None]) -> None:
+    def _run(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
             line = raw.decode(errors="replace")
             if line.startswith("[ perf record:"):
                 self.perf_lines.append(line.strip())
                 continue
             self.tail.append(line)
-            tap(line.rstrip("\n"))
-            with status.lock:
-                status.clear()
-                sink.write(raw)
-                sink.flush()
+            self._tap(line.rstrip("\n"))
+            with self._lock:
+                if self._held is not None:
+                    self._held.append(raw)
+                    continue
+            self._write([raw])
+
+    def _write(self, lines: list[bytes]) -> None:
+        with self._status.lock:
+            self._status.clear()
+            self._sink.writelines(lines)
+            self._sink.flush()
+
+    def release(self) -> None:
+        """From now on lines go straight through; the held ones first."""
+        with self._lock:
+            held, self._held = self._held, None
+        if held:
+            self._write(held)
 
     def join(self) -> None:
         self._thread.join(timeout=10)
@@ -79,7 +101,7 @@ def record(
     err = _Relay(proc.stderr, status.sink, status, on_output or _ignore)
     out = _Relay(proc.stdout, status.out_sink, status, on_output) if proc.stdout and on_output else None
     started = time.monotonic()
-    how = _wait(proc, spec, started, output, status)
+    how = _wait(proc, spec, started, output, status, err)
     interrupted = how == INTERRUPTED
     seconds = time.monotonic() - started
     for relay in (err, out):
@@ -89,13 +111,12 @@ def record(
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not output.is_file():
         raise explain_failure(spec, "".join(err.tail))
+    err.release()
     samples = captured[-1].group(2)
     metadata["duration"] = f"{seconds:.1f} s" + (" (stopped by Ctrl-C)" if interrupted else "")
     # perf ends a launched command with SIGTERM when stopped, and exits with the command's status.
     exit_status = proc.returncode if spec.command and how == ENDED else None
-    recording = Recording(
-        output, spec, metadata, seconds, int(samples) if samples else None, interrupted, exit_status
-    )
+    recording = Recording(output, spec, metadata, seconds, int(samples) if samples else None, interrupted, exit_status)
     for hook in hooks:
         recording = hook.finish(recording)
     return recording
@@ -106,19 +127,22 @@ def _ignore(line: str) -> None:
 
 
 def _wait(
-    proc: subprocess.Popen[bytes], spec: RecordSpec, started: float, output: Path, status: Status
+    proc: subprocess.Popen[bytes], spec: RecordSpec, started: float, output: Path, status: Status, err: _Relay
 ) -> str:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C. Returns how it ended."""
     stop_sent = False
     try:
         while proc.poll() is None:
             elapsed = time.monotonic() - started
+            if elapsed >= HOLD_SECONDS:
+                err.release()  # perf is recording: what comes now is the program's or perf's warnings
             if spec.duration is not None and elapsed >= spec.duration and not stop_sent:
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
                 stop_sent = True
-            size = output.stat().st_size if output.exists() else 0
-            left = f", {max(spec.duration - elapsed, 0):.0f} s left" if spec.duration else ", Ctrl-C stops"
-            status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
+            if elapsed >= HOLD_SECONDS:
+                size = output.stat().st_size if output.exists() else 0
+                left = f", {max(spec.duration - elapsed, 0):.0f} s left" if spec.duration else ", Ctrl-C stops"
+                status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:
                 proc.wait(timeout=0.25)
             except subprocess.TimeoutExpired:

@@ -166,7 +166,8 @@ def perf_version(perf: str) -> str:
         out = subprocess.run([perf, "--version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    return out.strip().removeprefix("perf version ") or "unknown"
+    match = re.match(r"perf version (\S+)", out)
+    return match.group(1) if match else "unknown"
 
 
 def describe_target(spec: RecordSpec) -> str:

@@ -1,0 +1,184 @@
+"""`flamegraph record` with real perf: launch, --pid, --duration, --window, Ctrl-C, and each user mistake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import (
+    EXIT_NO_COMMAND,
+    EXIT_NO_PERF,
+    EXIT_NO_PROCESS,
+    EXIT_NOT_PERMITTED,
+    EXIT_USAGE,
+    Diagnostics,
+)
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.record import RecordSpec, Status, fold_recording, record
+
+pytestmark = pytest.mark.perf
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+# Two CPU phases in different libraries (libz, then libcrypto), a CLOCK_MONOTONIC mark between them.
+PHASES = """
+import hashlib, sys, time, zlib
+data = bytes(range(256)) * 4096
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    zlib.compress(data, 6)
+print(f"MARK {time.clock_gettime(time.CLOCK_MONOTONIC):.6f}", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    hashlib.sha256(data).digest()
+"""
+BUSY = "import zlib\ndata = bytes(range(256)) * 4096\nwhile True:\n    zlib.compress(data, 6)\n"
+
+
+def run_cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def share(profile: FoldedProfile, needle: str) -> float:
+    return sum(w for s, w in profile.counts.items() if needle in s) / profile.total
+
+
+def test_launch_folds_and_reports(tmp_path: Path) -> None:
+    folded = tmp_path / "out.folded"
+    proc = run_cli("record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", PHASES, "0.4")
+    assert proc.returncode == 0, proc.stderr
+    assert "MARK" in proc.stdout  # the program's output reaches the user
+    assert "top frames by self samples" in proc.stderr and "wrote" in proc.stderr
+    profile = load(folded)
+    assert share(profile, "libz") > 0.2 and share(profile, "libcrypto") > 0.2
+    assert all(stack.startswith("python") for stack in profile.counts)
+
+
+def test_window_keeps_only_that_span(tmp_path: Path) -> None:
+    marks: list[float] = []
+    spec = RecordSpec(command=(sys.executable, "-c", PHASES, "0.5"))
+
+    def tap(line: str) -> None:
+        if line.startswith("MARK "):
+            marks.append(float(line.split()[1]))
+
+    recording = record(spec, tmp_path / "perf.data", on_output=tap, status=Status())
+    assert recording.exit_status == 0 and len(marks) == 1
+    before = fold_recording(recording, window=(None, marks[0]))
+    after = fold_recording(recording, window=(marks[0], None))
+    assert share(before, "libz") > 0.7 and share(after, "libz") == 0
+    assert share(after, "libcrypto") > 0.8
+    assert after.metadata["window"] == f"{marks[0]:.3f},"
+    assert after.metadata["event"] == "cpu-clock" and after.metadata["perf"][0].isdigit()
+
+
+def test_duration_stops_a_long_command(tmp_path: Path) -> None:
+    folded = tmp_path / "d.folded"
+    started = time.monotonic()
+    proc = run_cli("record", "--duration", "1", "--no-svg", "--folded", str(folded), "--",
+                   sys.executable, "-c", BUSY)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 30
+    assert share(load(folded), "libz") > 0.5
+
+
+def test_pid_mode_records_a_running_process(tmp_path: Path) -> None:
+    target = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        time.sleep(0.3)
+        folded = tmp_path / "p.folded"
+        proc = run_cli("record", "--pid", str(target.pid), "--duration", "1", "--no-svg", "--folded", str(folded))
+        assert proc.returncode == 0, proc.stderr
+        assert share(load(folded), "libz") > 0.5
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_pid_that_exits_during_recording_still_gives_output(tmp_path: Path) -> None:
+    target = subprocess.Popen([sys.executable, "-c", PHASES, "0.4"], stdout=subprocess.DEVNULL)
+    folded = tmp_path / "e.folded"
+    proc = run_cli("record", "--pid", str(target.pid), "--no-svg", "--folded", str(folded))
+    target.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert load(folded).total > 0
+
+
+def test_ctrl_c_stops_recording_and_still_writes(tmp_path: Path) -> None:
+    folded = tmp_path / "c.folded"
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", BUSY],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    time.sleep(2.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground group gets it
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopping the recording" in err
+    assert share(load(folded), "libz") > 0.5
+
+
+# -- each user mistake: a documented exit code and one line ---------------------------------
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("flamegraph: ")]
+    assert len(errors) == 1 and text in errors[0], proc.stderr
+    assert "perf_event_paranoid setting" not in proc.stderr  # perf's own multi-line text is held back
+    assert "Traceback" not in proc.stderr
+
+
+def test_error_perf_missing(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    assert shutil.which("perf", path=env["PATH"]) is None
+    one_line_error(run_cli("record", "--", "true", env=env), EXIT_NO_PERF, "perf is not installed")
+
+
+def test_error_not_permitted(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged user")
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    args = ["record", "--pid", "1", "--duration", "1", "--no-svg", "--folded", "/dev/null"]
+    command = [*nobody, *FLAMEGRAPH, *args]
+    env = {**os.environ, "TMPDIR": "/tmp"}
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd="/", env=env)
+    one_line_error(proc, EXIT_NOT_PERMITTED, "not permitted (perf_event_paranoid is")
+
+
+def test_error_pid_gone() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    one_line_error(run_cli("record", "--pid", str(dead.pid)), EXIT_NO_PROCESS, f"no process with pid {dead.pid}")
+
+
+def test_error_command_not_found() -> None:
+    one_line_error(run_cli("record", "--", "no-such-program-fg"), EXIT_NO_COMMAND, "no-such-program-fg")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record"],
+        ["record", "--pid", "1", "--", "true"],
+        ["record", "--call-graph", "dwarf,7", "--", "true"],
+        ["record", "--window", "5,1", "--", "true"],
+        ["record", "--no-svg", "--", "true"],
+    ],
+    ids=["no-target", "both-targets", "bad-call-graph", "bad-window", "no-svg-without-folded"],
+)
+def test_usage_errors(args: list[str]) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == EXIT_USAGE and "Traceback" not in proc.stderr
