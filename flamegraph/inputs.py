@@ -6,7 +6,7 @@ import gzip
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from .diagnostics import InputMissing
 from .perf import PERF_DATA_MAGIC, script_command, stream_script
@@ -60,7 +60,7 @@ def _kind(head: bytes) -> str:
 
 
 @contextmanager
-def open_stream(path: str, with_pid: bool = False) -> Iterator[BinaryIO]:
+def open_stream(path: str, with_pid: bool = False) -> Iterator[IO[bytes]]:
     """A binary stream of `perf script` (or folded) text from any supported input."""
     with ExitStack() as stack:
         raw = _open_raw(path)
@@ -72,6 +72,6 @@ def open_stream(path: str, with_pid: bool = False) -> Iterator[BinaryIO]:
                 raise InputMissing("<stdin>: perf.data on stdin is not supported; pass the file's path")
             yield stack.enter_context(stream_script(script_command(path, with_pid), path))
         elif kind == "gzip":
-            yield stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type]
+            yield stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type,misc]
         else:
             yield raw

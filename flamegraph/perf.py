@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import IO
 
 from .diagnostics import NotPermitted, PerfFailed, PerfMissing
 
@@ -35,7 +35,7 @@ def explain_failure(stderr: str) -> str:
 
 
 @contextmanager
-def stream_script(command: list[str], label: str) -> Iterator[BinaryIO]:
+def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error."""
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)

@@ -10,14 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import GOLDEN, REPO
 
 SAMPLE = GOLDEN / "fold" / "cxx-names.perf.txt"
 EXPECTED = (GOLDEN / "fold" / "cxx-names.default.folded").read_bytes()
 
 
-def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "flamegraph", *args], input=stdin, capture_output=True, cwd=REPO, env=env, timeout=120
     )
@@ -92,7 +93,8 @@ def test_per_event_writes_one_file_per_event(tmp_path: Path) -> None:
     source = GOLDEN / "fold" / "multi-event.perf.txt"
     result = run("fold", str(source), "--per-event", str(tmp_path / "ev"))
     assert result.returncode == 0
-    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == ["cycles.folded", "cycles:u.folded", "instructions.folded"]
+    written = sorted(p.name for p in (tmp_path / "ev").iterdir())
+    assert written == ["cycles.folded", "cycles:u.folded", "instructions.folded"]
     plain = run("fold", str(source))
     assert b"skipped cycles (1 samples), cycles:u (1 samples)" in plain.stderr
     assert b"--event-filter EVENT, or --per-event DIR" in plain.stderr

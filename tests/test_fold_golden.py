@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import GOLDEN, check_golden
+
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 from flamegraph.folded import iter_folded_lines
 

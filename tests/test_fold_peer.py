@@ -6,8 +6,8 @@ import gzip
 from pathlib import Path
 
 import pytest
-
 from conftest import shared_dir
+
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 from flamegraph.collapse.perf_blocks import fold_blocks
 from flamegraph.folded import iter_folded_lines
@@ -41,6 +41,7 @@ def _cases() -> list[tuple[str, str, str]]:
 
 
 CASES = _cases()
+IDS = [f"{Path(s).stem}-{o or 'default'}" for s, o, _ in CASES]
 
 
 def fold_bytes(data: bytes, options: FoldOptions) -> bytes:
@@ -55,13 +56,13 @@ def test_the_whole_corpus_is_here() -> None:
     assert len(CASES) == 92, f"expected 92 peer files in {PEER}, found {len(CASES)}"
 
 
-@pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=[f"{Path(s).stem}-{o or 'default'}" for s, o, _ in CASES])
+@pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=IDS)
 def test_compat_mode_matches_the_reference_byte_for_byte(source: str, option: str, expected: str) -> None:
     actual = fold_bytes(_read(Path(source)), FoldOptions(compat=True, **OPTIONS[option]))
     assert actual == _read(Path(expected))
 
 
-@pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=[f"{Path(s).stem}-{o or 'default'}" for s, o, _ in CASES])
+@pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=IDS)
 def test_default_mode_differs_only_by_the_record_the_reference_loses(source: str, option: str, expected: str) -> None:
     """Our default keeps the last record of a file without a final blank line; nothing else differs."""
     data = _read(Path(source))

@@ -88,7 +88,7 @@ def fold_parallel(path: str, options: FoldOptions, jobs: int, into: PerfCollapse
             into.event_filter = event
     points = split_points(path, jobs)
     with ProcessPoolExecutor(max_workers=len(points) - 1) as pool:
-        futures = [pool.submit(_fold_chunk, path, a, b, options) for a, b in zip(points, points[1:])]
+        futures = [pool.submit(_fold_chunk, path, a, b, options) for a, b in zip(points, points[1:], strict=False)]
         results = [future.result() for future in futures]
     base = 0
     for result in results:

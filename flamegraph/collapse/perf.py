@@ -257,9 +257,9 @@ class PerfCollapser:
                         state = FILTERED
                     continue
             # Without --per-event every kept record lands in one profile (key None), as in the reference.
-            key = event if opts.per_event else None
-            self.records_by_event[key] += 1
-            counts = by_event.setdefault(key, {})
+            profile_key = event if opts.per_event else None
+            self.records_by_event[profile_key] += 1
+            counts = by_event.setdefault(profile_key, {})
             period = int(period_text) if period_text and period_text != b"0" else 1
             root = self._root_name(match)
             java = root.startswith(b"java")

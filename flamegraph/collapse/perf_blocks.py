@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import IO
 
 from .perf import HEADER, HEADER_OURS, PERIOD_EVENT, PerfCollapser
 
 BLOCK = 4 << 20
 
 
-def iter_blocks(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+def iter_blocks(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
     """Raw blocks of a stream (at most `limit` bytes in all)."""
     remaining = limit
     while remaining is None or remaining > 0:
@@ -109,13 +109,15 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
             root = roots[ids] = collapser._root_name(match)  # type: ignore[index]
         java = root.startswith(b"java")
         frames = lines[1:]
-        names = list(map(java_cache.get if java else cache.get, frames))
-        if None in names:
-            resolved = _resolve(collapser, frames, names, java)
+        found_names = list(map(java_cache.get if java else cache.get, frames))
+        if None in found_names:
+            resolved = _resolve(collapser, frames, found_names, java)
             if resolved is None:
                 line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
                 continue
             names = resolved
+        else:
+            names = found_names  # type: ignore[assignment]
         key = event if per_event else None
         counts = by_event.get(key)
         if counts is None:
@@ -136,7 +138,7 @@ def _resolve(
     """Parse the frames the cache missed; None when the record needs the line-by-line path."""
     cache = collapser._block_java_frames if java else collapser._block_frames
     resolved: list[bytes] = []
-    for frame, name in zip(frames, names):
+    for frame, name in zip(frames, names, strict=True):
         if name is None:
             if (
                 frame[:1] not in (b"\t", b" ")

@@ -1,0 +1,63 @@
+"""Imports point one way: cli -> stages -> model/diagnostics; collapse and render never meet;
+flamegraph/ never imports collectors/ or mxnet."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = REPO / "flamegraph"
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: -node.level]
+                found.add(".".join([*base, node.module] if node.module else base))
+            else:
+                found.add(node.module or "")
+    return found
+
+
+def test_library_never_imports_collectors_or_mxnet() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        bad = {name for name in imports_of(path) if name.split(".")[0] in {"collectors", "mxnet"}}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_collapse_and_render_never_import_each_other() -> None:
+    for side, other in (("collapse", "render"), ("render", "collapse")):
+        for path in (PACKAGE / side).rglob("*.py"):
+            bad = {name for name in imports_of(path) if name.startswith(f"flamegraph.{other}")}
+            assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_only_the_cli_imports_the_cli() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        if "cli" in path.relative_to(PACKAGE).parts or path.name == "__main__.py":
+            continue
+        bad = {name for name in imports_of(path) if name.startswith("flamegraph.cli")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_model_and_diagnostics_import_no_stage() -> None:
+    for name in ("model.py", "diagnostics.py"):
+        stages = {i for i in imports_of(PACKAGE / name) if i.startswith("flamegraph.")}
+        assert stages <= {"flamegraph.model", "flamegraph.diagnostics"}, (name, stages)
+
+
+def test_library_imports_without_mxnet() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['mxnet'] = None; import flamegraph, flamegraph.cli; print('ok')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.stdout.strip() == "ok", result.stderr
