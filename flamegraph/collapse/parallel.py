@@ -87,9 +87,11 @@ def fold_parallel(path: str, options: FoldOptions, jobs: int, into: PerfCollapse
             options = replace(options, event_filter=event.decode("utf-8", "surrogateescape"))
             into.event_filter = event
     points = split_points(path, jobs)
-    with ProcessPoolExecutor(max_workers=len(points) - 1) as pool:
-        futures = [pool.submit(_fold_chunk, path, a, b, options) for a, b in zip(points, points[1:], strict=False)]
-        results = [future.result() for future in futures]
+    chunks = list(zip(points, points[1:], strict=False))
+    # This process folds the first chunk itself while jobs-1 workers fold the rest.
+    with ProcessPoolExecutor(max_workers=max(1, len(chunks) - 1)) as pool:
+        futures = [pool.submit(_fold_chunk, path, a, b, options) for a, b in chunks[1:]]
+        results = [_fold_chunk(path, *chunks[0], options)] + [future.result() for future in futures]
     base = 0
     for result in results:
         shifted = Diagnostics(echo=False)
