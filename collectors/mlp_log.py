@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-EPOCH = re.compile(
-    r"^epoch (\d+) train-acc ([0-9.]+) val-acc ([0-9.]+) time ([0-9.]+)s ([0-9.]+) samples/s\s*$"
-)
+EPOCH = re.compile(r"^epoch (\d+) train-acc ([0-9.]+) val-acc ([0-9.]+) time ([0-9.]+)s ([0-9.]+) samples/s\s*$")
 MARKER = re.compile(r"^(TRAIN_START|TRAIN_END|PID) ([0-9.]+)\s*$")
 
 

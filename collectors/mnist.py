@@ -37,9 +37,7 @@ LABELS_MAGIC = 0x00000801  # IDX: unsigned byte, 1 dimension
 ROWS = COLS = 28
 
 # The only globals in the wheel's pickle (pickletools.genops lists exactly these three).
-ALLOWED_GLOBALS = frozenset(
-    {("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")}
-)
+ALLOWED_GLOBALS = frozenset({("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")})
 
 
 @dataclass(frozen=True)
@@ -232,9 +230,7 @@ def prepare_mnist(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collectors.mnist", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--cache", type=Path, default=None, help=f"cache directory (default {default_cache()})"
-    )
+    parser.add_argument("--cache", type=Path, default=None, help=f"cache directory (default {default_cache()})")
     args = parser.parse_args(argv)
     try:
         print(prepare_mnist(args.cache))

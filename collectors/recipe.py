@@ -68,9 +68,7 @@ class RecordedRun:
 
 def train_without_perf(run: MlpRun) -> TrainLog:
     """The same training without perf, for the overhead figure; its output is echoed."""
-    proc = subprocess.run(
-        run.command(), env={**os.environ, **run.environment()}, capture_output=True, text=True
-    )
+    proc = subprocess.run(run.command(), env={**os.environ, **run.environment()}, capture_output=True, text=True)
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -100,9 +98,7 @@ def record_mlp(run: MlpRun, perf_data: Path, spec: RecordSpec | None = None) -> 
 
 def fold_training(run: RecordedRun, options: FoldOptions | None = None) -> FoldedProfile:
     """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit."""
-    return fold_recording(
-        run.recording, options or FoldOptions.with_all(), run.log.window, Diagnostics(), Status()
-    )
+    return fold_recording(run.recording, options or FoldOptions.with_all(), run.log.window, Diagnostics(), Status())
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
@@ -139,6 +135,4 @@ def overhead(baseline: TrainLog, profiled: TrainLog) -> float | None:
 def shares(profile: FoldedProfile, needles: Sequence[str]) -> dict[str, float]:
     """% of samples whose stack contains each needle (a substring of any frame)."""
     total = profile.total or 1
-    return {
-        needle: 100.0 * sum(w for s, w in profile.counts.items() if needle in s) / total for needle in needles
-    }
+    return {needle: 100.0 * sum(w for s, w in profile.counts.items() if needle in s) / total for needle in needles}

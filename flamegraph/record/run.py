@@ -37,11 +37,13 @@ class _Relay:
     record, and that multi-line complaint becomes our one-line error instead of reaching the user.
     """
 
-    def __init__(self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None]) -> None:
+    def __init__(
+        self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None], hold: bool
+    ) -> None:
         self.tail: deque[str] = deque(maxlen=60)
         self.perf_lines: list[str] = []
         self._sink, self._status, self._tap = sink, status, tap
-        self._held: list[bytes] | None = []
+        self._held: list[bytes] | None = [] if hold else None
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, args=(pipe,), daemon=True)
         self._thread.start()
@@ -98,8 +100,8 @@ def record(
     stdout = subprocess.PIPE if on_output else None
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=spec.cwd)
     assert proc.stderr is not None
-    err = _Relay(proc.stderr, status.sink, status, on_output or _ignore)
-    out = _Relay(proc.stdout, status.out_sink, status, on_output) if proc.stdout and on_output else None
+    err = _Relay(proc.stderr, status.sink, status, on_output or _ignore, hold=True)
+    out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
     started = time.monotonic()
     how = _wait(proc, spec, started, output, status, err)
     interrupted = how == INTERRUPTED

@@ -1,0 +1,108 @@
+"""`make diff`: the MLP's FullyConnected on oneDNN (MKLDNN) against OpenBLAS -> out/mlp-diff.svg.
+
+    python -m collectors.make_diff [--out out] [--epochs 2]      # OPENBLAS_CORETYPE=Haswell to override
+
+Records the training window twice, with oneDNN and with MXNET_MKLDNN_ENABLED=0 (MXNet's bundled
+OpenBLAS), and renders the differential graph (before = oneDNN, after = OpenBLAS: red frames
+grew under OpenBLAS). That OpenBLAS misdetects newer CPUs (Prescott kernels, ~30 % slower) is a
+confounder, so the core it reports (OPENBLAS_VERBOSE=2) and OPENBLAS_CORETYPE go in the metadata.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+from flamegraph.diagnostics import FlamegraphError
+from flamegraph.model import FoldedProfile
+
+from .mnist import prepare_mnist
+from .recipe import MlpRun, fold_training, print_top, record_mlp, write_outputs
+
+CORE = re.compile(r"^Core: (\S+)")  # OPENBLAS_VERBOSE=2 prints one line per OpenBLAS loaded
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m collectors.make_diff", description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    return p.parse_args(argv)
+
+
+def record_variant(mlp: MlpRun, out: Path, name: str, env: dict[str, str]) -> tuple[FoldedProfile, float]:
+    """Record one backend; returns its training-window profile and mean samples/s."""
+    print(f"== {name}: training {mlp.epochs} epochs under perf record", flush=True)
+    run = MlpRun(mlp.data, mlp.epochs, env=env)
+    recorded = record_mlp(run, out / f"mlp-{name}.perf.data")
+    profile = fold_training(recorded)
+    rate = recorded.log.mean_rate() or 0.0
+    profile.metadata["backend"] = name
+    profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf"
+    cores = [m.group(1) for line in recorded.lines if (m := CORE.match(line))]
+    if "MXNET_MKLDNN_ENABLED" in env:
+        profile.metadata["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE", "unset")
+        # numpy's OpenBLAS loads first, libmxnet's bundled one last: the last line is the one in use.
+        profile.metadata["OpenBLAS core"] = cores[-1] if cores else "not reported"
+    write_outputs(profile, out / f"mlp-{name}.folded", None, "", "")
+    return profile, rate
+
+
+def self_shares(profile: FoldedProfile) -> dict[str, float]:
+    total = profile.total or 1
+    shares: dict[str, float] = {}
+    for stack, weight in profile.counts.items():
+        leaf = stack.rsplit(";", 1)[-1]
+        shares[leaf] = shares.get(leaf, 0.0) + 100.0 * weight / total
+    return shares
+
+
+def print_changes(before: FoldedProfile, after: FoldedProfile, n: int = 8) -> None:
+    """The leaf frames whose share of samples changed most (percentage points)."""
+    a, b = self_shares(before), self_shares(after)
+    changes = sorted(((b.get(k, 0) - a.get(k, 0), k) for k in set(a) | set(b)), key=lambda c: -abs(c[0]))
+    print("largest changes in self share, oneDNN -> OpenBLAS (percentage points):")
+    for delta, name in changes[:n]:
+        print(f"  {delta:+6.1f}  {name if len(name) <= 100 else name[:97] + '...'}")
+
+
+def render_diff_svg(before: FoldedProfile, after: FoldedProfile, svg: Path, subtitle: str) -> None:
+    try:  # TEMPORARY until the renderer lands
+        from flamegraph.render import RenderOptions, render_diff
+    except ImportError:
+        print(f"(renderer not available yet: {svg} not written)")
+        return
+    title = "MXNet MLP: oneDNN (before) vs OpenBLAS (after)"
+    options = RenderOptions(title=title, subtitle=subtitle, preset="onednn")
+    svg.write_bytes(render_diff(before, after, options))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        mlp = MlpRun(prepare_mnist(args.cache), args.epochs)
+        mkl, mkl_rate = record_variant(mlp, args.out, "mkldnn", {})
+        blas_env = {"MXNET_MKLDNN_ENABLED": "0", "OPENBLAS_VERBOSE": "2"}
+        blas, blas_rate = record_variant(mlp, args.out, "openblas", blas_env)
+        core = blas.metadata["OpenBLAS core"]
+        subtitle = f"training window; oneDNN {mkl_rate:,.0f} vs OpenBLAS ({core}) {blas_rate:,.0f} samples/s"
+        svg = args.out / "mlp-diff.svg"
+        render_diff_svg(mkl, blas, svg, subtitle)
+    except FlamegraphError as err:
+        print(f"make diff: {err}", file=sys.stderr)
+        return err.exit_code
+    for name, profile in (("oneDNN", mkl), ("OpenBLAS", blas)):
+        print(f"-- {name}:")
+        print_top(profile, 6)
+    print_changes(mkl, blas)
+    print(f"oneDNN {mkl_rate:,.0f} samples/s, OpenBLAS ({core}, OPENBLAS_CORETYPE="
+          f"{blas.metadata['OPENBLAS_CORETYPE']}) {blas_rate:,.0f} samples/s")  # fmt: skip
+    print(f"wrote {args.out / 'mlp-mkldnn.folded'}, {args.out / 'mlp-openblas.folded'} and {svg}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
