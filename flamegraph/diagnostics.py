@@ -66,6 +66,12 @@ class DataUnavailable(FlamegraphError):
     exit_code = EXIT_DATA
 
 
+class BadOption(FlamegraphError):
+    """An option value we cannot use: a palette name, a regular expression, a colour, a size."""
+
+    exit_code = EXIT_USAGE
+
+
 # The catalogue: every kind of input problem a parser may report, with what it means.
 PROBLEM_KINDS: dict[str, str] = {
     "bad-frame-line": "expected '<addr> <symbol> (<dso>)'",

@@ -1,0 +1,369 @@
+"""Colours: flamegraph.pl's palettes and name hashing, palette files, diff scales, highlight classes.
+
+The default colour of a name is what flamegraph.pl gives it (Perl seeds `srand` with the sum of
+the name's code points and draws one `rand`): the same function has the same colour in our graphs
+and in the reference's, and across graphs. Palette files hold lines like
+    mxnet::engine::ThreadedEngine::ExecuteOprBlock->rgb(229,101,29)
+    do_syscall_64_[k]->rgb(223,149,0)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnostics import BadOption
+
+RGB = tuple[int, int, int]
+
+PALETTES = (
+    "hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "python",
+    "red", "green", "blue", "aqua", "yellow", "purple", "orange",
+)  # fmt: skip
+HUES = ("red", "green", "blue", "aqua", "yellow", "purple", "orange")
+COLD_PALETTES = ("mem", "io", "wakeup", "chain", "green", "blue", "aqua")
+SEARCH_COLOR = "#e600e6"  # rgb(230,0,230), the reference's search colour
+GREY_SEPARATOR = "#a0a0a0"  # frames named "--"
+GREY_DASH = "#c8c8c8"  # frames named "-"
+ANNOTATION = re.compile(r"_\[[kwij]\]$")
+
+# flamegraph.pl's background gradients, chosen by palette.
+BACKGROUNDS = {
+    "yellow": ("#eeeeee", "#eeeeb0"),
+    "blue": ("#eeeeee", "#e0e0ff"),
+    "green": ("#eef2ee", "#e0ffe0"),
+    "grey": ("#f8f8f8", "#e8e8e8"),
+}
+
+
+def background(palette: str) -> tuple[str, str]:
+    if palette == "mem":
+        return BACKGROUNDS["green"]
+    if palette in ("io", "wakeup", "chain"):
+        return BACKGROUNDS["blue"]
+    if palette in HUES:
+        return BACKGROUNDS["grey"]
+    return BACKGROUNDS["yellow"]
+
+
+def hex_color(rgb: RGB) -> str:
+    return "#%02x%02x%02x" % rgb
+
+
+def strip_annotation(name: str) -> str:
+    return ANNOTATION.sub("", name)
+
+
+# --- the reference's hashing -------------------------------------------------------------------
+
+
+def perl_rand(seed: int) -> float:
+    """Perl >= 5.20's first `rand(1)` after `srand(seed)` (its own drand48)."""
+    state = 0x330E + ((seed & 0xFFFFFFFF) << 16)
+    state = (state * 0x5DEECE66D + 0xB) & 0xFFFFFFFFFFFF
+    return state / 2.0**48
+
+
+def random_namehash(name: str) -> float:
+    """flamegraph.pl's default: srand(unpack("%32W*", name)); rand(1)."""
+    return perl_rand(sum(map(ord, name)))
+
+
+def namehash(name: str) -> float:
+    """flamegraph.pl's --hash: weights early characters over later ones; module prefix cut."""
+    name = re.sub(r".(.*?)`", "", name, count=1)
+    vector = 0.0
+    weight = 1.0
+    maximum = 1.0
+    mod = 10
+    for char in name:
+        vector += (ord(char) % mod) / (mod - 1) * weight
+        mod += 1
+        maximum += weight
+        weight *= 0.70
+        if mod > 12:
+            break
+    return 1 - vector / maximum
+
+
+def hue_of(palette: str, name: str) -> str:
+    """The multi-hue palettes pick a hue from the name and its _[k]/_[j]/_[i]/_[w] annotation."""
+    if palette == "java":
+        if name.endswith("_[j]"):
+            return "green"
+        if name.endswith("_[i]"):
+            return "aqua"
+        if re.match(r"L?(java|javax|jdk|net|org|com|io|sun)/", name) or ":::" in name:
+            return "green"
+        if "::" in name:
+            return "yellow"
+        return "orange" if name.endswith("_[k]") else "red"
+    if palette == "perl":
+        if "::" in name:
+            return "yellow"
+        if "Perl" in name or ".pl" in name:
+            return "green"
+        return "orange" if name.endswith("_[k]") else "red"
+    if palette == "js":
+        if name.endswith("_[j]"):
+            return "green" if "/" in name else "aqua"
+        if "::" in name:
+            return "yellow"
+        if re.search(r"/.*\.js", name):
+            return "green"
+        if ":" in name:
+            return "aqua"
+        if name == " ":
+            return "green"
+        return "orange" if "_[k]" in name else "red"
+    if palette == "python":  # ours: the reference has no python palette
+        if name.endswith("_[k]"):
+            return "orange"
+        if ".py" in name or "<module>" in name:
+            return "green"
+        if name.startswith(("_Py", "Py", "<built-in", "<frozen")) or "libpython" in name:
+            return "aqua"
+        if "::" in name:
+            return "yellow"
+        return "red"
+    if palette == "wakeup":
+        return "aqua"
+    if palette == "chain":
+        return "aqua" if "_[w]" in name else "blue"
+    return palette
+
+
+def palette_rgb(palette: str, name: str, v1: float, v2: float, v3: float) -> RGB:
+    """flamegraph.pl's `color()` after the hash values are drawn."""
+    if palette == "hot":
+        return 205 + int(50 * v3), int(230 * v1), int(55 * v2)
+    if palette == "mem":
+        return 0, 190 + int(50 * v2), int(210 * v1)
+    if palette == "io":
+        red = 80 + int(60 * v1)
+        return red, red, 190 + int(55 * v2)
+    hue = hue_of(palette, name)
+    if hue == "red":
+        other = 50 + int(80 * v1)
+        return 200 + int(55 * v1), other, other
+    if hue == "green":
+        other = 50 + int(60 * v1)
+        return other, 200 + int(55 * v1), other
+    if hue == "blue":
+        other = 80 + int(60 * v1)
+        return other, other, 205 + int(50 * v1)
+    if hue == "yellow":
+        other = 175 + int(55 * v1)
+        return other, other, 50 + int(20 * v1)
+    if hue == "purple":
+        other = 190 + int(65 * v1)
+        return other, 80 + int(60 * v1), other
+    if hue == "aqua":
+        return 50 + int(60 * v1), 165 + int(55 * v1), 165 + int(55 * v1)
+    if hue == "orange":
+        return 190 + int(65 * v1), 90 + int(65 * v1), 0
+    return 0, 0, 0
+
+
+class Painter:
+    """Fill colour per frame name: hashed (default), by --hash, or --random (seeded: reproducible)."""
+
+    def __init__(
+        self,
+        palette: str,
+        hash_names: bool = False,
+        random_colors: bool = False,
+        fixed: dict[str, str] | None = None,
+    ) -> None:
+        if palette not in PALETTES:
+            raise BadOption(f"unknown palette {palette!r}; choose one of {', '.join(PALETTES)}")
+        self.palette = palette
+        self.hash_names = hash_names
+        self.random = random.Random(0) if random_colors else None
+        self.fixed = fixed if fixed is not None else {}  # a palette file's colours: kept, and extended
+        self.cache: dict[str, str] = {}
+
+    def fill(self, name: str) -> str:
+        color = self.cache.get(name)
+        if color is None:
+            color = self.fixed.get(name) or self._compute(name)
+            self.cache[name] = color
+        return color
+
+    def _compute(self, name: str) -> str:
+        if name == "--":
+            return GREY_SEPARATOR
+        if name == "-":
+            return GREY_DASH
+        if self.hash_names:
+            v1 = namehash(name)
+            v2 = v3 = namehash(name[::-1])
+        elif self.random is not None:
+            v1, v2, v3 = self.random.random(), self.random.random(), self.random.random()
+        else:
+            v1 = v2 = v3 = random_namehash(name)
+        return hex_color(palette_rgb(self.palette, name, v1, v2, v3))
+
+
+def diff_color(delta: float, max_delta: float) -> str:
+    """Red for growth, blue for shrinkage, white for none; the reference's scale."""
+    if max_delta <= 0 or delta == 0:
+        return "#ffffff"
+    fade = max(0, min(210, int(210 * (max_delta - abs(delta)) / max_delta)))
+    return hex_color((255, fade, fade) if delta > 0 else (fade, fade, 255))
+
+
+# --- palette files (--cp) ----------------------------------------------------------------------
+
+PALETTE_LINE = re.compile(r"^(.*)->(rgb\(\d{1,3},\d{1,3},\d{1,3}\)|#[0-9a-fA-F]{6})$")
+
+
+def read_palette(path: Path) -> dict[str, str]:
+    """name->colour lines (flamegraph.pl's palette.map); a missing file is an empty palette."""
+    colors: dict[str, str] = {}
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return colors
+    except OSError as err:
+        raise BadOption(f"{path}: cannot read palette file: {err.strerror}") from None
+    for line in text.splitlines():
+        match = PALETTE_LINE.match(line)
+        if match:
+            colors[match.group(1)] = css_color(match.group(2))
+    return colors
+
+
+def css_color(text: str) -> str:
+    match = re.fullmatch(r"rgb\((\d{1,3}),(\d{1,3}),(\d{1,3})\)", text)
+    if match:
+        return hex_color(tuple(min(255, int(part)) for part in match.groups()))  # type: ignore[arg-type]
+    return text.lower()
+
+
+def format_palette(colors: dict[str, str]) -> bytes:
+    lines = []
+    for name in sorted(colors):
+        value = colors[name]
+        rgb = tuple(int(value[i : i + 2], 16) for i in (1, 3, 5))
+        lines.append(f"{name}->rgb({rgb[0]},{rgb[1]},{rgb[2]})\n")
+    return "".join(lines).encode("utf-8", "surrogateescape")
+
+
+# --- highlight classes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HighlightRule:
+    """Frames whose name matches `pattern` are drawn in `color` (a hue name or #rrggbb)."""
+
+    pattern: str
+    color: str | None = None  # None: the next free hue
+    label: str | None = None  # None: the pattern
+
+    def compiled(self) -> re.Pattern[str]:
+        try:
+            return re.compile(self.pattern)
+        except re.error as err:
+            raise BadOption(f"--highlight {self.pattern!r}: bad regular expression: {err}") from None
+
+
+ONEDNN_PRESET = (
+    HighlightRule(r"(?i)xbyak|(^|::)jit_\w*(gemm|gemv|kern|kernel)|^jit_(uni|avx|sse|softmax)", "aqua",
+                  "oneDNN JIT kernels"),
+    HighlightRule(r"(?i)dnnl|mkldnn|onednn|sgemm|gemm_f32|gemv|gemm_driver", "green", "oneDNN / MKLDNN"),
+)  # fmt: skip
+PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET}
+
+COLOR_VALUE = re.compile(r"#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|" + "|".join(HUES))
+
+
+def _label_split(spec: str) -> tuple[str, str | None]:
+    """Split off `:LABEL` at the last ':' that is not in '::' (C++) nor in '(?:' (a group)."""
+    for index in range(len(spec) - 1, 0, -1):
+        if spec[index] != ":" or spec[index - 1] in ":?" or spec[index + 1 : index + 2] == ":":
+            continue
+        head = spec[:index]
+        try:
+            re.compile(_color_split(head)[0])
+        except re.error:
+            continue
+        return head, spec[index + 1 :]
+    return spec, None
+
+
+def _color_split(head: str) -> tuple[str, str | None]:
+    pattern, sep, color = head.rpartition("=")
+    if sep and pattern and COLOR_VALUE.fullmatch(color):
+        return pattern, color.lower()
+    return head, None
+
+
+def parse_highlight(spec: str) -> HighlightRule:
+    """`REGEX[=COLOUR][:LABEL]`, COLOUR a hue name or #rrggbb.
+
+    Examples: `dnnl=aqua:oneDNN`, `MultiSGD=#ff00ff`, `std::vector` (no label: '::' belongs to
+    the regex), `(?:gemm|gemv):BLAS`, `^jit_:JIT kernels`.
+    """
+    head, label = _label_split(spec)
+    pattern, color = _color_split(head)
+    if not pattern:
+        raise BadOption(f"--highlight {spec!r}: expected REGEX[=COLOUR][:LABEL]")
+    rule = HighlightRule(pattern, color, label.strip() if label and label.strip() else None)
+    rule.compiled()
+    return rule
+
+
+def resolve_highlights(
+    specs: Iterable[str | HighlightRule], preset: str | None, base_palette: str
+) -> list[HighlightRule]:
+    """The rules in order (the preset's first), each with a colour and a label."""
+    rules: list[HighlightRule] = []
+    if preset is not None:
+        if preset not in PRESETS:
+            raise BadOption(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+        rules.extend(PRESETS[preset])
+    rules.extend(parse_highlight(spec) if isinstance(spec, str) else spec for spec in specs)
+    cold = base_palette in COLD_PALETTES
+    free = [hue for hue in (("orange", "yellow", "red", "purple") if cold else ("aqua", "green", "blue", "purple"))]
+    used = {rule.color for rule in rules}
+    free = [hue for hue in free if hue not in used] or list(HUES)
+    resolved = []
+    for index, rule in enumerate(rules):
+        color = rule.color or free[index % len(free)]
+        resolved.append(HighlightRule(rule.pattern, color, rule.label or rule.pattern))
+    return resolved
+
+
+class Highlighter:
+    """Which highlight class (if any) a frame name belongs to, and its colour."""
+
+    def __init__(self, rules: list[HighlightRule]) -> None:
+        self.rules = rules
+        self.patterns = [rule.compiled() for rule in rules]
+        self.painters = [Painter(rule.color) if rule.color in HUES else None for rule in rules]  # type: ignore[arg-type]
+        self.cache: dict[str, int] = {}
+
+    def class_of(self, name: str) -> int:
+        """Index of the first matching rule, or -1."""
+        found = self.cache.get(name)
+        if found is None:
+            found = next((i for i, pattern in enumerate(self.patterns) if pattern.search(name)), -1)
+            self.cache[name] = found
+        return found
+
+    def matches(self, index: int, name: str) -> bool:
+        return self.patterns[index].search(name) is not None
+
+    def fill(self, index: int, name: str) -> str:
+        painter = self.painters[index]
+        if painter is not None:
+            return painter.fill(name)
+        return css_color(self.rules[index].color or "#000000")
+
+    def swatch(self, index: int) -> str:
+        painter = self.painters[index]
+        return painter.fill("oneDNN") if painter is not None else css_color(self.rules[index].color or "#000000")

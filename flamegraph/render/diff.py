@@ -1,0 +1,47 @@
+"""Two profiles -> one ordered set of stacks with BEFORE, AFTER and the width to draw.
+
+Every stack of either profile is kept, so frames that vanished in AFTER (or are new in it) still
+get width: by default a stack is drawn as wide as max(BEFORE, AFTER). `--normalize` scales BEFORE
+to AFTER's total first, so the colours show a change of share rather than of volume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..layout import Columns, stack_key
+from ..model import FoldedProfile
+
+
+@dataclass(frozen=True)
+class DiffStacks:
+    keys: list[str]
+    columns: Columns
+    total_before: float  # after normalisation
+    total_after: float
+    scale: float  # factor applied to BEFORE (1.0 without --normalize)
+    max_delta: float  # largest |AFTER - BEFORE| of one stack: the colour scale's end
+
+
+def diff_stacks(
+    before: FoldedProfile, after: FoldedProfile, normalize: bool, width_from: str, reverse: bool
+) -> DiffStacks:
+    raw_before = before.total
+    scale = after.total / raw_before if normalize and raw_before > 0 else 1.0
+    pairs: dict[str, list[float]] = {}
+    for text, weight in before.counts.items():
+        pairs[stack_key(text, reverse)] = [weight * scale, 0.0]
+    for text, weight in after.counts.items():
+        pair = pairs.setdefault(stack_key(text, reverse), [0.0, 0.0])
+        pair[1] += weight
+    keys = sorted(pairs)
+    befores = [pairs[key][0] for key in keys]
+    afters = [pairs[key][1] for key in keys]
+    if width_from == "after":
+        widths = afters
+    elif width_from == "before":
+        widths = befores
+    else:
+        widths = [max(b, a) for b, a in zip(befores, afters, strict=True)]
+    max_delta = max((abs(a - b) for b, a in zip(befores, afters, strict=True)), default=0.0)
+    return DiffStacks(keys, Columns(widths, befores, afters), sum(befores), sum(afters), scale, max_delta)

@@ -1,0 +1,87 @@
+"""What a graph looks like: flamegraph.pl's options plus ours, checked once before rendering."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..color import PALETTES, HighlightRule
+from ..diagnostics import BadOption
+from ..model import FoldedProfile
+
+DEFAULT_TITLE = "Flame Graph"
+MIN_WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)%?$")
+DIFF_WIDTHS = ("max", "after", "before")
+
+
+@dataclass
+class RenderOptions:
+    """Options of `render_svg` / `render_diff`; names follow flamegraph.pl's flags."""
+
+    title: str = DEFAULT_TITLE
+    subtitle: str | None = None
+    width: int = 1200  # pixels, whole image
+    frame_height: int = 16
+    font_size: float = 12
+    font_type: str = "Verdana"
+    min_width: str | float = "0.1"  # pixels ("0.1"), or a share of the total ("0.5%")
+    count_name: str | None = None  # default: the profile's unit
+    name_type: str = "Function:"
+    colors: str | None = None  # a palette; default "hot", or "io" for off-CPU time (microseconds)
+    hash: bool = False  # colour by a hash of the name (--hash)
+    random: bool = False  # random colours (--random; seeded, so still reproducible)
+    palette_file: Path | None = None  # consistent colours across graphs (--cp); read and extended
+    inverted: bool = False  # icicle graph
+    reverse: bool = False  # stacks reversed: merge from the leaf
+    flamechart: bool = False  # keep input order, merge only neighbours
+    negate: bool = False  # diff: swap red and blue
+    factor: float = 1.0  # multiply displayed counts
+    notes: str = ""  # stored in the SVG's <desc>
+    highlights: list[str | HighlightRule] = field(default_factory=list)  # REGEX[=COLOUR][:LABEL]
+    preset: str | None = None  # "onednn"
+    normalize: bool = False  # diff: scale BEFORE to AFTER's total
+    top: int = 10  # rows of the self-time table
+    diff_width: str = "max"  # diff: frame widths from max(before, after) per stack, or one side
+
+    def check(self) -> None:
+        """Raise `BadOption` for values we cannot draw."""
+        if self.width < 200:
+            raise BadOption(f"--width {self.width}: at least 200 pixels")
+        if not 4 <= self.frame_height <= 200:
+            raise BadOption(f"--height {self.frame_height}: 4 to 200 pixels")
+        if not 1 <= self.font_size <= 100:
+            raise BadOption(f"--fontsize {self.font_size}: 1 to 100")
+        if not MIN_WIDTH.match(str(self.min_width).strip()):
+            raise BadOption(f"--minwidth {self.min_width!r}: a number of pixels, or a percentage like 0.5%")
+        if self.colors is not None and self.colors not in PALETTES:
+            raise BadOption(f"--colors {self.colors!r}: choose one of {', '.join(PALETTES)}")
+        if not self.factor > 0:
+            raise BadOption(f"--factor {self.factor}: must be positive")
+        if self.top < 0:
+            raise BadOption(f"--top {self.top}: must be zero or more")
+        if self.diff_width not in DIFF_WIDTHS:
+            raise BadOption(f"--diff-width {self.diff_width!r}: choose one of {', '.join(DIFF_WIDTHS)}")
+
+    def palette_for(self, profile: FoldedProfile) -> str:
+        if self.colors is not None:
+            return self.colors
+        return "io" if profile.unit == "microseconds" else "hot"
+
+    def count_name_for(self, profile: FoldedProfile) -> str:
+        # '(' would end the frame name in titles: the script finds the name before the last " (".
+        name = self.count_name if self.count_name is not None else profile.unit
+        return name.replace("(", "[").replace(")", "]")
+
+    def title_for(self, profile: FoldedProfile, diff: bool = False) -> str:
+        if self.title != DEFAULT_TITLE:
+            return self.title
+        if diff:
+            return "Differential Flame Graph"
+        if self.flamechart:
+            return "Flame Chart"
+        if self.inverted:
+            return "Icicle Graph"
+        if profile.unit == "microseconds":
+            return "Off-CPU Time Flame Graph"
+        return DEFAULT_TITLE

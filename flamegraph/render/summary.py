@@ -1,0 +1,114 @@
+"""What the SVG says without JavaScript: capture facts, highlight-class shares, top self time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..color import Highlighter, strip_annotation
+from ..model import FoldedProfile
+from .text import format_count, format_seconds, format_signed
+
+SEP = ";"
+
+
+@dataclass(frozen=True)
+class Share:
+    """A highlight class: its share of all weight (a stack counts once) and of self weight."""
+
+    label: str
+    color: str
+    inclusive: float
+    self: float
+
+
+def profile_facts(profile: FoldedProfile, count_name: str, factor: float) -> str:
+    """'cpu-clock · 12,345 samples · 321 stacks' (off-CPU: says so, with seconds)."""
+    total = profile.total * factor
+    parts = [f"event: {profile.event}" if profile.event else "event: not recorded"]
+    if profile.unit == "microseconds":
+        parts.append(f"off-CPU time in microseconds: {format_count(total)} {count_name} ({format_seconds(total)})")
+    else:
+        parts.append(f"unit: {profile.unit}")
+        parts.append(f"total: {format_count(total)} {count_name}")
+    parts.append(f"{len(profile.counts):,} distinct stacks")
+    return " · ".join(parts)
+
+
+def metadata_lines(profile: FoldedProfile) -> list[str]:
+    return [f"{key}: {value}" for key, value in profile.metadata.items()]
+
+
+def diff_metadata_lines(before: FoldedProfile, after: FoldedProfile) -> list[str]:
+    """Capture facts of both sides; a value the two share is shown once."""
+    lines = []
+    for key in list(dict.fromkeys([*before.metadata, *after.metadata])):
+        old, new = before.metadata.get(key), after.metadata.get(key)
+        if old == new:
+            lines.append(f"{key}: {new}")
+        else:
+            lines.append(f"{key}: before {old if old is not None else '-'} · after {new if new is not None else '-'}")
+    return lines
+
+
+def class_shares(stacks: Iterable[tuple[str, float]], highlighter: Highlighter) -> list[tuple[float, float]]:
+    """(weight of stacks with any matching frame, weight of stacks whose leaf matches) per class.
+
+    Each distinct name is matched once; a stack then costs one set test per class.
+    """
+    classes = range(len(highlighter.rules))
+    seen: set[str] = set()
+    matching: list[set[str]] = [set() for _ in classes]
+    inclusive = [0.0 for _ in classes]
+    own = [0.0 for _ in classes]
+    for text, weight in stacks:
+        frames = text.split(SEP)
+        if not seen.issuperset(frames):
+            for name in set(frames).difference(seen):
+                seen.add(name)
+                for index in classes:
+                    if highlighter.matches(index, name):
+                        matching[index].add(name)
+        for index in classes:
+            names = matching[index]
+            if names and not names.isdisjoint(frames):
+                inclusive[index] += weight
+                if frames[-1] in names:
+                    own[index] += weight
+    return list(zip(inclusive, own, strict=True))
+
+
+def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Self weight per function (the leaf of each stack), annotations stripped."""
+    weights: dict[str, float] = {}
+    for text, weight in stacks:
+        leaf = text.rpartition(SEP)[2]
+        if leaf.endswith("]"):
+            leaf = strip_annotation(leaf)
+        weights[leaf] = weights.get(leaf, 0) + weight
+    return weights
+
+
+def top_self(stacks: Iterable[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+    weights = self_weights(stacks)
+    ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:limit]
+
+
+def top_changes(
+    before: Iterable[tuple[str, float]], after: Iterable[tuple[str, float]], scale: float, limit: int
+) -> list[tuple[str, float, float]]:
+    """Functions whose self weight changed most: (name, before scaled, after), largest |change| first."""
+    old = self_weights(before)
+    new = self_weights(after)
+    rows = [(name, old.get(name, 0.0) * scale, new.get(name, 0.0)) for name in {*old, *new}]
+    rows = [row for row in rows if row[2] != row[1]]
+    rows.sort(key=lambda row: (-abs(row[2] - row[1]), row[0]))
+    return rows[:limit]
+
+
+def change_text(before: float, after: float) -> str:
+    delta = after - before
+    if before == 0:
+        return f"{format_signed(delta)} (new)"
+    return f"{format_signed(delta)} ({100 * delta / before:+.1f}%)"

@@ -1,0 +1,325 @@
+"""Folded profiles -> one self-contained, interactive SVG (flame graph, icicle, chart or diff).
+
+Frames live in a nested <svg> whose viewBox is in the profile's unit: a rect's x and width are
+exact sample counts, zooming is one viewBox change, and the checks can read counts back from the
+geometry. Labels, header, legend and the top table are in pixels outside it. The template is
+autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import jinja2
+
+from ..color import (
+    SEARCH_COLOR,
+    Highlighter,
+    Painter,
+    background,
+    diff_color,
+    format_palette,
+    read_palette,
+    resolve_highlights,
+    strip_annotation,
+)
+from ..diagnostics import NoSamples
+from ..layout import Columns, Frame, Layout, layout_keys, min_weight_for, order_stacks
+from ..model import FoldedProfile
+from .diff import DiffStacks, diff_stacks
+from .options import RenderOptions
+from .page import XPAD, Page, build_page
+from .summary import (
+    change_text,
+    class_shares,
+    diff_metadata_lines,
+    metadata_lines,
+    profile_facts,
+    top_changes,
+    top_self,
+)
+from .text import display_name, fit_label, format_count, format_number, format_percent, format_signed
+
+LABEL_MIN_PX = 12  # narrower frames get no label
+ROOT_TITLE = "all"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    templates = resources.files(__package__) / "templates"
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (templates / name).read_text("utf-8")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+@cache
+def _asset(name: str) -> str:
+    text = (resources.files(__package__) / "assets" / name).read_text("utf-8")
+    assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
+    return text
+
+
+@dataclass
+class Drawing:
+    """Frames ready for the template: (title, x, y, width, fill) and labels (x, y, text)."""
+
+    frames: list[tuple[str, str, str, str, str]]
+    labels: list[tuple[float, float, str]]
+    total: float
+    max_depth: int
+
+
+def _rows(layout: Layout, options: RenderOptions) -> list[float]:
+    """Rect y per depth, inside the graph area (root at the bottom unless inverted)."""
+    height = options.frame_height
+    if options.inverted:
+        return [depth * height for depth in range(layout.max_depth + 1)]
+    return [(layout.max_depth - depth) * height + 1 for depth in range(layout.max_depth + 1)]
+
+
+def _draw(layout: Layout, options: RenderOptions, page: Page, fill, title) -> Drawing:  # type: ignore[no-untyped-def]
+    rows = _rows(layout, options)
+    scale = page.plot_width / layout.total
+    text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
+    frames = []
+    labels = []
+    for frame in layout.frames:
+        name = ROOT_TITLE if frame.depth == 0 else display_name(strip_annotation(frame.name))
+        y = rows[frame.depth]
+        frames.append((title(frame, name), format_number(frame.start), str(y), format_number(frame.width), fill(frame)))
+        pixels = frame.width * scale
+        if pixels >= LABEL_MIN_PX:
+            label = fit_label(name, pixels - 6, options.font_size)
+            if label:
+                x = XPAD + frame.start * scale + 3
+                labels.append((round(x, 2), round(page.graph_top + y + text_dy, 2), label))
+    return Drawing(frames, labels, layout.total, layout.max_depth)
+
+
+def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict:  # type: ignore[type-arg]
+    return {
+        "nameType": options.name_type,
+        "countName": count_name,
+        "factor": options.factor,
+        "xpad": XPAD,
+        "plotWidth": page.plot_width,
+        "graphTop": page.graph_top,
+        "frameHeight": options.frame_height,
+        "fontSize": options.font_size,
+        "fontType": options.font_type,
+        "inverted": options.inverted,
+        "maxDepth": drawing.max_depth,
+        "searchColor": SEARCH_COLOR,
+        "diff": diff,
+    }
+
+
+def _document(
+    options: RenderOptions,
+    page: Page,
+    drawing: Drawing,
+    title: str,
+    palette: str,
+    count_name: str,
+    diff: bool,
+) -> bytes:
+    context = {
+        "o": options,
+        "page": page,
+        "title": title,
+        "drawing": drawing,
+        "rect_height": options.frame_height - 1,
+        "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
+        "settings": _settings(options, page, drawing, count_name, diff),
+        "css": _asset("flamegraph.css"),
+        "js": _asset("flamegraph.js"),
+        "XPAD": XPAD,
+        "view_width": format_number(drawing.total),
+    }
+    text = _environment().get_template("flamegraph.svg.j2").render(context)
+    return text.encode("utf-8")
+
+
+def _legend_shares(
+    highlighter: Highlighter | None, stacks: Sequence[tuple[str, float]], total: float
+) -> list[tuple[str, str]]:
+    if highlighter is None:
+        return []
+    legend = []
+    shares = class_shares(stacks, highlighter)
+    for index, (rule, (inclusive, own)) in enumerate(zip(highlighter.rules, shares, strict=True)):
+        text = (
+            f"{rule.label}: {format_percent(inclusive, total)}% of all (stacks through it),"
+            f" {format_percent(own, total)}% self · /{rule.pattern}/"
+        )
+        legend.append((highlighter.swatch(index), text))
+    return legend
+
+
+def _chain(text: str) -> str:
+    """`--colors chain`: frames after the first '--' (the waker's stack) get _[w]."""
+    frames = text.split(";")
+    if "--" not in frames:
+        return text
+    cut = frames.index("--") + 1
+    return ";".join(frames[:cut] + [f if f == "--" else f + "_[w]" for f in frames[cut:]])
+
+
+def render_svg(
+    profile: FoldedProfile, options: RenderOptions, stacks: Sequence[tuple[str, float]] | None = None
+) -> bytes:
+    """The flame graph of `profile` (or, for a flame chart, of `stacks` in their time order)."""
+    options.check()
+    palette = options.palette_for(profile)
+    items = list(stacks) if stacks is not None else list(profile.counts.items())
+    if palette == "chain":
+        items = [(_chain(text), weight) for text, weight in items]
+    keys, weights = order_stacks(items, options.reverse, keep_order=options.flamechart)
+    total = sum(weights)
+    if not total > 0:
+        raise NoSamples("nothing to draw: the profile holds no samples")
+    plot_width = options.width - 2 * XPAD
+    minimum = min_weight_for(options.min_width, total, plot_width)
+    layout = layout_keys(keys, Columns(weights), minimum, ordered=not options.flamechart)
+    fixed = read_palette(options.palette_file) if options.palette_file is not None else None
+    painter = Painter(palette, options.hash, options.random, fixed)
+    rules = resolve_highlights(options.highlights, options.preset, palette)
+    highlighter = Highlighter(rules) if rules else None
+    count_name = options.count_name_for(profile)
+    factor = options.factor
+
+    def fill(frame: Frame) -> str:
+        if frame.depth == 0:
+            return painter.fill("")
+        if highlighter is not None:
+            index = highlighter.class_of(frame.name)
+            if index >= 0:
+                return highlighter.fill(index, frame.name)
+        return painter.fill(frame.name)
+
+    def title(frame: Frame, name: str) -> str:
+        percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
+        return f"{name} ({format_count(frame.width * factor)} {count_name}, {percent}%)"
+
+    info = [profile_facts(profile, count_name, factor), *metadata_lines(profile)]
+    legend = _legend_shares(highlighter, items, total)
+    table = [
+        (f"{format_percent(weight, total)}%", format_count(weight * factor), name)
+        for name, weight in top_self(items, options.top)
+    ]
+    page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
+    drawing = _draw(layout, options, page, fill, title)
+    svg = _document(options, page, drawing, options.title_for(profile), palette, count_name, diff=False)
+    if options.palette_file is not None:
+        colors = {**(fixed or {}), **painter.cache}
+        colors.pop("", None)
+        options.palette_file.write_bytes(format_palette(colors))
+    return svg
+
+
+def _page(
+    options: RenderOptions,
+    layout: Layout,
+    info: list[str],
+    legend: list[tuple[str, str]],
+    heading: str,
+    table: list[tuple[str, str, str]],
+) -> Page:
+    return build_page(
+        options.width,
+        options.font_size,
+        bool(options.subtitle),
+        info,
+        legend,
+        (layout.max_depth + 1) * options.frame_height,
+        heading,
+        table,
+    )
+
+
+def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOptions) -> bytes:
+    """Differential flame graph: red frames grew from BEFORE to AFTER, blue ones shrank."""
+    options.check()
+    stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
+    total = sum(stacks.columns.width)
+    if not total > 0:
+        raise NoSamples("nothing to draw: both profiles are empty")
+    minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
+    layout = layout_keys(stacks.keys, stacks.columns, minimum)
+    count_name = options.count_name_for(after)
+    factor = options.factor
+    sign = -1.0 if options.negate else 1.0
+    rules = resolve_highlights(options.highlights, options.preset, "hot")
+
+    def fill(frame: Frame) -> str:
+        return diff_color(sign * frame.self_delta, stacks.max_delta)
+
+    def title(frame: Frame, name: str) -> str:
+        return (
+            f"{name} (before {format_count(frame.before * factor)}, after {format_count(frame.after * factor)}"
+            f" {count_name}: {change_text(frame.before * factor, frame.after * factor)};"
+            f" self {format_signed(frame.self_delta * factor)}, {format_percent(frame.width, total)}% wide)"
+        )
+
+    info = _diff_info(before, after, stacks, count_name, factor, options)
+    legend = _diff_legend(options.negate)
+    if rules:
+        legend += _diff_shares(Highlighter(rules), before, after, stacks.scale)
+    rows = [
+        (change_text(old * factor, new * factor), f"{format_count(old * factor)} -> {format_count(new * factor)}", name)
+        for name, old, new in top_changes(before.counts.items(), after.counts.items(), stacks.scale, options.top)
+    ]
+    page = _page(options, layout, info, legend, f"Largest changes of self {count_name} (before -> after)", rows)
+    drawing = _draw(layout, options, page, fill, title)
+    return _document(options, page, drawing, options.title_for(after, diff=True), "hot", count_name, diff=True)
+
+
+def _diff_info(
+    before: FoldedProfile,
+    after: FoldedProfile,
+    stacks: DiffStacks,
+    count_name: str,
+    factor: float,
+    options: RenderOptions,
+) -> list[str]:
+    normalized = f" (normalized x{stacks.scale:.4g} to AFTER's total)" if options.normalize else ""
+    widths = {"max": "max(before, after)", "after": "AFTER", "before": "BEFORE"}[options.diff_width]
+    return [
+        f"before: {profile_facts(before, count_name, factor)}",
+        f"after: {profile_facts(after, count_name, factor)}",
+        f"BEFORE {format_count(before.total * factor)} -> AFTER {format_count(after.total * factor)} {count_name}"
+        f"{normalized}; frame width: {widths} per stack; colour: change of self {count_name}",
+        *diff_metadata_lines(before, after),
+    ]
+
+
+def _diff_legend(negate: bool) -> list[tuple[str, str]]:
+    grew, shrank = ("#ff0000", "#0000ff") if not negate else ("#0000ff", "#ff0000")
+    return [
+        (grew, "grew: more self time in AFTER (deeper colour: larger change)"),
+        (shrank, "shrank: less self time in AFTER, or gone (still drawn, at its BEFORE width)"),
+    ]
+
+
+def _diff_shares(highlighter: Highlighter, before: FoldedProfile, after: FoldedProfile, scale: float) -> list[tuple[str, str]]:
+    old = class_shares(before.counts.items(), highlighter)
+    new = class_shares(after.counts.items(), highlighter)
+    legend = []
+    for index, rule in enumerate(highlighter.rules):
+        text = (
+            f"{rule.label}: {format_percent(old[index][0], before.total)}% -> "
+            f"{format_percent(new[index][0], after.total)}% of all · /{rule.pattern}/"
+        )
+        legend.append((highlighter.swatch(index), text))
+    return legend
+
+
+__all__ = ["RenderOptions", "render_diff", "render_svg"]
