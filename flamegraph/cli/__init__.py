@@ -9,6 +9,7 @@ from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError
 from . import fold as _fold  # noqa: F401  (registers the command)
 from . import offcpu as _offcpu  # noqa: F401  (registers the command)
 from . import record as _record  # noqa: F401  (registers the command)
+from . import render as _render  # noqa: F401  (registers `render` and `diff`)
 from .app import app
 
 __all__ = ["app", "main"]

@@ -1,0 +1,209 @@
+"""`flamegraph render` (folded stacks -> SVG) and `flamegraph diff` (two profiles -> differential SVG)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..diagnostics import BadOption, Diagnostics
+from ..folded import decode, parse_count, read_folded
+from ..inputs import label, open_stream
+from ..model import FoldedProfile
+from ..render import RenderOptions, render_diff, render_png, render_svg
+from .app import app
+from .output import write_atomically
+
+# Options shared by both commands (flamegraph.pl's names).
+Output = Annotated[Path | None, typer.Option("-o", "--output", help="write the SVG here instead of stdout")]
+Title = Annotated[str, typer.Option("--title", help="title text")]
+Subtitle = Annotated[str | None, typer.Option("--subtitle", help="second-level title")]
+Width = Annotated[int, typer.Option("--width", help="image width in pixels")]
+Height = Annotated[int, typer.Option("--height", help="height of each frame in pixels")]
+FontSize = Annotated[float, typer.Option("--fontsize", help="font size")]
+FontType = Annotated[str, typer.Option("--fonttype", help="font family")]
+MinWidth = Annotated[
+    str, typer.Option("--minwidth", help="omit frames narrower than this: pixels, or a percentage like 0.5%")
+]
+CountName = Annotated[str | None, typer.Option("--countname", help="count label (default: the profile's unit)")]
+NameType = Annotated[str, typer.Option("--nametype", help="label before a frame's details")]
+Reverse = Annotated[bool, typer.Option("--reverse", help="reverse each stack: merge from the leaf")]
+Inverted = Annotated[bool, typer.Option("--inverted", help="icicle graph: root at the top")]
+Negate = Annotated[bool, typer.Option("--negate", help="swap the differential hues (blue <-> red)")]
+Factor = Annotated[float, typer.Option("--factor", help="multiply displayed counts by this")]
+Notes = Annotated[str, typer.Option("--notes", help="text stored in the SVG (its <desc>)")]
+Highlight = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="colour matching frames, with a legend (repeatable)"
+    ),
+]
+Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn")]
+Top = Annotated[int, typer.Option("--top", help="rows of the self-time table (0: none)")]
+Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
+Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")]
+Event = Annotated[str | None, typer.Option("--event", help="the sampled event, for the header")]
+Unit = Annotated[str | None, typer.Option("--unit", help="the counts' unit: samples, or microseconds (off-CPU)")]
+Meta = Annotated[
+    list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact for the header (repeatable)")
+]
+
+
+@app.command()
+def render(
+    inputs: Annotated[
+        list[str] | None, typer.Argument(help="folded stacks (text or .gz), or - for stdin", show_default=False)
+    ] = None,
+    output: Output = None,
+    title: Title = "Flame Graph",
+    subtitle: Subtitle = None,
+    width: Width = 1200,
+    height: Height = 16,
+    fontsize: FontSize = 12,
+    fonttype: FontType = "Verdana",
+    minwidth: MinWidth = "0.1",
+    countname: CountName = None,
+    nametype: NameType = "Function:",
+    colors: Annotated[
+        str | None, typer.Option("--colors", help="palette: hot (default; io for off-CPU), mem, io, wakeup, chain, "
+                                 "java, js, perl, python, red, green, blue, aqua, yellow, purple, orange")
+    ] = None,
+    hash_: Annotated[bool, typer.Option("--hash", help="colour by a hash of the function name")] = False,
+    random_: Annotated[bool, typer.Option("--random", help="random colours (seeded: reproducible)")] = False,
+    cp: Annotated[bool, typer.Option("--cp", help="consistent palette: read and extend ./palette.map")] = False,
+    palette_file: Annotated[
+        Path | None, typer.Option("--palette-file", metavar="FILE", help="like --cp, with this file")
+    ] = None,
+    reverse: Reverse = False,
+    inverted: Inverted = False,
+    flamechart: Annotated[bool, typer.Option("--flamechart", help="keep input (time) order; merge neighbours only")] = False,
+    negate: Negate = False,
+    factor: Factor = 1.0,
+    notes: Notes = "",
+    highlight: Highlight = None,
+    preset: Preset = None,
+    top: Top = 10,
+    event: Event = None,
+    unit: Unit = None,
+    meta: Meta = None,
+    png: Png = None,
+    strict: Strict = False,
+) -> None:
+    """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG."""
+    diagnostics = Diagnostics(strict=strict)
+    paths = inputs or ["-"]
+    profile = _read(paths, diagnostics)
+    stacks = _read_in_order(paths, diagnostics) if flamechart else None
+    diagnostics.finish()
+    _describe(profile, event, unit, meta)
+    options = RenderOptions(
+        title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
+        min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,
+        palette_file=palette_file or (Path("palette.map") if cp else None), inverted=inverted, reverse=reverse,
+        flamechart=flamechart, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []),
+        preset=preset, top=top,
+    )  # fmt: skip
+    _write(render_svg(profile, options, stacks), output, png)
+
+
+@app.command()
+def diff(
+    before: Annotated[str, typer.Argument(help="folded stacks BEFORE the change (text, .gz, or -)")],
+    after: Annotated[str, typer.Argument(help="folded stacks AFTER the change")],
+    output: Output = None,
+    title: Title = "Flame Graph",
+    subtitle: Subtitle = None,
+    width: Width = 1200,
+    height: Height = 16,
+    fontsize: FontSize = 12,
+    fonttype: FontType = "Verdana",
+    minwidth: MinWidth = "0.1",
+    countname: CountName = None,
+    nametype: NameType = "Function:",
+    normalize: Annotated[bool, typer.Option("--normalize", help="scale BEFORE to AFTER's total first")] = False,
+    negate: Negate = False,
+    diff_width: Annotated[
+        str, typer.Option("--diff-width", help="frame widths: max (of before and after; nothing vanishes), after, before")
+    ] = "max",
+    reverse: Reverse = False,
+    inverted: Inverted = False,
+    factor: Factor = 1.0,
+    notes: Notes = "",
+    highlight: Highlight = None,
+    preset: Preset = None,
+    top: Top = 10,
+    event: Event = None,
+    unit: Unit = None,
+    meta: Meta = None,
+    png: Png = None,
+    strict: Strict = False,
+) -> None:
+    """Differential flame graph: frames red where AFTER has more self time than BEFORE, blue where less."""
+    if before == "-" and after == "-":
+        raise BadOption("BEFORE and AFTER cannot both be stdin")
+    diagnostics = Diagnostics(strict=strict)
+    old = _read([before], diagnostics)
+    new = _read([after], diagnostics)
+    diagnostics.finish()
+    for profile in (old, new):
+        _describe(profile, event, unit, meta)
+    options = RenderOptions(
+        title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
+        min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted, reverse=reverse,
+        negate=negate, factor=factor, notes=notes, highlights=list(highlight or []), preset=preset,
+        normalize=normalize, top=top, diff_width=diff_width,
+    )  # fmt: skip
+    _write(render_diff(old, new, options), output, png)
+
+
+def _read(paths: list[str], diagnostics: Diagnostics) -> FoldedProfile:
+    profile = FoldedProfile()
+    for path in paths:
+        with open_stream(path) as lines:
+            read_folded(lines, label(path), diagnostics, profile)
+    return profile
+
+
+def _read_in_order(paths: list[str], diagnostics: Diagnostics) -> list[tuple[str, float]]:
+    """Folded lines in input order, repeats kept (a flame chart's time order); problems were already reported.
+
+    Lines it reads, as read_folded does:
+        python;main;step 3
+        python;main;wait 1
+        python;main;step 2
+    """
+    quiet = Diagnostics(echo=False)
+    stacks: list[tuple[str, float]] = []
+    for path in paths:
+        with open_stream(path) as lines:
+            stacks.extend(_iter_records(lines, quiet))
+    return stacks
+
+
+def _iter_records(lines: Iterable[bytes], diagnostics: Diagnostics) -> Iterable[tuple[str, float]]:
+    for line in lines:
+        stack, sep, count_text = line.rstrip(b"\r\n").rpartition(b" ")
+        count = parse_count(count_text) if sep and stack.strip() and not stack.startswith(b"#") else None
+        if count is not None:
+            yield decode(stack), count
+
+
+def _describe(profile: FoldedProfile, event: str | None, unit: str | None, meta: list[str] | None) -> None:
+    if event is not None:
+        profile.event = event
+    if unit is not None:
+        profile.unit = unit
+    for item in meta or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadOption(f"--meta {item!r}: expected KEY=VALUE")
+        profile.metadata[key.strip()] = value
+
+
+def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
+    if png is not None:
+        image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output
+        write_atomically(png, lambda out: out.write(image))  # type: ignore[arg-type,func-returns-value]
+    write_atomically(output, lambda out: out.write(svg))  # type: ignore[arg-type,func-returns-value]
