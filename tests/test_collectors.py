@@ -1,0 +1,113 @@
+"""The MLP collector: its output protocol, the recipe helpers, and `make flamegraph` / `make diff` for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors.mlp_log import TrainLog, format_epoch, format_marker, parse_log
+from collectors.recipe import ROOT, MlpRun, overhead, shares
+from flamegraph.diagnostics import Diagnostics
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+
+TRAINER_OUTPUT = """PID 20558
+backend oneDNN (MKLDNN), mxnet 1.9.1
+TRAIN_START 1100.090395
+epoch 0 train-acc 0.9242 val-acc 0.9599 time 1.55s 38734 samples/s
+[03:07:27] ../src/executor/graph_executor.cc:1991: Subgraph backend MKLDNN is activated.
+epoch 1 train-acc 0.9669 val-acc 0.9653 time 1.56s 38447 samples/s
+TRAIN_END 1108.310021
+total 3.11s
+"""
+# The frames every training-window profile of the oneDNN MLP has (engine worker and optimizer).
+MXNET_FRAMES = (
+    "mxnet::engine::ThreadedEngine::ExecuteOprBlock",
+    "mxnet::op::MKLDNNFCForward",
+    "mxnet::op::MKLDNNFCBackward",
+    "MultiSGDKernel",
+    "start_thread",
+)
+
+
+def test_trainer_output_round_trips() -> None:
+    log = parse_log(TRAINER_OUTPUT)
+    assert log.pid == 20558 and log.window == (1100.090395, 1108.310021)
+    assert [e.val_acc for e in log.epochs] == [0.9599, 0.9653] and log.val_acc == 0.9653
+    assert log.mean_rate() == pytest.approx((38734 + 38447) / 2)
+    assert log.mean_rate(skip_first=True) == 38447
+    assert format_epoch(0, 0.9242, 0.9599, 1.55, 38734) == TRAINER_OUTPUT.splitlines()[3]
+    assert format_marker("TRAIN_START", 1100.090395) == "TRAIN_START 1100.090395"
+
+
+def test_partial_output_has_no_window() -> None:
+    log = TrainLog()
+    for line in TRAINER_OUTPUT.splitlines()[:4]:
+        log.feed(line)
+    assert log.window is None and log.start == 1100.090395 and len(log.epochs) == 1
+
+
+def test_overhead_and_shares() -> None:
+    fast, slow = parse_log(TRAINER_OUTPUT), TrainLog()
+    slow.feed("epoch 0 train-acc 0.9 val-acc 0.9 time 1.00s 35000 samples/s")
+    assert overhead(fast, slow) == pytest.approx(100 * (38590.5 - 35000) / 38590.5)
+    assert overhead(fast, TrainLog()) is None
+    profile = FoldedProfile({"python;a;MKLDNNRun;gemm": 3, "python;b": 1})
+    assert shares(profile, ["MKLDNN", "b", "zzz"]) == {"MKLDNN": 75.0, "b": 25.0, "zzz": 0.0}
+
+
+def test_mlp_command_runs_from_any_directory(tmp_path: Path) -> None:
+    run = MlpRun(tmp_path, epochs=1, max_batches=5, env={"MXNET_MKLDNN_ENABLED": "0"})
+    assert run.command()[1:] == ("-m", "collectors.train_mlp", "--data", str(tmp_path), "--epochs", "1",
+                                 "--max-batches", "5")  # fmt: skip
+    env = run.environment()
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT) and env["MXNET_MKLDNN_ENABLED"] == "0"
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def driver(module: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", module, "--out", str(out), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+@pytest.mark.slow
+def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
+    """One real epoch without and with perf: frames, accuracy, overhead figure, outputs."""
+    proc = driver("collectors.make_flamegraph", tmp_path, "--epochs", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = json.loads((tmp_path / "mlp-oncpu.json").read_text())
+    assert facts["val_acc"] >= 0.95  # real MNIST, converted right
+    assert facts["samples_per_s_without_perf"] > 0 and isinstance(facts["overhead_percent"], float)
+    profile = load(tmp_path / "mlp-oncpu.folded")
+    assert profile.total == facts["samples"] > 200
+    for frame in MXNET_FRAMES:
+        assert any(frame in stack for stack in profile.counts), frame
+    # the training window excludes start-up: no `import mxnet` (dlopen of libmxnet) in it
+    assert not any("_dl_map_object" in stack for stack in profile.counts)
+    assert "top 10 frames by self samples" in proc.stdout and "overhead:" in proc.stdout
+    assert (tmp_path / "mlp-oncpu.svg").exists() or "renderer not available" in proc.stdout
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+@pytest.mark.slow
+def test_make_diff_end_to_end(tmp_path: Path) -> None:
+    proc = driver("collectors.make_diff", tmp_path, "--epochs", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mkl, blas = load(tmp_path / "mlp-mkldnn.folded"), load(tmp_path / "mlp-openblas.folded")
+    assert any("MKLDNNFCForward" in s for s in mkl.counts) and not any("MKLDNNFC" in s for s in blas.counts)
+    assert any("sgemm_kernel_" in s for s in blas.counts)  # OpenBLAS's gemm, whatever core it picked
+    assert "OpenBLAS (" in proc.stdout and "OPENBLAS_CORETYPE=" in proc.stdout
+    assert (tmp_path / "mlp-diff.svg").exists() or "renderer not available" in proc.stdout
