@@ -12,6 +12,7 @@ from ..collapse.perf import FoldOptions
 from ..diagnostics import Diagnostics
 from ..fold import fold_perf
 from ..folded import write_folded
+from ..report import build_report, observer_for, report_lines
 from .app import app
 from .output import write_atomically
 
@@ -47,11 +48,23 @@ def fold(
         bool,
         typer.Option("--offcpu", help="sched:sched_switch recordings: blocked time per stack, in µs"),
     ] = False,
+    group_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--group-unknown/--no-group-unknown",
+            help="name [unknown] frames of DSOs readable here per function (libmxnet.so+0x62333d0)",
+        ),
+    ] = True,
+    report: Annotated[
+        bool,
+        typer.Option("--report", help="print the attribution report (thread roots, [unknown], JIT) to stderr"),
+    ] = False,
 ) -> None:
     """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
     if offcpu:
         _fold_offcpu(inputs or [], output, kernel or all_, strict)
         return
+    hook = observer_for(group_unknown and not addrs) if (group_unknown or report) and not compat else None
     options = FoldOptions(
         pid=pid,
         tid=tid,
@@ -61,8 +74,14 @@ def fold(
         event_filter=event_filter,
         per_event=per_event is not None,
         compat=compat,
+        frame_hook=hook,
     )
+    if report and jobs > 1:
+        jobs = 1  # the report needs what the frame hook saw, which worker processes keep to themselves
     result = fold_perf(inputs or [], options, Diagnostics(strict=strict), jobs=jobs)
+    if report:
+        for line in report_lines(*build_report(result.profile, hook)):
+            typer.echo(line, err=True)
     if per_event is not None:
         for event, profile in result.per_event.items():
             target = per_event / f"{SAFE_FILE_NAME.sub('_', event)}.folded"

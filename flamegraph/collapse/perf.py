@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..diagnostics import Diagnostics
@@ -34,6 +34,11 @@ TIMED_EVENT = re.compile(rb"\s\d+\.\d+:\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)(.*)$")
 FRAME_ON_HEADER = re.compile(rb"^\s*([0-9a-fA-F]+)\s+(.+?)\s*$")
 FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
 
+# (address, symbol, DSO) of a frame -> a replacement symbol, or None to keep it. Called once per
+# distinct frame (never with --compat); flamegraph.report.FrameObserver groups [unknown] frames of
+# readable DSOs by function with it (--group-unknown) and notes which frames are JIT code.
+FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
+
 NONE, OPEN, FILTERED = 0, 1, 2  # record state: between records, inside one we keep, inside a skipped one
 
 
@@ -49,6 +54,7 @@ class FoldOptions:
     event_filter: str | None = None  # fold only this event (default: the first one seen)
     per_event: bool = False  # fold every event separately (no filtering)
     compat: bool = False  # reproduce the reference byte for byte, including the records it loses
+    frame_hook: FrameHook | None = None  # see FrameHook; ignored with compat
 
     @classmethod
     def with_all(cls, **kwargs: object) -> FoldOptions:
@@ -133,6 +139,8 @@ class PerfCollapser:
         if raw.startswith(b"(") and (self.options.compat or not raw.startswith(tidy.ANONYMOUS_NAMESPACE)):
             return b""  # the reference drops "(...)" names as process names
         opts = self.options
+        if opts.frame_hook is not None and not opts.compat:
+            raw = opts.frame_hook(pc, raw, dso) or raw
         names = []
         for i, name in enumerate(raw.split(b"->")):
             if name == b"[unknown]":
@@ -292,7 +300,8 @@ class PerfCollapser:
             return b""
         # Lines differing only in address and offset ("7f01 work+0x34 (/t)", "7f09 work+0x3c (/t)")
         # fold to the same name: key a second cache by what is left.
-        symbol_key = _symbol_key(line, java, self.options.addrs)
+        # A hook may name each address of an [unknown] differently: no sharing across addresses then.
+        symbol_key = _symbol_key(line, java, self.options.addrs or self.options.frame_hook is not None)
         name = self._symbols.get(symbol_key) if symbol_key is not None else None
         if name is None:
             name = self.frame_name(line.rstrip(b"\n"), java)
