@@ -18,6 +18,7 @@ from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.model import FoldedProfile
+from flamegraph.render import RenderOptions, render_diff
 
 from .mnist import prepare_mnist
 from .recipe import MlpRun, fold_training, print_top, record_mlp, write_outputs
@@ -70,13 +71,8 @@ def print_changes(before: FoldedProfile, after: FoldedProfile, n: int = 8) -> No
 
 
 def render_diff_svg(before: FoldedProfile, after: FoldedProfile, svg: Path, subtitle: str) -> None:
-    try:  # TEMPORARY until the renderer lands
-        from flamegraph.render import RenderOptions, render_diff
-    except ImportError:
-        print(f"(renderer not available yet: {svg} not written)")
-        return
-    title = "MXNet MLP: oneDNN (before) vs OpenBLAS (after)"
-    options = RenderOptions(title=title, subtitle=subtitle, preset="onednn")
+    title = "MXNet MLP: oneDNN (before) vs OpenBLAS (after), normalized"
+    options = RenderOptions(title=title, subtitle=subtitle, preset="onednn", normalize=True)
     svg.write_bytes(render_diff(before, after, options))
 
 

@@ -20,6 +20,7 @@ from flamegraph.diagnostics import Diagnostics, FlamegraphError
 from flamegraph.folded import write_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.record import Recording, RecordSpec, Status, fold_recording, record
+from flamegraph.render import RenderOptions, render_svg
 
 from .mlp_log import TrainLog, parse_log
 
@@ -107,12 +108,6 @@ def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title:
     with open(folded, "wb") as out:
         write_folded(profile, out)
     if svg is not None:
-        try:  # TEMPORARY until the renderer lands
-            from flamegraph.render import RenderOptions, render_svg
-        except ImportError:
-            print(f"(renderer not available yet: {svg} not written)")
-            return
-
         svg.write_bytes(render_svg(profile, RenderOptions(title=title, subtitle=subtitle, preset="onednn")))
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, BinaryIO
 import typer
 
 from ..collapse.perf import FoldOptions
+from ..color import HighlightRule, resolve_highlights
 from ..diagnostics import Diagnostics, FlamegraphError
 from ..folded import write_folded
 from ..model import FoldedProfile
@@ -24,6 +25,7 @@ from ..record import (
     parse_window,
     record,
 )
+from ..render import RenderOptions, render_svg
 from .app import app
 from .output import write_atomically
 
@@ -60,13 +62,18 @@ def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
         status.note(f"  {100 * weight / total:5.1f} %  {name}")
 
 
-def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str, preset: str | None) -> None:
-    try:  # TEMPORARY until the renderer lands
-        from ..render import RenderOptions, render_svg
-    except ImportError:
-        return
+def render_options(
+    name: str, title: str | None, subtitle: str, preset: str | None, highlights: list[str]
+) -> RenderOptions:
+    """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
+    rules: list[str | HighlightRule] = list(highlights)
+    options = RenderOptions(title=title or f"{name}: on-CPU", subtitle=subtitle, preset=preset, highlights=rules)
+    options.check()
+    resolve_highlights(options.highlights, options.preset, "hot")
+    return options
 
-    options = RenderOptions(title=title, subtitle=subtitle, preset=preset)
+
+def write_svg(profile: FoldedProfile, svg: Path, options: RenderOptions) -> None:
     data = render_svg(profile, options)
 
     def write(out: BinaryIO) -> None:
@@ -75,14 +82,17 @@ def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str,
     write_atomically(svg, write)
 
 
+def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str, preset: str | None) -> None:
+    """Render with a title, subtitle and preset (`flamegraph offcpu` uses it too)."""
+    write_svg(profile, svg, RenderOptions(title=title, subtitle=subtitle, preset=preset))
+
+
 @app.command("record", context_settings={"allow_interspersed_args": False})
 def record_command(
     command: Annotated[
         list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
     ] = None,
-    pid: Annotated[
-        int | None, typer.Option("--pid", "-p", help="profile this running process instead")
-    ] = None,
+    pid: Annotated[int | None, typer.Option("--pid", "-p", help="profile this running process instead")] = None,
     duration: Annotated[
         float | None,
         typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)"),
@@ -103,6 +113,10 @@ def record_command(
     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")] = None,
+    highlight: Annotated[
+        list[str] | None,
+        typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
+    ] = None,
     threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
     no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
 ) -> None:
@@ -116,6 +130,9 @@ def record_command(
     if no_svg and folded is None:
         raise typer.BadParameter("--no-svg needs --folded")
     span = _window(window)
+    name = Path(command[0]).name if command else f"pid {pid}"
+    subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
+    options = render_options(name, title, subtitle, preset, list(highlight or []))
     spec = RecordSpec(
         command=tuple(command or ()),
         pid=pid,
@@ -138,9 +155,7 @@ def record_command(
             write_atomically(folded, lambda out: write_folded(profile, out))
             status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
         if not no_svg:
-            name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
-            subtitle = f"{event}, {freq} Hz, call graph {call_graph}"
-            render_profile(profile, output, title or f"Flame Graph: {name}", subtitle, preset)
+            write_svg(profile, output, options)
             status.note(f"wrote {output}")
         report_top(profile, status)
     except FlamegraphError:
