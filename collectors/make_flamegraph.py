@@ -14,10 +14,11 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
-from flamegraph.record import RecordSpec
+from flamegraph.record import RecordHook, RecordSpec
 
 from .mnist import prepare_mnist
 from .recipe import (
@@ -45,7 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
+def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str, object]:
+    """Baseline, recording (with `hooks`: pre-/post-steps such as JIT naming), fold, render."""
     data = prepare_mnist(args.cache)
     mlp = MlpRun(data, epochs=args.epochs)
     baseline = None
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     if args.call_graph:
         spec = spec.replace(call_graph=args.call_graph)
     print(f"== training {args.epochs} epochs under perf record", flush=True)
-    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec)
+    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec, hooks)
     started = time.monotonic()
     profile = fold_training(recorded)
     fold_seconds = time.monotonic() - started

@@ -19,7 +19,7 @@ from flamegraph.collapse.perf import FoldOptions
 from flamegraph.diagnostics import Diagnostics, FlamegraphError
 from flamegraph.folded import write_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.record import Recording, RecordSpec, Status, fold_recording, record
+from flamegraph.record import RecordHook, Recording, RecordSpec, Status, fold_recording, record
 from flamegraph.render import RenderOptions, render_svg
 
 from .mlp_log import TrainLog, parse_log
@@ -77,8 +77,13 @@ def train_without_perf(run: MlpRun) -> TrainLog:
     return parse_log(proc.stdout)
 
 
-def record_mlp(run: MlpRun, perf_data: Path, spec: RecordSpec | None = None) -> RecordedRun:
-    """`perf record` the trainer (the spec's event/frequency/call graph; the run's command and env)."""
+def record_mlp(
+    run: MlpRun, perf_data: Path, spec: RecordSpec | None = None, hooks: Sequence[RecordHook] = ()
+) -> RecordedRun:
+    """`perf record` the trainer (the spec's event/frequency/call graph; the run's command and env).
+
+    `hooks` plug pre- and post-steps into the recording (e.g. JIT naming and `perf inject --jit`).
+    """
     spec = (spec or RecordSpec(command=("placeholder",))).replace(
         command=run.command(), pid=None, env={**(spec.env if spec else {}), **run.environment()}
     )
@@ -89,7 +94,7 @@ def record_mlp(run: MlpRun, perf_data: Path, spec: RecordSpec | None = None) -> 
         lines.append(line)
         log.feed(line)
 
-    recording = record(spec, perf_data, on_output=tap)
+    recording = record(spec, perf_data, hooks=hooks, on_output=tap)
     if recording.exit_status or log.window is None:
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         status = recording.exit_status
