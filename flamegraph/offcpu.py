@@ -17,12 +17,13 @@ from __future__ import annotations
 import gzip
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, NamedTuple
 
-from .collapse.perf_sched import OffCpuFolder, OffCpuOptions, SchedCollapser
+from .collapse.perf_sched import THROUGHOUT, WHOLE_RECORDING, OffCpuOptions, SchedCollapser, Wait, state_frame
+from .collapse.sched_totals import OffCpuFolder
 from .diagnostics import Diagnostics, FlamegraphError, InputMissing, NoSamples, NotPermitted, PerfFailed
 from .inputs import STDIN, kind_of, label
 from .model import FoldedProfile
@@ -98,21 +99,23 @@ def may_trace_raw() -> bool:
 
 def tracepoint_problem() -> FlamegraphError | None:
     """Why `-e sched:sched_switch` cannot work here, in one line; None when nothing is visibly wrong."""
-    where = mounted_tracefs()
+    where = [d for d in mounted_tracefs() if os.path.exists(d)]  # a mount hidden by another is no use
     if not where:
         return NotPermitted(f"tracefs is not mounted, so {EVENT} cannot be recorded: {MOUNT_HINT}")
+    denied = [d for d in where if not os.access(d, os.R_OK | os.X_OK)]
     for directory in where:
         event = os.path.join(directory, TRACEPOINT)
-        if os.path.isdir(event) and not os.access(event, os.R_OK | os.X_OK):
-            return NotPermitted(
-                f"not permitted to read {event} (not root): run as root, or "
-                f"`mount -o remount,mode=755 {directory}` and `sysctl kernel.perf_event_paranoid=-1`"
-            )
-        if os.path.isdir(event):
+        if directory not in denied and os.path.isdir(event):
+            denied += [event] if not os.access(event, os.R_OK | os.X_OK) else []
             break
     else:
+        if not denied:
+            places = ", ".join(where)
+            return NotPermitted(f"no {EVENT} tracepoint under {places} (kernel without it?)")
+    if denied:
         return NotPermitted(
-            f"no {EVENT} tracepoint under {', '.join(where)}: is tracefs complete? {MOUNT_HINT}"
+            f"not permitted to read {denied[-1]} (not root): run as root, or "
+            f"`mount -o remount,mode=755 {where[0]}` and `sysctl kernel.perf_event_paranoid=-1`"
         )
     if not may_trace_raw():
         return NotPermitted(
@@ -135,9 +138,72 @@ def record_offcpu(spec: RecordSpec, output: Path, status: Status | None = None) 
         raise (problem or err) from None
 
 
+# -- threads that never switch during the recording --------------------------------------------
+class ThreadState(NamedTuple):
+    """One thread as /proc shows it: state letter and schedstat (on-CPU ns, run-queue ns, slices)."""
+
+    state: str
+    on_cpu_ns: int
+    run_delay_ns: int
+    slices: int
+
+
+def snapshot_threads(pid: int) -> dict[int, ThreadState]:
+    """Every thread of `pid` now; {} if it is gone. Read before and after a recording."""
+    threads = {}
+    try:
+        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        return {}
+    for tid in tids:
+        base = f"/proc/{pid}/task/{tid}"
+        try:
+            state = Path(f"{base}/stat").read_text().rpartition(")")[2].split()[0]
+            on_cpu, delay, slices = (int(x) for x in Path(f"{base}/schedstat").read_text().split()[:3])
+        except (OSError, ValueError, IndexError):
+            continue
+        threads[tid] = ThreadState(state, on_cpu, delay, slices)
+    return threads
+
+
+def kernel_stack(pid: int, tid: int) -> list[bytes]:
+    """Root-first kernel frames of a blocked thread ("[<0>] do_nanosleep+0x5e/0x170" lines; root only)."""
+    try:
+        lines = Path(f"/proc/{pid}/task/{tid}/stack").read_bytes().splitlines()
+    except OSError:
+        return []
+    frames = [line.split(b"] ", 1)[-1].split(b"+", 1)[0].strip() for line in lines]
+    return [frame.replace(b";", b":") for frame in reversed(frames) if frame]
+
+
+Resolver = Callable[[list[tuple[int, bytes]], int], list[Wait]]
+
+
+def whole_window_resolver(pid: int, before: dict[int, ThreadState]) -> Resolver:
+    """Threads of `pid` without a single record: off-CPU for the whole recording if /proc says they
+    never ran between the snapshot taken before perf started and now (their slices and CPU time
+    unchanged, not runnable). Their wait is drawn with the kernel stack they are blocked in."""
+
+    def resolve(silent: list[tuple[int, bytes]], window_ns: int) -> list[Wait]:
+        after = snapshot_threads(pid)
+        waits = []
+        for tid, name in silent:
+            old, new = before.get(tid), after.get(tid)
+            if old is None or new is None or new.state.startswith("R") or new.state in "XZ":
+                continue
+            if (old.slices, old.on_cpu_ns) != (new.slices, new.on_cpu_ns):
+                continue  # it ran, and perf lost what it did: leave it to the "no switch" note
+            state = new.state.encode()
+            stack = b";".join([name, WHOLE_RECORDING, *kernel_stack(pid, tid), state_frame(state)])
+            waits.append(Wait(stack, name, state, window_ns, THROUGHOUT))
+        return waits
+
+    return resolve
+
+
 # -- folding --------------------------------------------------------------------------------------
 @contextmanager
-def open_offcpu(path: str) -> Iterator[BinaryIO]:
+def open_offcpu(path: str) -> Iterator[IO[bytes]]:
     """`perf script` text (plain or gzip) or a perf.data file, which is scripted with our options."""
     kind = kind_of(path)
     if kind == "perf.data":
@@ -161,31 +227,37 @@ def fold_offcpu(
     options: OffCpuOptions | None = None,
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
+    resolve: Resolver | None = None,
 ) -> FoldedProfile:
-    """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile."""
+    """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile.
+
+    `resolve` turns the threads a recording shows no record of into waits, where something outside
+    the text (the live process) can tell; the others are named in the header."""
     options = options or OffCpuOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = SchedCollapser(options, diagnostics)
     folder = OffCpuFolder(options)
+    silent: list[bytes] = []
     for path in inputs or [STDIN]:
         try:
             with open_offcpu(path) as stream:
                 lines = iter_progress(stream, status, "pairing") if status else stream
                 for wait in collapser.iter_waits(lines, label(path)):
                     folder.add(wait)
+            resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
+            for wait in resolved:
+                folder.add(wait)
+            done = {wait.thread for wait in resolved}
+            silent += [name for _, name in collapser.silent if name not in done]
         except (EOFError, gzip.BadGzipFile) as err:
             raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
         except OSError as err:
             raise InputMissing(f"{label(path)}: read failed: {err.strerror or err}") from None
     diagnostics.finish()
-    profile = folder.profile(collapser.window_ns, collapser.lost)
+    profile = folder.profile(collapser.window_ns, collapser.lost, silent)
     if not profile.counts:
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
-        what = (
-            f"{collapser.switches:,} sched_switch records"
-            if collapser.switches
-            else "no sched_switch records"
-        )
+        what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
         raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
     return profile
 
@@ -195,13 +267,17 @@ def fold_offcpu_recording(
     options: OffCpuOptions | None = None,
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
+    resolve: Resolver | None = None,
 ) -> FoldedProfile:
     """The profile of a fresh recording, with its capture facts after the off-CPU totals."""
+    if resolve is not None:  # a recording where nothing switched has no timestamps: perf's run time then
+        inner, seconds = resolve, recording.seconds
+        resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
     try:
-        profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status)
+        profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve)
     except NoSamples as err:
         raise NoSamples(f"{err} (the recording is kept)") from None
-    captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency",)}
+    captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above
     profile.metadata.update(captured)
     size = recording.perf_data.stat().st_size / 1e6
     if recording.seconds > 0:

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flamegraph.collapse.perf_sched import (
-    NEW_THREAD,
-    SINCE_START,
-    OffCpuFolder,
-    OffCpuOptions,
-    SchedCollapser,
-    Wait,
-    format_ns,
-    parse_time_ns,
-)
+from flamegraph.collapse.perf_sched import NEW_THREAD, SINCE_START, OffCpuOptions, SchedCollapser, Wait, parse_time_ns
+from flamegraph.collapse.sched_totals import OffCpuFolder, format_ns
 from flamegraph.diagnostics import Diagnostics, StrictFailure
 from flamegraph.model import FoldedProfile
 
@@ -27,9 +19,7 @@ NANOSLEEP = [
 NANOSLEEP_STACK = "main;clock_nanosleep@GLIBC_2.2.5;do_syscall_64;do_nanosleep;__schedule"
 
 
-def switch(
-    comm: str, tid: int, time: str, state: str, next_comm: str, next_tid: int, frames: list[str]
-) -> str:
+def switch(comm: str, tid: int, time: str, state: str, next_comm: str, next_tid: int, frames: list[str]) -> str:
     head = (
         f"{comm} {tid:5d} {time}: sched:sched_switch: prev_comm={comm} prev_pid={tid} prev_prio=120 "
         f"prev_state={state} ==> next_comm={next_comm} next_pid={next_tid} next_prio=120"
@@ -41,9 +31,7 @@ def record(comm: str, tid: int, time: str, what: str) -> str:
     return f"{comm} {tid:5d} {time}: {what}\n"
 
 
-def waits(
-    text: str, options: OffCpuOptions | None = None, strict: bool = False
-) -> tuple[list[Wait], Diagnostics]:
+def waits(text: str, options: OffCpuOptions | None = None, strict: bool = False) -> tuple[list[Wait], Diagnostics]:
     diagnostics = Diagnostics(strict=strict, echo=False)
     collapser = SchedCollapser(options or OffCpuOptions(), diagnostics)
     return list(collapser.iter_waits(text.encode().splitlines(keepends=True), "t.txt")), diagnostics
@@ -207,12 +195,8 @@ def test_malformed_records_are_reported_with_their_line() -> None:
 
 
 def test_kernel_frames_dropped_or_annotated() -> None:
-    text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record(
-        "app", 10, "1.5", "PERF_RECORD_SWITCH IN"
-    )
-    assert list(fold(text, OffCpuOptions(kernel=False)).counts) == [
-        "app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"
-    ]
+    text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
+    assert list(fold(text, OffCpuOptions(kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]
     annotated = list(fold(text, OffCpuOptions(annotate_kernel=True)).counts)[0]
     assert annotated.endswith("do_syscall_64_[k];do_nanosleep_[k];__schedule_[k];[S]")
 
@@ -271,9 +255,7 @@ def test_other_events_and_their_stacks_are_skipped() -> None:
     text = (
         "app    10     1.000000:     250000 cpu-clock:\n"
         "\tffffffff821f8298 busy_loop ([kernel.kallsyms])\n"
-        "\n"
-        + switch("app", 10, "1.1", "S", "b", 11, NANOSLEEP[:1])
-        + record("app", 10, "1.2", "PERF_RECORD_SWITCH IN")
+        "\n" + switch("app", 10, "1.1", "S", "b", 11, NANOSLEEP[:1]) + record("app", 10, "1.2", "PERF_RECORD_SWITCH IN")
     )
     assert fold(text).counts == {"app-10;__schedule;[S]": 100000}
 
@@ -333,3 +315,21 @@ def test_records_of_an_exited_thread_open_no_wait() -> None:
         + record("b", 11, "3.600000", "PERF_RECORD_SWITCH_CPU_WIDE IN  prev pid/tid:     0/0")
     )
     assert fold(text).counts == {"b-11;[no sched_switch record];[?]": 100000}
+
+
+def test_threads_without_any_record_are_named_not_dropped() -> None:
+    """perf lists the threads it attached to (time-0 COMM records); one that never switches is named."""
+    text = (
+        record("app", 0, "0.000000", "PERF_RECORD_COMM: app:10/10")
+        + record("app", 0, "0.000000", "PERF_RECORD_COMM: app worker:11/11")
+        + switch("app", 10, "1.0", "S", "b", 12, NANOSLEEP[:1])
+        + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
+    )
+    diagnostics = Diagnostics(echo=False)
+    collapser = SchedCollapser(OffCpuOptions(), diagnostics)
+    folder = OffCpuFolder(OffCpuOptions())
+    for wait in collapser.iter_waits(text.encode().splitlines(keepends=True), "t.txt"):
+        folder.add(wait)
+    assert collapser.silent == [(11, b"app_worker-11")]
+    meta = folder.profile(collapser.window_ns, 0, [name for _, name in collapser.silent]).metadata
+    assert meta["no switch in the window"] == "app_worker-11 (blocked, or running, throughout: not drawn)"

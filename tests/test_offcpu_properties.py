@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.collapse.perf_sched import OffCpuFolder, OffCpuOptions, SchedCollapser
+from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.collapse.sched_totals import OffCpuFolder
 from flamegraph.diagnostics import Diagnostics
 
 FRAMES = ["__schedule", "do_nanosleep", "futex_wait", "pipe_read", "io_schedule", "main", "worker_loop"]
@@ -51,9 +52,7 @@ def timestamp(us: int) -> str:
 
 def render(threads: list[Thread], start: int, end: int) -> tuple[bytes, dict[int, int], dict[str, int]]:
     """perf script text for the schedule, the expected off-CPU µs per tid, and per folded stack."""
-    events: list[
-        tuple[int, int, str]
-    ] = []  # (time, order, text): order keeps a sched_switch before its SWITCH IN
+    events: list[tuple[int, int, str]] = []  # (time, order, text): order keeps a sched_switch before its SWITCH IN
     per_tid: dict[int, int] = {}
     per_stack: dict[str, int] = {}
     marker = f"m {MARKER_TID} {{}}: PERF_RECORD_SWITCH IN\n"

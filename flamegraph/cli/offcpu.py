@@ -13,11 +13,18 @@ from ..collapse.perf_sched import OffCpuOptions
 from ..diagnostics import Diagnostics, FlamegraphError
 from ..folded import write_folded
 from ..model import FoldedProfile
-from ..offcpu import DEFAULT_CALL_GRAPH, fold_offcpu_recording, offcpu_spec, record_offcpu
+from ..offcpu import (
+    DEFAULT_CALL_GRAPH,
+    fold_offcpu_recording,
+    offcpu_spec,
+    record_offcpu,
+    snapshot_threads,
+    whole_window_resolver,
+)
 from ..record import Recording, Status, parse_call_graph
+from ..render import RenderOptions, render_svg
 from .app import app
-from .output import write_atomically
-from .record import render_profile
+from .output import atomic_output, write_atomically
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -56,9 +63,7 @@ def offcpu_command(
     min_us: Annotated[
         float, typer.Option("--min-us", min=0, help="leave out waits shorter than N µs (they are counted)")
     ] = 0.0,
-    state: Annotated[
-        str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")
-    ] = None,
+    state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,
     kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
     call_graph: Annotated[
         str, typer.Option("--call-graph", callback=_call_graph, help="fp or dwarf[,SIZE]")
@@ -86,21 +91,29 @@ def offcpu_command(
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-offcpu-"))
     data_path = perf_data or scratch / "perf.data"
     keep = perf_data is not None
+    render = RenderOptions(
+        title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
+        subtitle=f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}",
+    )
+    render.check()  # a bad option must not cost a recording
+    recorded = False
     try:
+        before = snapshot_threads(pid) if pid is not None else {}
         recording = record_offcpu(spec, data_path, status)
+        recorded = True
         status.note(_summary(recording, pid))
-        profile = fold_offcpu_recording(recording, options, Diagnostics(), status)
+        resolve = whole_window_resolver(pid, before) if pid is not None else None
+        profile = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
         if folded is not None:
             write_atomically(folded, lambda out: write_folded(profile, out))
             status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
         if not no_svg:
-            name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
-            subtitle = f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}"
-            render_profile(profile, output, title or f"Off-CPU: {name}", subtitle, None)
+            with atomic_output(output) as out:
+                out.write(render_svg(profile, render))
             status.note(f"wrote {output}")
         report_totals(profile, status)
     except FlamegraphError:
-        if data_path.exists() and not keep:
+        if recorded and not keep:
             keep = True
             status.note(f"flamegraph: the recording is kept in {data_path}")
         raise
@@ -129,6 +142,7 @@ def _alive(pid: int) -> bool:
 
 
 def report_totals(profile: FoldedProfile, status: Status) -> None:
-    for key in ("off-CPU", "by state", "by thread", "clipped to the window", "excluded", "lost events"):
+    keys = ("off-CPU", "by state", "by thread", "clipped to the window", "without stack", "no switch in the window")
+    for key in (*keys, "excluded", "lost events"):
         if key in profile.metadata:
             status.note(f"{key}: {profile.metadata[key]}")

@@ -27,7 +27,6 @@ from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..folded import decode
-from ..model import FoldedProfile
 from .perf import FoldOptions, PerfCollapser, split_frame
 from .tidy import is_kernel_dso
 
@@ -39,6 +38,7 @@ SWITCH = re.compile(
 SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
 TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d+):(-?\d+)\)")
 LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(\d+)\s*$")
+COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d+)/(-?\d+)$")
 SCHED_SWITCH = b"sched:sched_switch:"
 
 SINCE_START = b"[off-CPU since recording start]"
@@ -50,7 +50,9 @@ EXIT_STATES = frozenset({b"X", b"Z"})  # the thread is dead: its last switch-out
 # How a wait was closed: a real switch-in, or clipped to one end of the window; or seen without its stack.
 PAIRED, OPEN_AT_START, NEW, OPEN_AT_END = "paired", "open at start", "new thread", "open at end"
 WITHOUT_STACK = "without sched_switch"
-CLIPPED = (OPEN_AT_START, NEW, OPEN_AT_END)
+THROUGHOUT = "off-CPU throughout"  # no record at all, and the kernel says it never ran (offcpu --pid)
+CLIPPED = (OPEN_AT_START, NEW, OPEN_AT_END, THROUGHOUT)
+WHOLE_RECORDING = b"[off-CPU for the whole recording]"
 
 
 class Wait(NamedTuple):
@@ -109,6 +111,8 @@ class _Pairing:
         self.first_in: dict[int, tuple[int, bytes]] = {}  # tid -> (time, label) of a next_pid switch-in
         self.forked: dict[int, int] = {}  # tid -> FORK time, until its first switch-in
         self.exited: set[int] = set()  # tids after their EXIT: system-wide records still show them
+        self.alive: dict[int, bytes] = {}  # tid -> label of the threads perf found when it attached
+        self.seen: set[int] = set()  # tids with at least one record in the window
         self.lost = 0
 
     def tick(self, ns: int) -> None:
@@ -208,6 +212,10 @@ class SchedCollapser:
         self.lost = 0  # events perf reported lost
         self.other_records = 0  # samples of other events, not folded
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
+        # Of the last recording read: its length, and the threads alive at its start that no record
+        # shows (blocked, or running without a switch, for the whole window: the text cannot tell).
+        self.last_window_ns = 0
+        self.silent: list[tuple[int, bytes]] = []
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
@@ -260,8 +268,11 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
+        self.last_window_ns = 0
         if pairing.start is not None and pairing.end is not None:
-            self.window_ns += pairing.end - pairing.start
+            self.last_window_ns = pairing.end - pairing.start
+            self.window_ns += self.last_window_ns
+        self.silent = [(tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen]
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchOut, frames: list[bytes], ready: list[Wait]) -> None:
@@ -283,6 +294,8 @@ class SchedCollapser:
         tid = int(tid_text or pid)
         ns = parse_time_ns(seconds, fraction)
         pairing.tick(ns)
+        if ns and tid > 0:
+            pairing.seen.add(tid)
         wait: Wait | None = None
         if SCHED_SWITCH in rest:
             return self._sched_switch(pairing, line, rest, ns, number, ready, frames)
@@ -304,6 +317,8 @@ class SchedCollapser:
                 pairing.exit(child)
         elif (lost := LOST_RECORD.match(rest)) is not None:
             pairing.lost += int(lost.group(1))
+        elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
+            pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
         elif not rest.startswith(b"PERF_RECORD_"):
             self.other_records += 1
         if wait is not None:
@@ -327,6 +342,7 @@ class SchedCollapser:
         self.switches += 1
         prev_comm, prev_pid, state, next_comm, next_pid, trailing = fields.groups()
         prev, nxt = int(prev_pid), int(next_pid)
+        pairing.seen.update((prev, nxt))
         if nxt > 0:
             wait = pairing.switch_in(nxt, ns, thread_label(next_comm, nxt), traced=False)
             if wait is not None:
@@ -347,94 +363,3 @@ class SchedCollapser:
             number,
             line.rstrip(b"\n"),
         )
-
-
-def format_ns(ns: float) -> str:
-    """A duration as people read it: '2.941 s', '12.3 ms', '85 µs'."""
-    if ns >= 1e9:
-        return f"{ns / 1e9:,.3f} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e3:.0f} µs"
-
-
-def _join(totals: dict[bytes, int], limit: int) -> str:
-    ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
-    shown = [f"{decode(name)} {format_ns(ns)}" for name, ns in ranked[:limit]]
-    if len(ranked) > limit:
-        rest = sum(ns for _, ns in ranked[limit:])
-        shown.append(f"{len(ranked) - limit} more {format_ns(rest)}")
-    return ", ".join(shown)
-
-
-class OffCpuFolder:
-    """Sums waits per stack (in nanoseconds, exactly) and keeps the totals the graph's header shows."""
-
-    THREADS_SHOWN = 8
-
-    def __init__(self, options: OffCpuOptions) -> None:
-        self.options = options
-        self.states = {state.encode() for state in options.states} if options.states else None
-        self.min_ns = int(options.min_us * 1000)
-        self.ns_by_stack: dict[bytes, int] = {}
-        self.by_state: dict[bytes, int] = {}
-        self.by_thread: dict[bytes, int] = {}
-        self.by_kind: dict[str, list[int]] = {}  # kind -> [waits, ns]
-        self.excluded: dict[str, list[int]] = {}  # reason -> [waits, ns]
-        self.waits = 0
-
-    def add(self, wait: Wait) -> None:
-        if self.states is not None and wait.state not in self.states:
-            self._count(self.excluded, f"state {decode(wait.state)}", wait.ns)
-            return
-        if wait.ns < self.min_ns:
-            self._count(self.excluded, f"shorter than {self.options.min_us:g} µs", wait.ns)
-            return
-        self._count(self.by_kind, wait.kind, wait.ns)
-        if not wait.ns:
-            return  # e.g. a thread whose first record opens the window: counted, but nothing to draw
-        self.waits += 1
-        self.ns_by_stack[wait.stack] = self.ns_by_stack.get(wait.stack, 0) + wait.ns
-        self.by_state[wait.state] = self.by_state.get(wait.state, 0) + wait.ns
-        self.by_thread[wait.thread] = self.by_thread.get(wait.thread, 0) + wait.ns
-
-    @staticmethod
-    def _count(table: dict[str, list[int]], key: str, ns: int) -> None:
-        entry = table.setdefault(key, [0, 0])
-        entry[0] += 1
-        entry[1] += ns
-
-    def profile(self, window_ns: int = 0, lost: int = 0) -> FoldedProfile:
-        counts = {decode(stack): _microseconds(ns) for stack, ns in self.ns_by_stack.items()}
-        return FoldedProfile(counts, "microseconds", "sched:sched_switch", self.metadata(window_ns, lost))
-
-    def metadata(self, window_ns: int, lost: int) -> dict[str, str]:
-        total = sum(self.by_state.values())
-        meta = {
-            "off-CPU": f"{format_ns(total)} in {self.waits:,} waits of {len(self.by_thread):,} threads",
-            "by state": _join(self.by_state, len(self.by_state)),
-            "by thread": _join(self.by_thread, self.THREADS_SHOWN),
-        }
-        if window_ns:
-            meta["window"] = format_ns(window_ns)
-        clipped = [
-            f"{n:,} {kind} ({format_ns(ns)})"
-            for kind, (n, ns) in sorted(self.by_kind.items())
-            if kind in CLIPPED
-        ]
-        if clipped:
-            meta["clipped to the window"] = ", ".join(clipped)
-        if WITHOUT_STACK in self.by_kind:
-            n, ns = self.by_kind[WITHOUT_STACK]
-            meta["without stack"] = f"{n:,} waits seen only as PERF_RECORD_SWITCH ({format_ns(ns)})"
-        if self.excluded:
-            meta["excluded"] = ", ".join(
-                f"{n:,} waits {why} ({format_ns(ns)})" for why, (n, ns) in sorted(self.excluded.items())
-            )
-        if lost:
-            meta["lost events"] = f"{lost:,} (some waits are missing or unpaired)"
-        return meta
-
-
-def _microseconds(ns: int) -> float:
-    return ns // 1000 if ns % 1000 == 0 else round(ns / 1000, 3)

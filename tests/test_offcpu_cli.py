@@ -1,0 +1,198 @@
+"""`flamegraph offcpu` and `flamegraph fold --offcpu` with real perf: --pid (threads created later too),
+a pid that exits, Ctrl-C, the SVG, and each failure as one line with its exit code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import (
+    EXIT_NO_PERF,
+    EXIT_NO_PROCESS,
+    EXIT_NOT_PERMITTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Diagnostics,
+)
+from flamegraph.folded import read_folded
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+# Sleeps, then starts a thread named 'late' that sleeps 3 x 50 ms, then sleeps again: attach in between.
+LATE_THREAD = """
+import ctypes, sys, threading, time
+print("READY", flush=True)
+time.sleep(float(sys.argv[1]))
+def late():
+    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(b"late"), 0, 0, 0)
+    for _ in range(3):
+        time.sleep(0.05)
+t = threading.Thread(target=late)
+t.start()
+t.join()
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def run_cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+
+def load(path: Path) -> dict[str, float]:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics(echo=False)).counts
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("flamegraph:")]
+    assert len(errors) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return errors[0]
+
+
+def start_target(tmp_path: Path, before: float, after: float) -> subprocess.Popen[str]:
+    script = tmp_path / "late_thread.py"
+    script.write_text(LATE_THREAD)
+    proc = subprocess.Popen([sys.executable, str(script), str(before), str(after)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    return proc
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+# -- usage: no perf needed ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--pid", "1", "--", "true"],
+        ["--state", "S,Q", "--", "true"],
+        ["--call-graph", "dwarf,7", "--", "true"],
+        ["--no-svg", "--", "true"],
+    ],
+)
+def test_usage_errors(args: list[str]) -> None:
+    proc = run_cli("offcpu", *args)
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+
+
+def test_perf_missing(tmp_path: Path) -> None:
+    proc = run_cli(
+        "offcpu", "--duration", "1", "--", sys.executable, "-c", "pass", env={**os.environ, "PATH": "/nonexistent"}
+    )
+    assert proc.returncode == EXIT_NO_PERF
+    assert "perf is not installed" in one_error_line(proc)
+
+
+# -- with perf ------------------------------------------------------------------------------------
+@pytest.mark.perf
+def test_no_such_pid() -> None:
+    proc = run_cli("offcpu", "--pid", str(dead_pid()), "--duration", "1")
+    assert proc.returncode == EXIT_NO_PROCESS
+    assert "no process with pid" in one_error_line(proc)
+
+
+@pytest.mark.perf
+def test_pid_covers_threads_created_during_the_recording(tmp_path: Path) -> None:
+    target = start_target(tmp_path, 0.6, 0.3)
+    try:
+        folded, data = tmp_path / "late.folded", tmp_path / "late.perf.data"
+        proc = run_cli("offcpu", "--pid", str(target.pid), "--duration", "5", "--no-svg",
+                       "--folded", str(folded), "--perf-data", str(data))  # fmt: skip
+    finally:
+        target.kill()
+        target.wait()
+    assert proc.returncode == EXIT_OK, proc.stderr
+    counts = load(folded)
+    late = {s: w for s, w in counts.items() if s.startswith("late-")}
+    nanosleep = sum(w for s, w in late.items() if "hrtimer_nanosleep" in s.split(";"))
+    assert 142_500 <= nanosleep <= 200_000, late  # 3 x 50 ms
+    # The main thread was asleep when perf attached: that wait is clipped to the window, not lost.
+    main = f"python-{target.pid};[off-CPU since recording start];[?]"
+    assert main in counts or any(s.startswith(f"python-{target.pid};") for s in counts)
+    # The process ended before --duration: said in one line, and the graph covers it up to its exit.
+    assert f"pid {target.pid} exited during the recording" in proc.stderr
+    # The same recording through `fold --offcpu` gives the same stacks.
+    again = run_cli("fold", "--offcpu", str(data), "-o", str(tmp_path / "again.folded"))
+    assert again.returncode == EXIT_OK, again.stderr
+    assert load(tmp_path / "again.folded") == counts
+    assert "by state: S " in again.stderr
+
+
+@pytest.mark.perf
+def test_ctrl_c_stops_and_still_draws(tmp_path: Path) -> None:
+    target = start_target(tmp_path, 30, 0)
+    folded = tmp_path / "ctrl-c.folded"
+    try:
+        proc = subprocess.Popen(
+            [*FLAMEGRAPH, "offcpu", "--pid", str(target.pid), "--no-svg", "--folded", str(folded)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    assert proc.returncode == EXIT_OK, stderr
+    # One nanosleep of 30 s: no switch at all while perf ran. /proc shows the thread never ran, so the
+    # whole recording is drawn as its wait, in the kernel stack it sleeps in.
+    (stack, weight), *_ = [(s, w) for s, w in load(folded).items() if s.startswith(f"python-{target.pid};")]
+    assert stack.startswith(f"python-{target.pid};[off-CPU for the whole recording];")
+    assert stack.endswith(";[S]") and "hrtimer_nanosleep" in stack.split(";")
+    assert 1_000_000 <= weight <= 60_000_000, stderr
+
+
+@pytest.mark.perf
+def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
+    svg = tmp_path / "off.svg"
+    proc = run_cli("offcpu", "-o", str(svg), "--", sys.executable, "-c", "import time; time.sleep(0.2)")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    text = svg.read_text()
+    assert "microseconds" in text
+    assert "by state: S " in text and "by thread: " in text
+    assert "hrtimer_nanosleep" in text and "[S]" in text
+
+
+@pytest.mark.perf
+def test_tracefs_not_mounted(tmp_path: Path) -> None:
+    """A mount namespace where /sys/kernel is an empty read-only tmpfs: no tracefs, and perf cannot mount one."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to hide tracefs")
+    inner = " ".join([*FLAMEGRAPH, "offcpu", "--no-svg", "--folded", str(tmp_path / "x.folded"), "--", "true"])
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs -o ro none /sys/kernel && exec {inner}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == EXIT_NOT_PERMITTED, proc.stderr
+    assert "tracefs is not mounted" in one_error_line(proc)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("who", ["root without capabilities", "nobody"])
+def test_tracepoints_not_permitted(tmp_path: Path, who: str) -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv(1) to drop privileges")
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() == "-1":
+        pytest.skip("perf_event_paranoid is -1: everyone may record tracepoints here")
+    drop = ["--inh-caps=-all", "--bounding-set=-all"] if who.startswith("root") else [
+        "--reuid=65534", "--regid=65534", "--clear-groups"]  # fmt: skip
+    tmp_path.chmod(0o777)
+    proc = subprocess.run(
+        ["setpriv", *drop, *FLAMEGRAPH, "offcpu", "--no-svg", "--folded", str(tmp_path / "x.folded"),
+         "--", "true"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == EXIT_NOT_PERMITTED, proc.stderr
+    assert "not permitted" in one_error_line(proc)
