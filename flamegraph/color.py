@@ -272,8 +272,10 @@ class HighlightRule:
 
 
 ONEDNN_PRESET = (
-    HighlightRule(r"(?i)xbyak|(^|::)jit_\w*(gemm|gemv|kern|kernel)|^jit_(uni|avx|sse|softmax)", "aqua",
-                  "oneDNN JIT kernels"),
+    # Named kernels (DNNL_JIT_DUMP / jitdump names), _[j]-annotated frames, and JIT code perf could
+    # not name (in an MXNet process the anonymous executable memory is oneDNN's).
+    HighlightRule(r"(?i)xbyak|(^|::)jit_\w*(gemm|gemv|kern|kernel)|^jit_(uni|avx|sse|softmax)|_\[j\]$"
+                  r"|^\[perf-\d+\.map\]$", "aqua", "oneDNN JIT kernels"),
     HighlightRule(r"(?i)dnnl|mkldnn|onednn|sgemm|gemm_f32|gemv|gemm_driver", "green", "oneDNN / MKLDNN"),
 )  # fmt: skip
 PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET}

@@ -107,8 +107,8 @@ def top_changes(
     return rows[:limit]
 
 
-def change_text(before: float, after: float) -> str:
+def change_text(before: float, after: float, parens: bool = True) -> str:
+    """'+25 (+125.0%)', '+5 (new)'; without parens '+25 / +125.0%' (frame titles keep '(' for the end)."""
     delta = after - before
-    if before == 0:
-        return f"{format_signed(delta)} (new)"
-    return f"{format_signed(delta)} ({100 * delta / before:+.1f}%)"
+    relative = "new" if before == 0 else f"{100 * delta / before:+.1f}%"
+    return f"{format_signed(delta)} ({relative})" if parens else f"{format_signed(delta)} / {relative}"

@@ -143,9 +143,11 @@ def _document(
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
         "view_width": format_number(drawing.total),
+        "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)
-    return text.encode("utf-8")
+    # Titles, metadata, labels...: any undecodable byte or control character left becomes \xNN.
+    return display_name(text).encode("utf-8")
 
 
 def _legend_shares(
@@ -263,10 +265,11 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         return diff_color(sign * frame.self_delta, stacks.max_delta)
 
     def title(frame: Frame, name: str) -> str:
+        old, new = frame.before * factor, frame.after * factor
         return (
-            f"{name} (before {format_count(frame.before * factor)}, after {format_count(frame.after * factor)}"
-            f" {count_name}: {change_text(frame.before * factor, frame.after * factor)};"
-            f" self {format_signed(frame.self_delta * factor)}, {format_percent(frame.width, total)}% wide)"
+            f"{name} (before {format_count(old)}, after {format_count(new)} {count_name}:"
+            f" {change_text(old, new, parens=False)}; self {format_signed(frame.self_delta * factor)};"
+            f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )
 
     info = _diff_info(before, after, stacks, count_name, factor, options)

@@ -1,0 +1,170 @@
+"""Layout: the frames are exactly the merged stacks (checked against an independent prefix sum)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flamegraph.layout import Columns, Frame, Layout, layout_keys, layout_profile, min_weight_for, order_stacks
+from flamegraph.model import FoldedProfile, Rect
+
+# Names where one is a prefix of another, and characters sorting before and after ';'.
+NAMES = ["a", "a+b", "a b", "ab", "a<", "b", "main", "[unknown]", "std::vector<int>", "é", "z"]
+
+
+def expected_frames(counts: dict[str, float]) -> dict[tuple[str, ...], float]:
+    """Weight through every prefix (path from the root), computed without the layout code."""
+    through: dict[tuple[str, ...], float] = defaultdict(float)
+    for text, weight in counts.items():
+        frames = tuple(text.split(";"))
+        for depth in range(1, len(frames) + 1):
+            through[frames[:depth]] += weight
+    return dict(through)
+
+
+def drawn_paths(layout: Layout) -> dict[tuple[str, ...], float]:
+    return {path: frame.width for path, frame in drawn_frames(layout).items()}
+
+
+def drawn_frames(layout: Layout) -> dict[tuple[str, ...], Frame]:
+    """Paths of the drawn frames, found by geometry: a frame's parent is the frame one row down containing it."""
+    by_depth: dict[int, list] = defaultdict(list)  # type: ignore[type-arg]
+    for frame in layout.frames:
+        by_depth[frame.depth].append(frame)
+    paths: dict[int, tuple[str, ...]] = {}
+    result: dict[tuple[str, ...], Frame] = {}
+    for depth in sorted(by_depth):
+        for frame in by_depth[depth]:
+            if depth == 0:
+                paths[id(frame)] = ()
+                continue
+            parents = [
+                p for p in by_depth[depth - 1] if p.start <= frame.start and frame.start + frame.width <= p.start + p.width
+            ]
+            assert len(parents) == 1, (frame, parents)
+            path = paths[id(parents[0])] + (frame.name,)
+            paths[id(frame)] = path
+            assert path not in result, f"frame drawn twice: {path}"
+            result[path] = frame
+    return result
+
+
+profiles = st.dictionaries(
+    st.lists(st.sampled_from(NAMES), min_size=1, max_size=6).map(";".join),
+    st.integers(min_value=1, max_value=1000),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(profiles)
+def test_frames_are_the_merged_stacks(counts: dict[str, float]) -> None:
+    layout = layout_profile(FoldedProfile(dict(counts)))
+    assert drawn_paths(layout) == expected_frames(counts)
+    root = layout.frames[0]
+    assert (root.depth, root.start, root.width) == (0, 0, sum(counts.values()))
+    assert layout.max_depth == max(len(text.split(";")) for text in counts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles, st.integers(min_value=1, max_value=500))
+def test_pruning_drops_exactly_the_narrow_frames(counts: dict[str, float], minimum: int) -> None:
+    layout = layout_profile(FoldedProfile(dict(counts)), min_weight=minimum)
+    wanted = {path: weight for path, weight in expected_frames(counts).items() if weight >= minimum}
+    assert drawn_paths(layout) == wanted
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles)
+def test_self_weight_and_children_add_up(counts: dict[str, float]) -> None:
+    layout = layout_profile(FoldedProfile(dict(counts)))
+    through = expected_frames(counts)
+    ends = {tuple(text.split(";")): weight for text, weight in counts.items()}
+    for path, frame in drawn_frames(layout).items():
+        assert frame.self_width == ends.get(path, 0)
+    children: dict[tuple[str, ...], float] = defaultdict(float)
+    for path, weight in through.items():
+        children[path[:-1]] += weight
+    for path, weight in through.items():
+        assert weight == pytest.approx(children.get(path, 0) + ends.get(path, 0))
+
+
+def test_a_name_that_prefixes_another_still_merges() -> None:
+    # Sorted as plain lines, "a 5" < "a+b;x 3" < "a;y 2" splits "a" in two (flamegraph.pl draws it twice).
+    layout = layout_profile(FoldedProfile({"a": 5, "a+b;x": 3, "a;y": 2}))
+    a_frames = [f for f in layout.frames if f.name == "a"]
+    assert len(a_frames) == 1 and a_frames[0].width == 7 and a_frames[0].self_width == 5
+
+
+def test_depth_first_order_with_exact_positions() -> None:
+    layout = layout_profile(FoldedProfile({"main;b": 2, "main;a;x": 3, "main;a": 1, "other": 4}))
+    assert [(f.name, f.depth, f.start, f.width, f.self_width) for f in layout.frames] == [
+        ("all", 0, 0, 10, 0),
+        ("main", 1, 0, 6, 0),
+        ("a", 2, 0, 4, 1),
+        ("x", 3, 1, 3, 3),
+        ("b", 2, 4, 2, 2),
+        ("other", 1, 6, 4, 4),
+    ]
+
+
+def test_fractional_counts() -> None:
+    layout = layout_profile(FoldedProfile({"a;b": 0.25, "a;c": 1.5}))
+    assert [(f.name, f.width) for f in layout.frames] == [("all", 1.75), ("a", 1.75), ("b", 0.25), ("c", 1.5)]
+
+
+def test_reverse_merges_from_the_leaf() -> None:
+    keys, weights = order_stacks({"main;f;leaf": 2, "other;g;leaf": 3}.items(), reverse=True)
+    layout = layout_keys(keys, Columns(weights))
+    assert [(f.name, f.depth, f.width) for f in layout.frames[:2]] == [("all", 0, 5), ("leaf", 1, 5)]
+
+
+def test_flame_chart_keeps_time_order_and_repeats() -> None:
+    stacks = [("a;b", 1.0), ("a;c", 2.0), ("a;b", 1.0), ("d", 1.0)]
+    keys, weights = order_stacks(stacks, keep_order=True)
+    layout = layout_keys(keys, Columns(weights), ordered=False)
+    assert [(f.name, f.depth, f.start, f.width) for f in layout.frames] == [
+        ("all", 0, 0, 5),
+        ("a", 1, 0, 4),
+        ("b", 2, 0, 1),
+        ("c", 2, 1, 2),
+        ("b", 2, 3, 1),
+        ("d", 1, 4, 1),
+    ]
+
+
+def test_diff_columns_give_before_after_and_self_delta() -> None:
+    keys = ["m;a;", "m;b;", "m;"]
+    keys.sort()
+    before = {"m;": 1.0, "m;a;": 4.0, "m;b;": 0.0}
+    after = {"m;": 1.0, "m;a;": 1.0, "m;b;": 5.0}
+    columns = Columns(
+        [max(before[k], after[k]) for k in keys], [before[k] for k in keys], [after[k] for k in keys]
+    )
+    frames = {f.name: f for f in layout_keys(keys, columns).frames}
+    assert (frames["m"].before, frames["m"].after, frames["m"].self_delta) == (5, 7, 0)
+    assert (frames["a"].before, frames["a"].after, frames["a"].self_delta) == (4, 1, -3)
+    assert (frames["b"].width, frames["b"].self_delta) == (5, 5)
+
+
+def test_min_width_in_pixels_or_percent() -> None:
+    assert min_weight_for("0.1", 1180, 1180) == pytest.approx(0.1)
+    assert min_weight_for(2, 500, 1000) == pytest.approx(1)
+    assert min_weight_for("0.5%", 2000, 1180) == pytest.approx(10)
+
+
+def test_rects_for_other_callers() -> None:
+    rects = layout_profile(FoldedProfile({"a;b": 2})).rects()
+    assert rects[2] == Rect("b", 2, 0, 2, 2, None)
+
+
+def test_memory_is_bounded_by_the_frames_drawn() -> None:
+    # 20,000 distinct stacks under one heavy frame: with 1 % pruning only a handful are visited.
+    counts = {f"main;f{i};g{i}": 1 for i in range(20_000)}
+    counts["main;hot"] = 100_000
+    layout = layout_profile(FoldedProfile(counts), min_weight=0.01 * 120_000)
+    assert [f.name for f in layout.frames] == ["all", "main", "hot"]

@@ -1,0 +1,309 @@
+"""render_svg: frames equal the merged input, the static header, options, determinism, escaping."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flamegraph.color import Painter, random_namehash
+from flamegraph.diagnostics import BadOption, Diagnostics, NoSamples
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.render import RenderOptions, render_png, render_svg
+from test_render_tools import SVG, frames, parse, paths, texts
+
+PEER = "flamegraph-pl"
+
+
+def through(counts: dict[str, float]) -> dict[tuple[str, ...], float]:
+    result: dict[tuple[str, ...], float] = defaultdict(float)
+    for text, weight in counts.items():
+        parts = tuple(text.split(";"))
+        for depth in range(1, len(parts) + 1):
+            result[parts[:depth]] += weight
+    return dict(result)
+
+
+def drawn_widths(svg: bytes) -> dict[tuple[str, ...], float]:
+    return {path: frame.width for path, frame in paths(frames(svg)).items() if path}
+
+
+def count_in_title(title: str) -> float:
+    match = re.search(r" \(([\d,.]+) ", title)
+    assert match, title
+    return float(match.group(1).replace(",", ""))
+
+
+names = st.sampled_from(["main", "a", "a+b", "ab", "b", "std::map<int, int>", "x y", "[unknown]", "é"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.lists(names, min_size=1, max_size=7).map(";".join), st.integers(1, 10_000), min_size=1))
+def test_frames_drawn_are_the_merged_input(counts: dict[str, float]) -> None:
+    svg = render_svg(FoldedProfile(dict(counts)), RenderOptions(min_width="0"))
+    assert drawn_widths(svg) == through(counts)
+    for frame in paths(frames(svg)).values():  # the tooltip says the same count
+        assert count_in_title(frame.title) == frame.width
+
+
+def test_peer_suite_inputs_draw_their_merged_stacks(shared: Path) -> None:
+    from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+
+    for source in sorted((shared / "peer-tests" / PEER).glob("perf-*.txt"))[:6]:
+        collapser = PerfCollapser(FoldOptions(), Diagnostics(echo=False))
+        with source.open("rb") as lines:
+            collapser.feed(lines, source.name)
+        profile = collapser.profile()
+        svg = render_svg(profile, RenderOptions(min_width="0"))
+        assert drawn_widths(svg) == pytest.approx(through(profile.counts)), source.name
+        pruned = render_svg(profile, RenderOptions())  # 0.1 px: only the narrow frames go
+        minimum = 0.1 * profile.total / 1180
+        expected = {p: w for p, w in through(profile.counts).items() if w >= minimum}
+        assert drawn_widths(pruned) == pytest.approx(expected), source.name
+
+
+def test_same_input_same_bytes() -> None:
+    counts = {f"main;f{i % 7};g{i}": i + 1 for i in range(300)}
+    options = RenderOptions(preset="onednn", highlights=["f3:three"], random=True)
+    first = render_svg(FoldedProfile(dict(counts)), options)
+    again = render_svg(FoldedProfile(dict(reversed(list(counts.items())))), options)
+    assert first == again
+
+
+def test_header_is_readable_without_javascript() -> None:
+    profile = FoldedProfile(
+        {"python;main;work": 30, "python;main;idle": 10},
+        event="cpu-clock",
+        metadata={"command": "python train.py --epochs 1", "perf version": "6.1.187", "host": "vm", "date": "2026-01-02"},
+    )
+    svg = render_svg(profile, RenderOptions(title="MLP <on-CPU>"))
+    header = texts(svg, "header")
+    assert "event: cpu-clock" in header[0] and "unit: samples" in header[0] and "total: 40 samples" in header[0]
+    assert header[1:] == ["command: python train.py --epochs 1", "perf version: 6.1.187", "host: vm", "date: 2026-01-02"]
+    root = parse(svg)
+    assert root.findtext(f"{SVG}title") == "MLP <on-CPU>"
+    table = texts(svg, "top")
+    assert table[0] == "Top 2 functions by self samples"
+    assert table[1:4] == ["75.00%", "30", "work"] and table[4:7] == ["25.00%", "10", "idle"]
+    labels = texts(svg, "labels")  # the static labels, before any script runs
+    assert {"all", "python", "main", "work", "idle"} <= set(labels)
+
+
+def test_off_cpu_profiles_say_so_and_are_blue() -> None:
+    profile = FoldedProfile({"app;read;[S]": 2_500_000, "app;poll": 500_000}, unit="microseconds",
+                            event="sched:sched_switch", metadata={"blocked S": "2.5 s"})  # fmt: skip
+    svg = render_svg(profile, RenderOptions())
+    header = texts(svg, "header")
+    assert "off-CPU time in microseconds: 3,000,000 microseconds (3.000 s)" in header[0]
+    assert header[1] == "blocked S: 2.5 s"
+    assert parse(svg).findtext(f"{SVG}title") == "Off-CPU Time Flame Graph"
+    for frame in frames(svg)[1:]:
+        red, green, blue = (int(frame.fill[i : i + 2], 16) for i in (1, 3, 5))
+        assert red == green and blue > red, frame  # flamegraph.pl's "io" palette
+
+
+def test_default_colours_are_flamegraph_pl_colours() -> None:
+    svg = render_svg(FoldedProfile({"main;foo;bar": 5, "main;baz": 3}), RenderOptions())
+    # From flamegraph.pl on the same input: main rgb(243,179,42), foo rgb(220,71,17), bar rgb(217,57,13).
+    fills = {f.name: f.fill for f in frames(svg)}
+    assert fills["main"] == "#f3b32a" and fills["foo"] == "#dc4711" and fills["bar"] == "#d9390d"
+    assert random_namehash("main") == pytest.approx(0.7786, abs=1e-4)
+
+
+@pytest.mark.parametrize("palette", ["hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "python",
+                                     "red", "green", "blue", "aqua", "yellow", "purple", "orange"])  # fmt: skip
+def test_every_palette(palette: str) -> None:
+    profile = FoldedProfile({"java;Lcom/foo:::bar_[j];inl_[i];do_sys_[k]": 3, "x;--;waker;wake_up": 2, "perl;Perl_run": 1})
+    svg = render_svg(profile, RenderOptions(colors=palette))
+    fills = {f.name: f.fill for f in frames(svg)}
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", fill) for fill in fills.values())
+    if palette == "java":
+        assert fills["Lcom/foo:::bar"] == Painter("green").fill("Lcom/foo:::bar_[j]")  # _[j]: green
+        assert fills["inl"] == Painter("aqua").fill("inl_[i]")  # _[i]: aqua
+        assert fills["do_sys"] == Painter("orange").fill("do_sys_[k]")  # _[k]: orange
+    if palette == "chain":
+        assert fills["wake_up"] == Painter("aqua").fill("wake_up_[w]")  # after "--": the waker
+        assert fills["--"] == "#a0a0a0"
+
+
+def test_hash_and_palette_file(tmp_path: Path) -> None:
+    profile = FoldedProfile({"main;alpha": 2, "main;beta": 1})
+    hashed = {f.name: f.fill for f in frames(render_svg(profile, RenderOptions(hash=True)))}
+    assert hashed["main"] == "#f7532e"  # flamegraph.pl --hash: rgb(247,83,46)
+    palette = tmp_path / "palette.map"
+    palette.write_text("alpha->rgb(1,2,3)\n")
+    svg = render_svg(profile, RenderOptions(palette_file=palette))
+    assert {f.name: f.fill for f in frames(svg)}["alpha"] == "#010203"
+    assert palette.read_text().splitlines() == ["alpha->rgb(1,2,3)", "beta->rgb(252,216,51)", "main->rgb(243,179,42)"]
+    other = render_svg(FoldedProfile({"beta": 1}), RenderOptions(palette_file=palette))
+    assert frames(other)[1].fill == "#fcd833"  # the same colour in the next graph
+
+
+def test_random_colours_are_reproducible() -> None:
+    profile = FoldedProfile({"main;alpha": 2, "main;beta": 1})
+    first = render_svg(profile, RenderOptions(random=True))
+    assert first == render_svg(profile, RenderOptions(random=True))
+    assert first != render_svg(profile, RenderOptions())
+
+
+def test_layout_options() -> None:
+    profile = FoldedProfile({"main;f;leaf": 3, "main;g;leaf": 1})
+    svg = render_svg(profile, RenderOptions(width=600, frame_height=20, font_size=10, font_type="DejaVu Sans",
+                                            title="T", subtitle="sub", count_name="hits", name_type="Fn:"))  # fmt: skip
+    root = parse(svg)
+    assert root.get("width") == "600"
+    assert root.find(f".//{SVG}svg[@id='view']").get("width") == "580"  # type: ignore[union-attr]
+    rects = [f for f in frames(svg)]
+    assert {r.depth for r in rects} == {0, 1, 2, 3}
+    assert root.find(f".//{SVG}g[@font-family]").get("font-family").startswith("DejaVu Sans")  # type: ignore[union-attr]
+    assert root.find(f".//{SVG}text[@id='subtitle']").text == "sub"  # type: ignore[union-attr]
+    assert rects[1].title == "main (4 hits, 100.00%)"
+    assert b'"nameType": "Fn:"' in svg
+    assert re.search(rb'<rect x="0" y="\d+" width="4" height="19"', svg)
+    reversed_ = paths(frames(render_svg(profile, RenderOptions(reverse=True))))
+    assert reversed_[("leaf",)].width == 4 and ("leaf", "f", "main") in reversed_
+    icicle = render_svg(profile, RenderOptions(inverted=True))
+    assert parse(icicle).findtext(f"{SVG}title") == "Icicle Graph"
+    assert paths(frames(icicle)).keys() == paths(frames(render_svg(profile, RenderOptions()))).keys()
+
+
+def test_min_width_pixels_and_percent() -> None:
+    counts = {"main;big": 990, "main;small": 10}
+    assert ("main", "small") in drawn_widths(render_svg(FoldedProfile(counts), RenderOptions(min_width="11")))
+    assert ("main", "small") not in drawn_widths(render_svg(FoldedProfile(counts), RenderOptions(min_width="12")))
+    assert ("main", "small") in drawn_widths(render_svg(FoldedProfile(counts), RenderOptions(min_width="1%")))
+    assert ("main", "small") not in drawn_widths(render_svg(FoldedProfile(counts), RenderOptions(min_width="1.1%")))
+
+
+def test_factor_and_notes() -> None:
+    svg = render_svg(FoldedProfile({"a": 3}), RenderOptions(factor=1000, notes="run 7 & <friends>"))
+    assert frames(svg)[1].title == "a (3,000 samples, 100.00%)"
+    assert parse(svg).findtext(f"{SVG}desc[@id='notes']") == "run 7 & <friends>"
+
+
+def test_flame_chart_keeps_the_time_order() -> None:
+    stacks = [("main;step", 2.0), ("main;wait", 1.0), ("main;step", 2.0)]
+    svg = render_svg(FoldedProfile({"main;step": 4, "main;wait": 1}), RenderOptions(flamechart=True), stacks)
+    row = sorted((f for f in frames(svg) if f.depth == 2), key=lambda f: f.x)
+    assert [(f.name, f.x, f.width) for f in row] == [("step", 0, 2), ("wait", 2, 1), ("step", 3, 2)]
+    assert parse(svg).findtext(f"{SVG}title") == "Flame Chart"
+
+
+def test_highlight_classes_colour_frames_and_count_a_stack_once() -> None:
+    profile = FoldedProfile({
+        "python;mxnet::MKLDNNRun;dnnl::impl::gemm;jit_avx512_common_gemm_f32_xbyak_gemm": 6,  # both classes, twice
+        "python;mxnet::MKLDNNRun;memcpy": 2,
+        "python;MultiSGDKernel": 12,
+    })  # fmt: skip
+    svg = render_svg(profile, RenderOptions(preset="onednn", highlights=["MultiSGD=#ff00ff:optimizer"]))
+    legend = texts(svg, "legend")
+    assert legend[0].startswith("oneDNN JIT kernels: 30.00% of all (stacks through it), 30.00% self")
+    assert legend[1].startswith("oneDNN / MKLDNN: 40.00% of all (stacks through it), 30.00% self")
+    assert legend[2].startswith("optimizer: 60.00% of all")
+    fills = {f.name: f.fill for f in frames(svg)}
+    assert fills["MultiSGDKernel"] == "#ff00ff"
+    assert fills["jit_avx512_common_gemm_f32_xbyak_gemm"] == Painter("aqua").fill("jit_avx512_common_gemm_f32_xbyak_gemm")
+    assert fills["mxnet::MKLDNNRun"] == Painter("green").fill("mxnet::MKLDNNRun")
+    assert fills["memcpy"] == Painter("hot").fill("memcpy")
+
+
+@pytest.mark.parametrize(
+    ("spec", "pattern", "color", "label"),
+    [
+        ("dnnl=aqua:oneDNN", "dnnl", "aqua", "oneDNN"),
+        ("MultiSGD=#FF00ff", "MultiSGD", "#ff00ff", None),
+        ("std::vector", "std::vector", None, None),
+        ("std::vector:Vectors", "std::vector", None, "Vectors"),
+        ("(?:gemm|gemv):BLAS", "(?:gemm|gemv)", None, "BLAS"),
+        ("^jit_:JIT kernels", "^jit_", None, "JIT kernels"),
+        ("a(?=b)", "a(?=b)", None, None),
+    ],
+)
+def test_highlight_specs(spec: str, pattern: str, color: str | None, label: str | None) -> None:
+    from flamegraph.color import parse_highlight
+
+    rule = parse_highlight(spec)
+    assert (rule.pattern, rule.color, rule.label) == (pattern, color, label)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [RenderOptions(colors="rainbow"), RenderOptions(min_width="wide"), RenderOptions(highlights=["(unclosed"]),
+     RenderOptions(preset="cuda"), RenderOptions(width=10), RenderOptions(factor=0)],
+)  # fmt: skip
+def test_bad_options_are_one_line_errors(options: RenderOptions) -> None:
+    with pytest.raises(BadOption) as info:
+        render_svg(FoldedProfile({"a": 1}), options)
+    assert "\n" not in str(info.value) and info.value.exit_code == 2
+
+
+def test_empty_profile() -> None:
+    with pytest.raises(NoSamples):
+        render_svg(FoldedProfile(), RenderOptions())
+
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "a]]>b<![CDATA[c",
+    "fish & chips &amp &#x3c &lt",  # no ";": it separates frames
+    "say \"hi\" 'there'",
+    "</title><rect onload=\"alert(2)\"/>",
+    "x\" onmouseover=\"alert(3)",
+    "bytes\udcff\udcfe-end",
+    "ctrl\x01\x1b[31m",
+    "<g id=\"frames\">",
+    "-->",
+]
+
+
+def test_hostile_names_stay_text() -> None:
+    counts = {f"main;{name}": 10 + i for i, name in enumerate(HOSTILE)}
+    counts["main;" + HOSTILE[0] + ";" + HOSTILE[4]] = 5
+    profile = FoldedProfile(counts, event="<b>ev</b>", metadata={"cmd</title>": "a ]]> b & \udcff"})
+    options = RenderOptions(title="</title><script>x()</script>", subtitle="]]>", notes="--><script>",
+                            count_name='"><x', name_type="</text>", highlights=[r"script=red:<i>label</i>"])  # fmt: skip
+    svg = render_svg(profile, options)
+    root = ET.fromstring(svg)  # well-formed XML
+    tags = [element.tag.replace(SVG, "") for element in root.iter()]
+    assert tags.count("script") == 2  # the settings and ours, nothing else
+    assert not [name for element in root.iter() for name in element.attrib if name.lower().startswith("on")]
+    assert set(tags) <= {"svg", "title", "desc", "defs", "linearGradient", "stop", "style", "g", "rect", "text"} | {"script"}
+    titles = {f.name for f in frames(svg)}
+    for name in HOSTILE:
+        shown = name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
+        assert shown in titles, shown
+    assert texts(svg, "header")[1] == "cmd</title>: a ]]> b & \\xff"
+    # Same element structure as a graph of harmless names with the same shape.
+    tame = {f"main;n{i}": 10 + i for i in range(len(HOSTILE))}
+    tame["main;n0;n4"] = 5
+    tame_svg = render_svg(FoldedProfile(tame, event="ev", metadata={"k": "v"}), RenderOptions(highlights=["n=red:l"]))
+    assert tags.count("g") == [e.tag for e in ET.fromstring(tame_svg).iter()].count(f"{SVG}g")
+
+
+def test_folded_bytes_round_trip_into_titles() -> None:
+    profile = read_folded([b"main;caf\xc3\xa9;bad\xff 3\n"], "x", Diagnostics())
+    svg = render_svg(profile, RenderOptions())
+    assert [f.name for f in frames(svg)] == ["all", "main", "café", "bad\\xff"]
+
+
+def test_long_names_are_cut_with_two_dots() -> None:
+    name = "mxnet::engine::ThreadedEnginePerDevice::PushToExecute(mxnet::engine::OprBlock*, bool)::{lambda()#4}"
+    svg = render_svg(FoldedProfile({f"main;{name}": 10, "main;other": 20}), RenderOptions(width=400))
+    labels = texts(svg, "labels")
+    cut = [label for label in labels if label.startswith("mxn")]
+    assert cut and all(label.endswith("..") and name.startswith(label[:-2]) for label in cut)
+
+
+def test_png_preview(tmp_path: Path) -> None:
+    pytest.importorskip("cairosvg")
+    svg = render_svg(FoldedProfile({"main;a": 3, "main;b": 1}), RenderOptions(preset="onednn"))
+    png = render_png(svg)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, round(height)) == (1200, round(float(parse(svg).get("height", "0"))))
