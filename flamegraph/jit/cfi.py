@@ -16,9 +16,12 @@ yields no program at all, and the kernel is then named without unwind informatio
 
 from __future__ import annotations
 
+import os
 import re
 import struct
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 
 from .dwarf import (
     DW_CFA_ADVANCE_LOC,
@@ -404,3 +407,20 @@ def analyse(code: bytes) -> CfiResult:
         raise Unknown(f"no ret: the sweep stopped at {end:#x} of {len(code):#x}")
     except Unknown as why:
         return CfiResult(None, str(why), count)
+
+
+PARALLEL_BYTES = 512 << 10  # below this, starting worker processes costs more than it saves
+
+
+def analyse_all(codes: list[bytes], jobs: int | None = None) -> list[CfiResult]:
+    """`analyse` for many kernels, in `jobs` processes (default: one per CPU) when there is enough code."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 2 or len(codes) < 2 or sum(map(len, codes)) < PARALLEL_BYTES:
+        return [analyse(code) for code in codes]
+    disassembler()  # imported before the fork, so that workers start ready
+    order = sorted(range(len(codes)), key=lambda i: -len(codes[i]))  # largest first: balanced workers
+    results: list[CfiResult | None] = [None] * len(codes)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(codes)), mp_context=get_context("fork")) as pool:
+        for i, result in zip(order, pool.map(analyse, [codes[i] for i in order]), strict=True):
+            results[i] = result
+    return [r for r in results if r is not None]

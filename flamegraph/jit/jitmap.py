@@ -18,7 +18,7 @@ import bisect
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 DUMP_FILE = re.compile(r"^dnnl_dump_(?:cpu_)?(.+)\.(\d+)\.bin$")
@@ -217,12 +217,13 @@ def process_start(pid: int | str) -> float:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def scan(pid: int | str = "self", dump_dir: str | None = None) -> ScanResult:
+def scan(pid: int | str = "self", dump_dirs: Sequence[str] | None = None) -> ScanResult:
     """Locate the kernels of a live process: its dumps (in its cwd by default) in its memory."""
     started = time.perf_counter()
-    directory = dump_dir if dump_dir is not None else os.readlink(f"/proc/{pid}/cwd")
-    # Second granularity of btime: allow one second of slack before dismissing a dump as stale.
-    dumps = read_dumps(directory, since=process_start(pid) - 1.0)
+    directories = list(dump_dirs) if dump_dirs is not None else [os.readlink(f"/proc/{pid}/cwd")]
+    # btime has a one-second granularity: allow that much before dismissing a dump as stale.
+    since = process_start(pid) - 1.0
+    dumps = [dump for directory in dict.fromkeys(directories) for dump in read_dumps(directory, since)]
     with open(f"/proc/{pid}/maps") as f:
         regions = parse_maps(f)
     memory = read_memory(pid, regions)

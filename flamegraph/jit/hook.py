@@ -1,0 +1,95 @@
+"""Run a Python program so that perf can name (and unwind) oneDNN's JIT kernels.
+
+    python -m flamegraph.jit.hook --jit-dir DIR [--no-jitdump] -- train.py --epochs 2
+    python /path/to/flamegraph/jit/hook.py --jit-dir DIR -- -m package.module ARGS
+    python -m flamegraph.jit.hook --jit-dir DIR -- -c "import mxnet; ..."
+
+Before the program: DNNL_JIT_DUMP=1 (oneDNN then writes each kernel to the working directory)
+and, unless --no-jitdump, the jitdump marker DIR/jit-<pid>.dump (perf records its mapping).
+At exit (atexit: after the program and MXNet's own shutdown, while the kernels are still mapped,
+so the validation kernels created late are included): the dumps are found in memory,
+/tmp/perf-<pid>.map is written, the dump files move to DIR/dnnl-<pid>/ and DIR/jit-<pid>.kernels
+lists where each kernel is. `flamegraph.jit.session.complete(DIR)` later adds unwind info.
+Standard library only, so that it runs in any Python 3.11 interpreter, installed with us or not.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import runpy
+import sys
+
+if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from flamegraph.jit import jitdump, jitmap, session
+else:
+    from . import jitdump, jitmap, session
+
+USAGE = "usage: hook.py --jit-dir DIR [--no-jitdump] [--quiet] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]"
+
+
+def parse(argv: list[str]) -> tuple[str, bool, bool, list[str]]:
+    """(jit dir, jitdump?, quiet?, the program's argv as python would take it)."""
+    jit_dir, with_jitdump, quiet = None, True, False
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] == "--jit-dir" and i + 1 < len(argv):
+            jit_dir = argv[i + 1]
+            i += 1
+        elif argv[i] == "--no-jitdump":
+            with_jitdump = False
+        elif argv[i] == "--quiet":
+            quiet = True
+        else:
+            raise SystemExit(f"{USAGE}\nunknown option {argv[i]!r}")
+        i += 1
+    program = argv[i + 1 :]
+    if jit_dir is None or not program or (program[0] in ("-m", "-c") and len(program) < 2):
+        raise SystemExit(USAGE)
+    return os.path.abspath(jit_dir), with_jitdump, quiet, program
+
+
+def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
+    """At exit: locate the kernels, write the perf map and the kernels file, keep the dumps."""
+    try:
+        pid = os.getpid()
+        result = jitmap.scan("self", [start_cwd, os.getcwd()])
+        perf_map = jitmap.write_perf_map(result.kernels, pid)
+        kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
+        session.write_kernels(jit_dir, pid, kernels)
+    except OSError as err:
+        print(f"flamegraph: naming JIT kernels failed: {err}", file=sys.stderr)
+        return
+    if not quiet and (result.kernels or result.missing):
+        print(f"flamegraph: {result.summary()} -> {perf_map}", file=sys.stderr, flush=True)
+
+
+def run(program: list[str]) -> None:
+    """Run the program as `python PROGRAM...` would: __main__, sys.argv and sys.path[0]."""
+    if program[0] == "-m":
+        sys.argv = [program[1], *program[2:]]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(program[1], run_name="__main__", alter_sys=True)
+    elif program[0] == "-c":
+        sys.argv = ["-c", *program[2:]]
+        sys.path[0] = ""
+        exec(compile(program[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    else:
+        sys.argv = program
+        sys.path[0] = os.path.dirname(os.path.abspath(program[0]))
+        runpy.run_path(program[0], run_name="__main__")
+
+
+def main(argv: list[str] | None = None) -> None:
+    jit_dir, with_jitdump, quiet, program = parse(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("DNNL_JIT_DUMP", "1")
+    os.makedirs(jit_dir, exist_ok=True)
+    if with_jitdump:
+        jitdump.create_marker(jit_dir)
+    atexit.register(finish, jit_dir, os.getcwd(), quiet)
+    run(program)
+
+
+if __name__ == "__main__":
+    main()

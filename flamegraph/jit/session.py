@@ -1,0 +1,123 @@
+"""The JIT directory of one recording: what the in-process hook leaves there, and completing its jitdump.
+
+Layout of the directory (one per recording; several processes may share it):
+    jit-<pid>.dump        jitdump marker + header, written at process start; records added by `complete`
+    jit-<pid>.kernels     one located kernel a line: address size counter name dump-file (tab-separated)
+    dnnl-<pid>/           the process's DNNL_JIT_DUMP files, moved out of its working directory
+    jitted-<pid>-<n>.so   written by `perf inject --jit`
+A kernels file reads:
+    7efc88e45000\t780\t36\tjit_softmax_t\t/run/jit/dnnl-4242/dnnl_dump_cpu_jit_softmax_t.36.bin
+    7efc88e85000\t1ac\t35\tinner_product_utils::jit_pp_kernel_t\t/run/jit/dnnl-4242/dnnl_dump_cpu_...
+`complete` runs after the process has ended (in the recorder): it generates CFI for each kernel
+(capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and writes the jitdump records.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import jitdump
+from .cfi import analyse_all  # capstone itself is imported on first use
+from .jitmap import Dump, Kernel
+from .unwind import build_unwind
+
+KERNELS_FILE = re.compile(r"^jit-(\d+)\.kernels$")
+
+
+def kernels_path(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"jit-{pid}.kernels")
+
+
+def keep_dumps(directory: str, pid: int, kernels: list[Kernel], missing: Iterable[Dump]) -> list[Kernel]:
+    """Move the process's dump files into `directory`/dnnl-<pid>/ (the working directory stays clean)."""
+    target = os.path.join(directory, f"dnnl-{pid}")
+    os.makedirs(target, exist_ok=True)
+    moved: dict[str, str] = {}
+    for path in [k.path for k in kernels] + [d.path for d in missing]:
+        if path and path not in moved:
+            moved[path] = shutil.move(path, os.path.join(target, os.path.basename(path)))
+    return [Kernel(k.address, k.size, k.name, k.index, moved.get(k.path, k.path)) for k in kernels]
+
+
+def write_kernels(directory: str, pid: int, kernels: Iterable[Kernel]) -> str:
+    path = kernels_path(directory, pid)
+    with open(path, "w") as f:
+        for k in kernels:
+            f.write(f"{k.address:x}\t{k.size:x}\t{k.index}\t{k.name}\t{k.path}\n")
+    return path
+
+
+def read_kernels(path: str) -> list[Kernel]:
+    kernels = []
+    with open(path) as f:
+        for line in f:
+            address, size, index, name, dump = line.rstrip("\n").split("\t", 4)
+            kernels.append(Kernel(int(address, 16), int(size, 16), name, int(index), dump))
+    return kernels
+
+
+def read_code(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+@dataclass
+class Completed:
+    """What `complete` did for one process."""
+
+    pid: int
+    kernels: int = 0
+    with_cfi: int = 0
+    no_cfi: list[tuple[str, str]] = field(default_factory=list)  # (kernel, why)
+    unreadable: int = 0  # dump files gone or changed: kernel left out
+    seconds: float = 0.0
+    dump_file: str = ""
+
+    def summary(self) -> str:
+        text = f"pid {self.pid}: {self.kernels} JIT kernels, {self.with_cfi} with unwind info ({self.seconds:.2f} s)"
+        if self.unreadable:
+            text += f", {self.unreadable} dump files unreadable"
+        return text
+
+
+def complete(directory: str) -> list[Completed]:
+    """Write the jitdump records (code + generated unwind info) of every process in `directory`."""
+    done = []
+    for name in sorted(os.listdir(directory)):
+        match = KERNELS_FILE.match(name)
+        dump_file = jitdump.dump_path(directory, int(match.group(1))) if match else ""
+        if not match or not os.path.isfile(dump_file):
+            continue
+        started = time.perf_counter()
+        result = Completed(int(match.group(1)), dump_file=dump_file)
+        kernels, codes = [], []
+        for kernel in read_kernels(os.path.join(directory, name)):
+            code = read_code(kernel.path)
+            if len(code) != kernel.size:
+                result.unreadable += 1
+                continue
+            kernels.append(kernel)
+            codes.append(code)
+        unique = list(dict.fromkeys(codes))  # identical kernels are analysed once
+        cfi = dict(zip(unique, analyse_all(unique), strict=True))
+        loads = []
+        for kernel, code in zip(kernels, codes, strict=True):
+            program = cfi[code].program
+            unwind = build_unwind(len(code), program) if program is not None else None
+            if unwind is None:
+                result.no_cfi.append((kernel.name, cfi[code].status))
+            loads.append(jitdump.CodeLoad(kernel.address, kernel.name, code, unwind))
+        jitdump.write_records(dump_file, loads)
+        result.kernels = len(loads)
+        result.with_cfi = sum(load.unwind is not None for load in loads)
+        result.seconds = time.perf_counter() - started
+        done.append(result)
+    return done
