@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flamegraph.cli.record import top_self
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.diagnostics import Diagnostics, FlamegraphError
+from flamegraph.cli.record import fold_with_report, top_self
+from flamegraph.diagnostics import FlamegraphError
 from flamegraph.folded import write_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.record import RecordHook, Recording, RecordSpec, Status, fold_recording, record
+from flamegraph.record import RecordHook, Recording, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 
 from .mlp_log import TrainLog, parse_log
@@ -102,9 +101,9 @@ def record_mlp(
     return RecordedRun(recording, log, lines)
 
 
-def fold_training(run: RecordedRun, options: FoldOptions | None = None) -> FoldedProfile:
+def fold_training(run: RecordedRun, group_unknown: bool = True) -> FoldedProfile:
     """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit."""
-    return fold_recording(run.recording, options or FoldOptions.with_all(), run.log.window, Diagnostics(), Status())
+    return fold_with_report(run.recording, run.log.window, Status(), group_unknown=group_unknown)
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:

@@ -57,9 +57,14 @@ def share(profile: FoldedProfile, needle: str) -> float:
 
 
 def test_launch_folds_and_reports(tmp_path: Path) -> None:
-    folded = tmp_path / "out.folded"
-    proc = run_cli("record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", PHASES, "0.4")
+    folded, svg = tmp_path / "out.folded", tmp_path / "out.svg"
+    args = ["--title", "two phases", "-o", str(svg), "--folded", str(folded)]
+    proc = run_cli("record", *args, "--", sys.executable, "-c", PHASES, "0.4")
     assert proc.returncode == 0, proc.stderr
+    text = svg.read_text()
+    for fact in ("two phases", "command: ", "perf: ", "kernel: ", "call graph: dwarf,16384", "thread root"):
+        assert fact in text, fact  # capture metadata and the attribution report in the header
+    assert "reach a thread root" in proc.stderr
     assert "MARK" in proc.stdout  # the program's output reaches the user
     assert "top frames by self samples" in proc.stderr and "wrote" in proc.stderr
     profile = load(folded)

@@ -18,6 +18,7 @@ from ..record import (
     DEFAULT_CALL_GRAPH,
     DEFAULT_EVENT,
     DEFAULT_FREQ,
+    Recording,
     RecordSpec,
     Status,
     fold_recording,
@@ -26,6 +27,7 @@ from ..record import (
     record,
 )
 from ..render import RenderOptions, render_svg
+from ..report import build_report, observer_for, report_lines, report_metadata
 from .app import app
 from .output import write_atomically
 
@@ -53,6 +55,25 @@ def top_self(profile: FoldedProfile, n: int = 8) -> list[tuple[str, float]]:
         leaf = stack.rsplit(";", 1)[-1]
         leaves[leaf] = leaves.get(leaf, 0) + weight
     return sorted(leaves.items(), key=lambda item: (-item[1], item[0]))[:n]
+
+
+def fold_with_report(
+    recording: Recording,
+    window: tuple[float | None, float | None] | None,
+    status: Status,
+    threads: bool = False,
+    group_unknown: bool = True,
+) -> FoldedProfile:
+    """Fold (kernel/JIT annotated, [unknown] grouped by function), print the attribution report and
+    put its figures after the capture facts in the profile's metadata (the SVG header)."""
+    hook = observer_for(group_unknown)
+    options = FoldOptions.with_all(tid=threads, frame_hook=hook)
+    profile = fold_recording(recording, options, window, Diagnostics(), status)
+    figures, fixes = build_report(profile, hook)
+    for line in report_lines(figures, fixes):
+        status.note(line)
+    profile.metadata.update(report_metadata(figures, fixes))
+    return profile
 
 
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
@@ -118,6 +139,10 @@ def record_command(
         typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
     ] = None,
     threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
+    group_unknown: Annotated[
+        bool,
+        typer.Option("--group-unknown/--no-group-unknown", help="name [unknown] frames by function (.eh_frame)"),
+    ] = True,
     no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
 ) -> None:
     """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
@@ -150,7 +175,7 @@ def record_command(
         recording = record(spec, data_path)
         recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        profile = fold_recording(recording, FoldOptions.with_all(tid=threads), span, Diagnostics(), status)
+        profile = fold_with_report(recording, span, status, threads, group_unknown)
         if folded is not None:
             write_atomically(folded, lambda out: write_folded(profile, out))
             status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
