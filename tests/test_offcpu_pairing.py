@@ -333,3 +333,18 @@ def test_threads_without_any_record_are_named_not_dropped() -> None:
     assert collapser.silent == [(11, b"app_worker-11")]
     meta = folder.profile(collapser.window_ns, 0, [name for _, name in collapser.silent]).metadata
     assert meta["no switch in the window"] == "app_worker-11 (blocked, or running, throughout: not drawn)"
+
+
+def test_window_cuts_waits_to_its_span() -> None:
+    """--window START,END: a wait across an edge keeps its stack and only the part inside."""
+    text = (
+        switch("app", 10, "1.000000", "S", "b", 11, NANOSLEEP)  # 1.0 .. 1.4, window from 1.3
+        + record("app", 10, "1.400000", "PERF_RECORD_SWITCH IN")
+        + switch("app", 10, "1.500000", "D", "b", 11, NANOSLEEP[:1])  # 1.5 .. 1.9, window to 1.6
+        + record("app", 10, "1.900000", "PERF_RECORD_SWITCH IN")
+        + switch("app", 10, "2.000000", "R", "b", 11, NANOSLEEP[:1])  # after the window
+        + record("app", 10, "2.100000", "PERF_RECORD_SWITCH IN")
+    )
+    profile = fold(text, OffCpuOptions(window=(1_300_000_000, 1_600_000_000)))
+    assert profile.counts == {f"app-10;{NANOSLEEP_STACK};[S]": 100000, "app-10;__schedule;[D]": 100000}
+    assert profile.metadata["window"] == "300.0 ms"

@@ -21,7 +21,7 @@ from ..offcpu import (
     snapshot_threads,
     whole_window_resolver,
 )
-from ..record import Recording, Status, parse_call_graph
+from ..record import Recording, Status, parse_call_graph, parse_window
 from ..render import RenderOptions, render_svg
 from .app import app
 from .output import atomic_output, write_atomically
@@ -38,6 +38,17 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     if not states or unknown:
         raise typer.BadParameter(f"expected states among {','.join(sorted(STATES))}, got {text!r}")
     return states
+
+
+def window_ns(text: str | None) -> tuple[int, int] | None:
+    """'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
+    if text is None:
+        return None
+    try:
+        start, end = parse_window(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    return (0 if start is None else round(start * 1e9), 2**62 if end is None else round(end * 1e9))
 
 
 def _call_graph(text: str) -> str:
@@ -68,6 +79,10 @@ def offcpu_command(
     call_graph: Annotated[
         str, typer.Option("--call-graph", callback=_call_graph, help="fp or dwarf[,SIZE]")
     ] = DEFAULT_CALL_GRAPH,
+    window: Annotated[
+        str | None,
+        typer.Option("--window", metavar="START,END", help="keep off-CPU time in this CLOCK_MONOTONIC span (s)"),
+    ] = None,
     perf_data: Annotated[
         Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
     ] = None,
@@ -85,7 +100,7 @@ def offcpu_command(
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None:
         raise typer.BadParameter("--no-svg needs --folded")
-    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us)
+    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=window_ns(window))
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-offcpu-"))

@@ -62,7 +62,8 @@ class Wait(NamedTuple):
     thread: bytes  # comm-tid
     state: bytes  # S, D, R, ... or ? when unknown
     ns: int  # blocked time in nanoseconds
-    kind: str  # PAIRED, OPEN_AT_START, NEW, OPEN_AT_END or WITHOUT_STACK
+    kind: str  # PAIRED, OPEN_AT_START, NEW, OPEN_AT_END, WITHOUT_STACK or THROUGHOUT
+    end: int = 0  # when it ended (perf's clock, ns); 0: unknown, it spans the whole recording
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class OffCpuOptions:
     annotate_kernel: bool = False  # suffix kernel frames with _[k]
     states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
+    window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
 
 
 class _Out(NamedTuple):
@@ -134,16 +136,16 @@ class _Pairing:
     def opening_wait(self, tid: int, ns: int, thread: bytes) -> Wait | None:
         forked = self.forked.pop(tid, None)
         if forked is not None:
-            return Wait(thread + b";" + NEW_THREAD + b";[R]", thread, b"R", max(0, ns - forked), NEW)
+            return Wait(thread + b";" + NEW_THREAD + b";[R]", thread, b"R", max(0, ns - forked), NEW, ns)
         start = self.start if self.start is not None else ns
         stack = thread + b";" + SINCE_START + b";" + state_frame(UNKNOWN_STATE)
-        return Wait(stack, thread, UNKNOWN_STATE, max(0, ns - start), OPEN_AT_START)
+        return Wait(stack, thread, UNKNOWN_STATE, max(0, ns - start), OPEN_AT_START, ns)
 
     def switch_in(self, tid: int, ns: int, thread: bytes, traced: bool) -> Wait | None:
         """`traced`: the record belongs to the thread itself (a SWITCH IN), not to a next_pid field."""
         pending = self.out.pop(tid, None)
         if pending is not None:
-            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), pending.kind)
+            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), pending.kind, ns)
         if tid in self.known:
             return None  # already paired through the other source of switch-ins
         if traced:
@@ -185,7 +187,7 @@ class _Pairing:
         end = self.end or 0
         for pending in self.out.values():
             kind = OPEN_AT_END if pending.kind == PAIRED else pending.kind
-            yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), kind)
+            yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), kind, end)
         self.out.clear()
 
 
@@ -216,6 +218,12 @@ class SchedCollapser:
         # shows (blocked, or running without a switch, for the whole window: the text cannot tell).
         self.last_window_ns = 0
         self.silent: list[tuple[int, bytes]] = []
+
+    def clipped_window(self, start: int, end: int) -> int:
+        """How much of a recording spanning [start, end] the `window` option keeps."""
+        if self.options.window is None:
+            return end - start
+        return max(0, min(end, self.options.window[1]) - max(start, self.options.window[0]))
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
@@ -271,7 +279,7 @@ class SchedCollapser:
         self.last_window_ns = 0
         if pairing.start is not None and pairing.end is not None:
             self.last_window_ns = pairing.end - pairing.start
-            self.window_ns += self.last_window_ns
+            self.window_ns += self.clipped_window(pairing.start, pairing.end)
         self.silent = [(tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen]
         yield from pairing.close()
 

@@ -52,6 +52,10 @@ class OffCpuFolder:
         self.waits = 0
 
     def add(self, wait: Wait) -> None:
+        if self.options.window is not None:
+            wait = self.clip(wait, *self.options.window)
+            if not wait.ns:
+                return  # outside the window asked for
         if self.states is not None and wait.state not in self.states:
             self._count(self.excluded, f"state {decode(wait.state)}", wait.ns)
             return
@@ -65,6 +69,14 @@ class OffCpuFolder:
         self.ns_by_stack[wait.stack] = self.ns_by_stack.get(wait.stack, 0) + wait.ns
         self.by_state[wait.state] = self.by_state.get(wait.state, 0) + wait.ns
         self.by_thread[wait.thread] = self.by_thread.get(wait.thread, 0) + wait.ns
+
+    @staticmethod
+    def clip(wait: Wait, start: int, end: int) -> Wait:
+        """The part of `wait` inside [start, end]; a wait of unknown time spans the whole recording."""
+        if not wait.end:
+            return wait._replace(ns=min(wait.ns, max(0, end - start)))
+        overlap = min(wait.end, end) - max(wait.end - wait.ns, start)
+        return wait._replace(ns=max(0, overlap))
 
     @staticmethod
     def _count(table: dict[str, list[int]], key: str, ns: int) -> None:
