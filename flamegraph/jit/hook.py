@@ -57,7 +57,7 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
         result = jitmap.scan("self", [start_cwd, os.getcwd()])
         perf_map = jitmap.write_perf_map(result.kernels, pid)
         kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
-        session.write_kernels(jit_dir, pid, kernels)
+        session.write_kernels(jit_dir, pid, kernels, result.summary())
     except OSError as err:
         print(f"flamegraph: naming JIT kernels failed: {err}", file=sys.stderr)
         return

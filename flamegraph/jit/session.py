@@ -44,9 +44,11 @@ def keep_dumps(directory: str, pid: int, kernels: list[Kernel], missing: Iterabl
     return [Kernel(k.address, k.size, k.name, k.index, moved.get(k.path, k.path)) for k in kernels]
 
 
-def write_kernels(directory: str, pid: int, kernels: Iterable[Kernel]) -> str:
+def write_kernels(directory: str, pid: int, kernels: Iterable[Kernel], comment: str = "") -> str:
     path = kernels_path(directory, pid)
     with open(path, "w") as f:
+        if comment:
+            f.write(f"# {comment}\n")
         for k in kernels:
             f.write(f"{k.address:x}\t{k.size:x}\t{k.index}\t{k.name}\t{k.path}\n")
     return path
@@ -56,9 +58,17 @@ def read_kernels(path: str) -> list[Kernel]:
     kernels = []
     with open(path) as f:
         for line in f:
+            if line.startswith("#"):
+                continue
             address, size, index, name, dump = line.rstrip("\n").split("\t", 4)
             kernels.append(Kernel(int(address, 16), int(size, 16), name, int(index), dump))
     return kernels
+
+
+def read_comment(path: str) -> str:
+    with open(path) as f:
+        first = f.readline()
+    return first[1:].strip() if first.startswith("#") else ""
 
 
 def read_code(path: str) -> bytes:
@@ -80,6 +90,7 @@ class Completed:
     unreadable: int = 0  # dump files gone or changed: kernel left out
     seconds: float = 0.0
     dump_file: str = ""
+    located: str = ""  # how the kernels were found (the hook's note)
 
     def summary(self) -> str:
         text = f"pid {self.pid}: {self.kernels} JIT kernels, {self.with_cfi} with unwind info ({self.seconds:.2f} s)"
@@ -93,13 +104,14 @@ def complete(directory: str) -> list[Completed]:
     done = []
     for name in sorted(os.listdir(directory)):
         match = KERNELS_FILE.match(name)
+        kernels_file = os.path.join(directory, name)
         dump_file = jitdump.dump_path(directory, int(match.group(1))) if match else ""
         if not match or not os.path.isfile(dump_file):
             continue
         started = time.perf_counter()
-        result = Completed(int(match.group(1)), dump_file=dump_file)
+        result = Completed(int(match.group(1)), dump_file=dump_file, located=read_comment(kernels_file))
         kernels, codes = [], []
-        for kernel in read_kernels(os.path.join(directory, name)):
+        for kernel in read_kernels(kernels_file):
             code = read_code(kernel.path)
             if len(code) != kernel.size:
                 result.unreadable += 1

@@ -1,0 +1,146 @@
+"""JIT naming and unwinding as a `flamegraph record` hook (`--jit`).
+
+prepare: DNNL_JIT_DUMP=1, and a Python command runs through the in-process hook
+         (`python [opts] .../flamegraph/jit/hook.py --jit-dir DIR -- SCRIPT|-m MOD|-c CODE ARGS`).
+         With --pid nothing can be changed: the process must have been started with DNNL_JIT_DUMP=1.
+finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write the perf map;
+         then, for every process that left a jitdump marker, write its records with generated CFI
+         (`session.complete`) and `perf inject --jit` them into perf.data (replaced in place).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..perf import find_perf
+from ..record.spec import Recording, RecordSpec
+from . import jitmap, session
+
+HOOK = Path(__file__).with_name("hook.py")
+JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
+PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+OPTION_WITH_VALUE = ("-X", "-W")
+
+
+def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | None:
+    """`python [opts] PROGRAM ARGS` -> the same run through the hook; None for anything else."""
+    if not command or not PYTHON.match(os.path.basename(command[0])):
+        return None
+    i = 1
+    while i < len(command) and command[i].startswith("-") and command[i] not in ("-", "-m", "-c"):
+        i += 2 if command[i] in OPTION_WITH_VALUE else 1
+    program = command[i:]
+    if not program or program[0] == "-" or (program[0] in ("-m", "-c") and len(program) < 2):
+        return None  # the interactive interpreter or a program on stdin: nothing to hook
+    return (*command[:i], str(HOOK), "--jit-dir", str(jit_dir), "--", *program)
+
+
+def marker_of(pid: int) -> str | None:
+    """The jitdump marker a process mapped at start (started through the hook), if any."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if path.endswith(f"/jit-{pid}.dump"):
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+def environment_has_dumps(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"DNNL_JIT_DUMP=1" in f.read().split(b"\0")
+    except OSError:
+        return True  # cannot tell: let the scan decide
+
+
+@dataclass
+class JitHook:
+    """The `RecordHook` of `flamegraph record --jit`; `note` prints one line for the user."""
+
+    directory: Path
+    note: Callable[[str], None] = print
+    hooked: bool = False  # prepare wrapped the command
+    summary: dict[str, str] = field(default_factory=dict)  # metadata for the SVG header
+
+    def prepare(self, spec: RecordSpec) -> RecordSpec:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if spec.pid is not None:
+            if not environment_has_dumps(spec.pid):
+                self.note(
+                    f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
+                    "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.jit.hook`)"
+                )
+            return spec
+        wrapped = wrap_command(spec.command, self.directory)
+        if wrapped is None:
+            self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
+            return spec
+        self.hooked = True
+        return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
+
+    def finish(self, recording: Recording) -> Recording:
+        pid = recording.spec.pid
+        if pid is not None:
+            self.name_running(pid)
+        started = time.perf_counter()
+        completed = [c for c in session.complete(str(self.directory)) if c.kernels]
+        failure = inject(recording.perf_data) if completed else None
+        if failure:
+            self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
+        seconds = time.perf_counter() - started
+        if completed or self.summary:
+            kernels = sum(c.kernels for c in completed)
+            with_cfi = sum(c.with_cfi for c in completed)
+            self.summary.setdefault("JIT kernels", f"{kernels} named, {with_cfi} with unwind info")
+            self.summary["JIT unwind info + perf inject"] = f"{seconds:.2f} s"
+            for c in completed:
+                if c.located:
+                    self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
+                self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
+                for name, why in c.no_cfi:
+                    self.note(f"flamegraph:   no unwind info for {name}: {why}")
+        recording.metadata.update(self.summary)
+        return recording
+
+    def name_running(self, pid: int) -> None:
+        """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
+        try:
+            result = jitmap.scan(pid)
+        except OSError as err:
+            self.note(
+                f"flamegraph: cannot read the memory of pid {pid} to name its JIT kernels ({err.strerror}): run as root"
+            )
+            return
+        if not result.kernels:
+            return
+        path = jitmap.write_perf_map(result.kernels, pid)
+        self.note(f"flamegraph: {result.summary()} -> {path}")
+        self.summary["JIT kernels"] = f"{len(result.kernels)} named from outside (perf map)"
+        marker = marker_of(pid)
+        if marker is not None:  # started through the hook: unwind info can be added too
+            session.write_kernels(os.path.dirname(marker), pid, result.kernels)
+            if Path(marker).parent != self.directory:
+                self.directory = Path(marker).parent
+
+
+def inject(perf_data: Path) -> str | None:
+    """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any."""
+    out = perf_data.with_name(perf_data.name + ".jit")
+    proc = subprocess.run(
+        [find_perf(), "inject", "--jit", "-i", str(perf_data), "-o", str(out)], capture_output=True, text=True
+    )
+    if proc.returncode != 0 or not out.is_file():
+        out.unlink(missing_ok=True)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        return f"perf inject --jit failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
+    os.replace(out, perf_data)
+    return None
