@@ -67,7 +67,8 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
     loss = overhead(baseline, recorded.log) if baseline else None
     rate = recorded.log.mean_rate() or 0.0
     profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
-    profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
+    if recorded.log.val_acc is not None:
+        profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
     profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf" + (
         f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)" if baseline and loss is not None else ""
     )

@@ -5,6 +5,7 @@ Lines it handles:
     TRAIN_START 1100.090395
     epoch 0 train-acc 0.9242 val-acc 0.9599 time 1.55s 38734 samples/s
     TRAIN_END 1108.310021
+    TRAIN_END 1103.901234 (interrupted)
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 EPOCH = re.compile(r"^epoch (\d+) train-acc ([0-9.]+) val-acc ([0-9.]+) time ([0-9.]+)s ([0-9.]+) samples/s\s*$")
-MARKER = re.compile(r"^(TRAIN_START|TRAIN_END|PID) ([0-9.]+)\s*$")
+MARKER = re.compile(r"^(TRAIN_START|TRAIN_END|PID) ([0-9.]+)(?: \(interrupted\))?\s*$")
 
 
 def format_epoch(epoch: int, train_acc: float, val_acc: float, seconds: float, rate: float) -> str:

@@ -65,6 +65,13 @@ class RecordedRun:
     log: TrainLog
     lines: list[str]
 
+    @property
+    def window(self) -> tuple[float | None, float | None] | None:
+        """TRAIN_START..TRAIN_END; after Ctrl-C, from TRAIN_START to wherever the recording stopped."""
+        if self.log.window is not None:
+            return self.log.window
+        return (self.log.start, None) if self.log.start is not None else None
+
 
 def train_without_perf(run: MlpRun) -> TrainLog:
     """The same training without perf, for the overhead figure; its output is echoed."""
@@ -94,7 +101,7 @@ def record_mlp(
         log.feed(line)
 
     recording = record(spec, perf_data, hooks=hooks, on_output=tap)
-    if recording.exit_status or log.window is None:
+    if not recording.interrupted and (recording.exit_status or log.window is None):
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         status = recording.exit_status
         raise TrainingFailed(f"training under perf failed (exit {status}; {perf_data} kept): {tail}")
@@ -103,7 +110,7 @@ def record_mlp(
 
 def fold_training(run: RecordedRun, group_unknown: bool = True) -> FoldedProfile:
     """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit."""
-    return fold_with_report(run.recording, run.log.window, Status(), group_unknown=group_unknown)
+    return fold_with_report(run.recording, run.window, Status(), group_unknown=group_unknown)
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -84,6 +85,10 @@ def train(mx: Any, mod: Any, train_it: Any, val_it: Any, epochs: int, max_batche
     return float(val_acc)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.data is None:
@@ -102,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(args.sleep_before)
     print(format_marker("TRAIN_START", time.clock_gettime(time.CLOCK_MONOTONIC)), flush=True)
     wall = time.perf_counter()
-    val_acc = train(mx, mod, train_it, val_it, args.epochs, args.max_batches)
+    signal.signal(signal.SIGTERM, _interrupt)  # perf ends its workload with SIGTERM when stopped
+    try:
+        val_acc = train(mx, mod, train_it, val_it, args.epochs, args.max_batches)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # perf's SIGTERM follows the terminal's SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(format_marker("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC)), "(interrupted)", flush=True)
+        return 130
     print(format_marker("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC)), flush=True)
     print(f"total {time.perf_counter() - wall:.2f}s", flush=True)
     if not args.max_batches and args.epochs > 0 and val_acc < args.min_val_acc:

@@ -52,6 +52,11 @@ def test_partial_output_has_no_window() -> None:
     assert log.window is None and log.start == 1100.090395 and len(log.epochs) == 1
 
 
+def test_interrupted_training_still_closes_the_window() -> None:
+    log = parse_log("TRAIN_START 5.000000\nTRAIN_END 7.250000 (interrupted)\n")
+    assert log.window == (5.0, 7.25)
+
+
 def test_overhead_and_shares() -> None:
     fast, slow = parse_log(TRAINER_OUTPUT), TrainLog()
     slow.feed("epoch 0 train-acc 0.9 val-acc 0.9 time 1.00s 35000 samples/s")

@@ -1,0 +1,155 @@
+"""`make offcpu`: where the MXNet MLP's threads wait -> out/mlp-offcpu.folded and out/mlp-offcpu.svg.
+
+    python -m collectors.make_offcpu [--out out] [--epochs 3] [--no-baseline] [--whole-run]
+
+Prepares MNIST (once), trains without perf for the baseline throughput, then trains under
+`flamegraph offcpu`'s recording (`perf record -e sched:sched_switch --switch-events --call-graph
+dwarf,8192`), pairs each thread's switch-out with its switch-in, keeps the training window only
+(waits across its edges are cut, not dropped; --whole-run keeps start-up too) and draws the blocked
+time in microseconds. Prints the thread roles found in the stacks (every MXNet thread is named
+`python`), the biggest waits, the overhead on training throughput and the recording's data rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from flamegraph.collapse.perf_sched import OffCpuOptions
+from flamegraph.diagnostics import Diagnostics, FlamegraphError, NotPermitted, PerfFailed
+from flamegraph.model import FoldedProfile
+from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem
+from flamegraph.record import Status
+
+from .mnist import prepare_mnist
+from .recipe import MlpRun, RecordedRun, overhead, record_mlp, train_without_perf, write_outputs
+
+# How a thread shows what it is: the first of these frames found in its stacks (MXNet names no thread).
+ROLES = (
+    ("Py_RunMain", "main (Python)"),
+    ("ExecuteOprBlock", "engine worker"),
+    ("ThreadedIter", "data prefetch"),
+    ("ConcurrentBlockingQueue", "idle engine worker"),
+    ("blas_thread_server", "OpenBLAS pool"),
+    ("gomp", "OpenMP pool"),
+)
+# The waits the issue asks the graph to show, as (label, frames that must all be in the stack, state).
+EXPECTED = (
+    ("main thread waits for the engine", ("WaitForVar",), "S"),
+    ("prefetch threads wait on a condition variable", ("ThreadedIter", "condition_variable::wait"), "S"),
+    ("engine worker is preempted", ("ExecuteOprBlock",), "R"),
+)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m collectors.make_offcpu", description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p.add_argument("--call-graph", default="dwarf,8192", help="fp or dwarf[,SIZE] (default dwarf,8192)")
+    p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
+    p.add_argument("--whole-run", action="store_true", help="keep start-up and exit, not only training")
+    return p.parse_args(argv)
+
+
+def thread_roles(profile: FoldedProfile) -> dict[str, str]:
+    """comm-tid -> role, from the frames of that thread's stacks."""
+    frames: dict[str, set[str]] = {}
+    for stack in profile.counts:
+        root, *rest = stack.split(";")
+        frames.setdefault(root, set()).update(rest)
+    roles = {}
+    for root, seen in frames.items():
+        text = ";".join(sorted(seen))
+        roles[root] = next((role for needle, role in ROLES if needle in text), "other")
+    return roles
+
+
+def expected_waits(profile: FoldedProfile) -> dict[str, float]:
+    """Microseconds of each wait of EXPECTED (0 when the graph does not show it)."""
+    found = {}
+    for label, needles, state in EXPECTED:
+        found[label] = sum(
+            weight
+            for stack, weight in profile.counts.items()
+            if stack.endswith(f";[{state}]") and all(needle in stack for needle in needles)
+        )
+    return found
+
+
+def record(mlp: MlpRun, perf_data: Path, call_graph: str) -> RecordedRun:
+    try:
+        return record_mlp(mlp, perf_data, offcpu_spec(command=("placeholder",), call_graph=call_graph))
+    except (PerfFailed, NotPermitted) as err:
+        raise (tracepoint_problem() or err) from None
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    data = prepare_mnist(args.cache)
+    mlp = MlpRun(data, epochs=args.epochs)
+    baseline = None
+    if not args.no_baseline:
+        print(f"== training {args.epochs} epochs without perf (baseline throughput)", flush=True)
+        baseline = train_without_perf(mlp)
+    print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch", flush=True)
+    recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph)
+    window = recorded.log.window
+    span = None if args.whole_run or window is None else (round(window[0] * 1e9), round(window[1] * 1e9))
+    profile = fold_offcpu_recording(recorded.recording, OffCpuOptions(window=span), Diagnostics(), Status())
+    loss = overhead(baseline, recorded.log) if baseline else None
+    rate = recorded.log.mean_rate() or 0.0
+    roles = thread_roles(profile)
+    size_mb = recorded.recording.perf_data.stat().st_size / 1e6
+    meta = profile.metadata
+    meta["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
+    meta["thread roles"] = ", ".join(f"{root} {role}" for root, role in sorted(roles.items()))
+    meta["throughput"] = f"{rate:,.0f} samples/s under perf" + (
+        f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)" if baseline and loss is not None else ""
+    )
+    folded, svg = args.out / "mlp-offcpu.folded", args.out / "mlp-offcpu.svg"
+    what = "whole run" if span is None else "training window only"
+    write_outputs(profile, folded, svg, "MXNet MLP on MNIST: off-CPU", f"{what}; blocked time (µs), sched_switch")
+    return {
+        "folded": str(folded),
+        "svg": str(svg),
+        "off_cpu_us": profile.total,
+        "stacks": len(profile.counts),
+        "window_s": round(window[1] - window[0], 3) if window else None,
+        "perf_data_mb": round(size_mb, 1),
+        "recording_s": round(recorded.recording.seconds, 1),
+        "data_rate_mb_s": round(size_mb / recorded.recording.seconds, 1) if recorded.recording.seconds else None,
+        "samples_per_s_with_perf": round(rate),
+        "samples_per_s_without_perf": round(baseline.mean_rate() or 0) if baseline else None,
+        "overhead_percent": round(loss, 1) if loss is not None else None,
+        "val_acc": recorded.log.val_acc,
+        "thread_roles": roles,
+        "expected_waits_us": expected_waits(profile),
+        "metadata": dict(meta),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except FlamegraphError as err:
+        print(f"make offcpu: {err}", file=sys.stderr)
+        return err.exit_code
+    meta: dict[str, str] = result["metadata"]  # type: ignore[assignment]
+    for key in ("off-CPU", "by state", "thread roles", "window"):
+        print(f"{key}: {meta.get(key, '-')}")
+    for label, us in result["expected_waits_us"].items():  # type: ignore[attr-defined]
+        print(f"  {label}: {us / 1e3:,.1f} ms" + ("" if us else "  (NOT FOUND)"))
+    print(f"wrote {result['folded']} ({result['stacks']:,} stacks) and {result['svg']}")
+    print(f"data: {result['perf_data_mb']} MB in {result['recording_s']} s ({result['data_rate_mb_s']} MB/s)")
+    if result["overhead_percent"] is not None:
+        without, with_perf = result["samples_per_s_without_perf"], result["samples_per_s_with_perf"]
+        print(f"overhead: {without:,} samples/s without perf, {with_perf:,} with: {result['overhead_percent']:+.1f} %")
+    (args.out / "mlp-offcpu.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if all(result["expected_waits_us"].values()) else 1  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
