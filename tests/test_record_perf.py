@@ -116,7 +116,7 @@ def test_pid_mode_records_a_running_process(tmp_path: Path) -> None:
 
 
 def test_pid_that_exits_during_recording_still_gives_output(tmp_path: Path) -> None:
-    target = subprocess.Popen([sys.executable, "-c", PHASES, "0.4"], stdout=subprocess.DEVNULL)
+    target = subprocess.Popen([sys.executable, "-c", PHASES, "1.0"], stdout=subprocess.DEVNULL)
     folded = tmp_path / "e.folded"
     proc = run_cli("record", "--pid", str(target.pid), "--no-svg", "--folded", str(folded))
     target.wait()

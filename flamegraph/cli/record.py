@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
@@ -166,6 +167,26 @@ def record_command(
         call_graph=call_graph,
         duration=duration,
     )
+    draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown)
+    record_and_draw(spec, span, draw, perf_data)
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What to make of a recording: the SVG (None: none), the folded text, how to fold."""
+
+    options: RenderOptions | None
+    svg: Path
+    folded: Path | None
+    threads: bool = False
+    group_unknown: bool = True
+
+
+def record_and_draw(
+    spec: RecordSpec, window: tuple[float | None, float | None] | None, draw: Drawing, perf_data: Path | None
+) -> None:
+    """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
+    is kept (and its path printed) when a later step fails, so nothing recorded is lost."""
     status = Status()
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-record-"))
     data_path = perf_data or scratch / "perf.data"
@@ -175,13 +196,13 @@ def record_command(
         recording = record(spec, data_path)
         recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        profile = fold_with_report(recording, span, status, threads, group_unknown)
-        if folded is not None:
-            write_atomically(folded, lambda out: write_folded(profile, out))
-            status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
-        if not no_svg:
-            write_svg(profile, output, options)
-            status.note(f"wrote {output}")
+        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown)
+        if draw.folded is not None:
+            write_atomically(draw.folded, lambda out: write_folded(profile, out))
+            status.note(f"wrote {draw.folded} ({len(profile.counts):,} stacks)")
+        if draw.options is not None:
+            write_svg(profile, draw.svg, draw.options)
+            status.note(f"wrote {draw.svg}")
         report_top(profile, status)
     except FlamegraphError:
         if recorded and not keep:

@@ -53,7 +53,7 @@ def fold_recording(
     profile = collapser.profile()
     if not profile.counts:
         where = f" in the window {script_args(recording, window)[3]}" if window else ""
-        raise NoSamples(f"{label}: no samples{where} (the data are kept there)")
+        raise NoSamples(f"{label}: no samples{where}")
     profile.metadata.update(recording.metadata)
     if window is not None:
         profile.metadata["window"] = ",".join("" if b is None else f"{b:.3f}" for b in window)
