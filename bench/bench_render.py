@@ -13,6 +13,7 @@ The reference is found via --peer, $FLAMEGRAPH_PL, or ../peer/flamegraph.pl; it 
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import random
 import re
@@ -94,14 +95,19 @@ def titles(svg: bytes, bottom_up_from: float, step: float) -> Counter[tuple[str,
     found: Counter[tuple[str, int]] = Counter()
     for name, count, y in TITLE.findall(svg):
         depth = round((bottom_up_from - float(y)) / step)
-        found[(name.decode("utf-8", "replace"), depth)] += round(float(count.replace(b",", b"")))
+        found[(html.unescape(name.decode("utf-8", "replace")), depth)] += round(float(count.replace(b",", b"")))
     return found
 
 
+def frame_counts(svg: bytes) -> Counter[tuple[str, int]]:
+    """(name, depth) -> count of an SVG of ours or of flamegraph.pl's (16 px rows, not inverted)."""
+    root = re.search(rb'<title>all \([^<]*</title>\s*<rect x="[^"]*" y="([\d.]+)"', svg)
+    assert root is not None, "no root frame"
+    return titles(svg, float(root.group(1)), 16)
+
+
 def compare(ours: bytes, theirs: bytes) -> str:
-    our_root = float(re.search(rb'<title>all \([^<]*</title><rect x="[^"]*" y="([\d.]+)"', ours).group(1))  # type: ignore[union-attr]
-    their_root = float(re.search(rb'<title>all \([^<]*</title><rect x="[^"]*" y="([\d.]+)"', theirs).group(1))  # type: ignore[union-attr]
-    a, b = titles(ours, our_root, 16), titles(theirs, their_root, 16)
+    a, b = frame_counts(ours), frame_counts(theirs)
     if a == b:
         return f"same {len(a):,} frames with the same counts"
     return f"DIFFERENT: {len(a - b)} of ours not in theirs, {len(b - a)} of theirs not in ours"
