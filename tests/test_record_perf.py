@@ -40,7 +40,9 @@ end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     hashlib.sha256(data).digest()
 """
-BUSY = "import zlib\ndata = bytes(range(256)) * 4096\nwhile True:\n    zlib.compress(data, 6)\n"
+BUSY_TALKING = "print('busy', flush=True)\n" + (
+    BUSY := "import zlib\ndata = bytes(range(256)) * 4096\nwhile True:\n    zlib.compress(data, 6)\n"
+)
 
 
 def run_cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -127,10 +129,11 @@ def test_pid_that_exits_during_recording_still_gives_output(tmp_path: Path) -> N
 def test_ctrl_c_stops_recording_and_still_writes(tmp_path: Path) -> None:
     folded = tmp_path / "c.folded"
     proc = subprocess.Popen(
-        [*FLAMEGRAPH, "record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", BUSY],
+        [*FLAMEGRAPH, "record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", BUSY_TALKING],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
-    time.sleep(2.5)
+    assert proc.stdout is not None and proc.stdout.readline() == "busy\n"  # perf is recording the program
+    time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground group gets it
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
