@@ -40,9 +40,8 @@ end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     hashlib.sha256(data).digest()
 """
-BUSY_TALKING = "print('busy', flush=True)\n" + (
-    BUSY := "import zlib\ndata = bytes(range(256)) * 4096\nwhile True:\n    zlib.compress(data, 6)\n"
-)
+BUSY = "import zlib\ndata = bytes(range(256)) * 4096\nwhile True:\n    zlib.compress(data, 6)\n"
+BUSY_TALKING = "print('busy', flush=True)\n" + BUSY  # says when it runs, i.e. when perf records it
 
 
 def run_cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
