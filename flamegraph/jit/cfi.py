@@ -41,6 +41,7 @@ from .dwarf import (
     uleb128,
 )
 
+ANALYSER_VERSION = 1  # bump when the analysis changes: cached results are keyed by it
 RSP_NAMES = frozenset({"rsp", "esp", "sp", "spl"})
 RBP_NAMES = frozenset({"rbp", "ebp", "bp", "bpl"})
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")

@@ -102,6 +102,7 @@ class CodeLoad:
     name: str
     code: bytes
     unwind: UnwindInfo | None = None
+    created: int = 0  # CLOCK_MONOTONIC ns when the kernel became executable (0: unknown)
 
 
 def code_load_record(load: CodeLoad, index: int, timestamp: int, pid: int, tid: int) -> bytes:
@@ -120,15 +121,17 @@ def unwinding_record(unwind: UnwindInfo, timestamp: int) -> bytes:
 def write_records(path: str, loads: Sequence[CodeLoad]) -> None:
     """Replace the records of `path` (its header stays) with one code load per kernel.
 
-    Each load is stamped marker time + 1 + i ns: perf inject maps the kernel from then on, and
-    drops the process's later anonymous mappings, so samples taken when the kernel runs resolve.
+    perf inject maps each kernel from its record's time on and drops the process's anonymous
+    mappings. A load is stamped when the kernel was created (its dump file's time), at the
+    earliest marker time + 1 + i ns: stamped earlier, a file mapped at that address in between
+    (ld.so.cache during a dlopen, unmapped since) would win over the kernel in perf's view.
     """
     header = read_header(path)
     with open(path, "r+b") as f:
         f.truncate(HEADER.size)  # idempotent: a second run rewrites, never duplicates
         f.seek(HEADER.size)
         for i, load in enumerate(loads):
-            timestamp = header.timestamp + 1 + i
+            timestamp = max(header.timestamp + 1 + i, load.created)
             if load.unwind is not None:
                 f.write(unwinding_record(load.unwind, timestamp))
             f.write(code_load_record(load, i, timestamp, header.pid, header.pid))

@@ -35,6 +35,7 @@ class Dump:
     name: str
     code: bytes
     path: str = ""
+    created: int = 0  # CLOCK_MONOTONIC ns when oneDNN wrote the file (right after making the code executable)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Kernel:
     name: str
     index: int  # oneDNN's counter: the dump file's number
     path: str = ""  # the dump file
+    created: int = 0  # CLOCK_MONOTONIC ns, 0 if unknown
 
 
 @dataclass
@@ -89,11 +91,18 @@ def dump_files(directory: str, since: float | None = None) -> list[tuple[int, st
     return sorted(found)
 
 
+def monotonic_offset() -> int:
+    """CLOCK_REALTIME - CLOCK_MONOTONIC, in ns: file times -> perf's clock (-k CLOCK_MONOTONIC)."""
+    return time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
 def read_dumps(directory: str, since: float | None = None) -> list[Dump]:
     dumps = []
+    offset = monotonic_offset()
     for index, name, path in dump_files(directory, since):
         with open(path, "rb") as f:
-            dumps.append(Dump(index, name, f.read(), path))
+            created = os.fstat(f.fileno()).st_mtime_ns - offset
+            dumps.append(Dump(index, name, f.read(), path, created))
     return dumps
 
 
@@ -197,13 +206,16 @@ def match_kernels(dumps: Iterable[Dump], memory: Mapping[int, bytes]) -> tuple[l
     for code, group in sorted(by_code.items(), key=lambda item: (-len(item[0]), item[1][0].index)):
         found = occurrences(code, memory, aligned.get(code[:PREFIX], []))
         free = (a for a in found if claims.free(a, a + len(code)))
+        # Which of identical kernels sits where cannot be told from the bytes: each gets the earliest
+        # creation time of the group, never later than its own (perf must know it before it runs).
+        created = min(dump.created for dump in group)
         for dump in group:
             address = next(free, None)
             if address is None:
                 missing.append(dump)
                 continue
             claims.add(address, address + len(code))
-            kernels.append(Kernel(address, len(code), dump.name, dump.index, dump.path))
+            kernels.append(Kernel(address, len(code), dump.name, dump.index, dump.path, created))
     return sorted(kernels, key=lambda k: k.address), sorted(missing, key=lambda d: d.index)
 
 
