@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps
+.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -57,6 +57,9 @@ perf-deps: ## install perf with apt when missing (needs root)
 
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
 	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS)
+
+offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead
+	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS)
 
 diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)
 	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS)
