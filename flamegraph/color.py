@@ -50,7 +50,7 @@ def background(palette: str) -> tuple[str, str]:
 
 
 def hex_color(rgb: RGB) -> str:
-    return "#%02x%02x%02x" % rgb
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
 def strip_annotation(name: str) -> str:
@@ -240,7 +240,8 @@ def read_palette(path: Path) -> dict[str, str]:
 def css_color(text: str) -> str:
     match = re.fullmatch(r"rgb\((\d{1,3}),(\d{1,3}),(\d{1,3})\)", text)
     if match:
-        return hex_color(tuple(min(255, int(part)) for part in match.groups()))  # type: ignore[arg-type]
+        red, green, blue = (min(255, int(part)) for part in match.groups())
+        return hex_color((red, green, blue))
     return text.lower()
 
 
@@ -346,7 +347,7 @@ class Highlighter:
     def __init__(self, rules: list[HighlightRule]) -> None:
         self.rules = rules
         self.patterns = [rule.compiled() for rule in rules]
-        self.painters = [Painter(rule.color) if rule.color in HUES else None for rule in rules]  # type: ignore[arg-type]
+        self.painters = [Painter(rule.color) if rule.color in HUES and rule.color else None for rule in rules]
         self.cache: dict[str, int] = {}
 
     def class_of(self, name: str) -> int:

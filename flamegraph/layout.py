@@ -149,7 +149,9 @@ def layout_keys(keys: list[str], columns: Columns, min_weight: float = 0.0, orde
         if cum_before is not None and cum_after is not None:
             before = cum_before[hi] - cum_before[lo]
             after = cum_after[hi] - cum_after[lo]
-            self_delta = sum((cum_after[i + 1] - cum_after[i]) - (cum_before[i + 1] - cum_before[i]) for i in self_stacks)
+            self_delta = sum(
+                (cum_after[i + 1] - cum_after[i]) - (cum_before[i + 1] - cum_before[i]) for i in self_stacks
+            )
         frames.append(Frame(name, depth, cum[lo], cum[hi] - cum[lo], self_width, before, after, self_delta))
         if depth > max_depth:
             max_depth = depth

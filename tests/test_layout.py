@@ -42,7 +42,9 @@ def drawn_frames(layout: Layout) -> dict[tuple[str, ...], Frame]:
                 paths[id(frame)] = ()
                 continue
             parents = [
-                p for p in by_depth[depth - 1] if p.start <= frame.start and frame.start + frame.width <= p.start + p.width
+                p
+                for p in by_depth[depth - 1]
+                if p.start <= frame.start and frame.start + frame.width <= p.start + p.width
             ]
             assert len(parents) == 1, (frame, parents)
             path = paths[id(parents[0])] + (frame.name,)
@@ -142,9 +144,7 @@ def test_diff_columns_give_before_after_and_self_delta() -> None:
     keys.sort()
     before = {"m;": 1.0, "m;a;": 4.0, "m;b;": 0.0}
     after = {"m;": 1.0, "m;a;": 1.0, "m;b;": 5.0}
-    columns = Columns(
-        [max(before[k], after[k]) for k in keys], [before[k] for k in keys], [after[k] for k in keys]
-    )
+    columns = Columns([max(before[k], after[k]) for k in keys], [before[k] for k in keys], [after[k] for k in keys])
     frames = {f.name: f for f in layout_keys(keys, columns).frames}
     assert (frames["m"].before, frames["m"].after, frames["m"].self_delta) == (5, 7, 0)
     assert (frames["a"].before, frames["a"].after, frames["a"].self_delta) == (4, 1, -3)

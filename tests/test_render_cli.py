@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-
 from test_render_tools import SVG, frames, paths, texts
 
 FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
@@ -28,11 +27,16 @@ def test_render_file_gzip_and_stdin_agree(tmp_path: Path) -> None:
     packed = tmp_path / "in.folded.gz"
     packed.write_bytes(gzip.compress(FOLDED))
     out = tmp_path / "out.svg"
-    first = run("render", str(plain), "-o", str(out), "--event", "cpu-clock", "--meta", "host=vm", "--meta", "kernel=6.1")
+    first = run(
+        "render", str(plain), "-o", str(out), "--event", "cpu-clock", "--meta", "host=vm", "--meta", "kernel=6.1"
+    )
     assert first.returncode == 0, first.stderr
     svg = out.read_bytes()
     assert run("render", str(packed), "--event", "cpu-clock", "--meta", "host=vm", "--meta", "kernel=6.1").stdout == svg
-    assert run("render", "-", "--event", "cpu-clock", "--meta", "host=vm", "--meta", "kernel=6.1", stdin=FOLDED).stdout == svg
+    assert (
+        run("render", "-", "--event", "cpu-clock", "--meta", "host=vm", "--meta", "kernel=6.1", stdin=FOLDED).stdout
+        == svg
+    )
     assert texts(svg, "header")[1:] == ["host: vm", "kernel: 6.1"]
     assert paths(frames(svg))[("python", "main", "compute")].width == 60
 

@@ -7,10 +7,10 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_render_tools import frames, paths, texts
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff
-from test_render_tools import frames, paths, texts
 
 BEFORE = {"main;compute;gemm": 50, "main;compute;relu": 10, "main;io;read": 20, "main;gone": 15}
 AFTER = {"main;compute;gemm": 30, "main;compute;relu": 12, "main;io;read": 45, "main;new": 5}
@@ -29,7 +29,9 @@ def test_colours_follow_the_change_of_self_time() -> None:
     graph = drawn(BEFORE, AFTER)
     red, green, blue = rgb(graph[("main", "io", "read")].fill)
     assert (red, green, blue) == (255, 0, 0)  # the largest growth: full red
-    assert rgb(graph[("main", "compute", "gemm")].fill)[2] == 255 and rgb(graph[("main", "compute", "gemm")].fill)[0] < 100
+    assert (
+        rgb(graph[("main", "compute", "gemm")].fill)[2] == 255 and rgb(graph[("main", "compute", "gemm")].fill)[0] < 100
+    )
     assert rgb(graph[("main", "compute", "relu")].fill)[0] == 255  # grew a little: pale red
     assert graph[("main", "compute")].fill == "#ffffff"  # no self time of its own
 

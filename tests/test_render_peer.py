@@ -42,8 +42,13 @@ def reference(folded: Path, *options: str) -> bytes:
 
 def fills(svg: bytes) -> dict[str, str]:
     text = svg.decode()
-    found = {html.unescape(m.group(1)): "#%02x%02x%02x" % tuple(int(v) for v in m.groups()[1:]) for m in FILL.finditer(text)}
-    found.update((html.unescape(n), f) for n, f in re.findall(r'<title>(.*?) \([^<]*</title><rect [^>]*fill="(#\w+)"', text))
+    found = {}
+    for match in FILL.finditer(text):
+        red, green, blue = (int(value) for value in match.groups()[1:])
+        found[html.unescape(match.group(1))] = f"#{red:02x}{green:02x}{blue:02x}"
+    found.update(
+        (html.unescape(n), f) for n, f in re.findall(r'<title>(.*?) \([^<]*</title><rect [^>]*fill="(#\w+)"', text)
+    )
     return found
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_render_tools import SVG, frames, parse, paths, texts
 
 from flamegraph.color import Painter, random_namehash
 from flamegraph.diagnostics import BadOption, Diagnostics, NoSamples
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_png, render_svg
-from test_render_tools import SVG, frames, parse, paths, texts
 
 PEER = "flamegraph-pl"
 
@@ -80,12 +80,22 @@ def test_header_is_readable_without_javascript() -> None:
     profile = FoldedProfile(
         {"python;main;work": 30, "python;main;idle": 10},
         event="cpu-clock",
-        metadata={"command": "python train.py --epochs 1", "perf version": "6.1.187", "host": "vm", "date": "2026-01-02"},
+        metadata={
+            "command": "python train.py --epochs 1",
+            "perf version": "6.1.187",
+            "host": "vm",
+            "date": "2026-01-02",
+        },
     )
     svg = render_svg(profile, RenderOptions(title="MLP <on-CPU>"))
     header = texts(svg, "header")
     assert "event: cpu-clock" in header[0] and "unit: samples" in header[0] and "total: 40 samples" in header[0]
-    assert header[1:] == ["command: python train.py --epochs 1", "perf version: 6.1.187", "host: vm", "date: 2026-01-02"]
+    assert header[1:] == [
+        "command: python train.py --epochs 1",
+        "perf version: 6.1.187",
+        "host: vm",
+        "date: 2026-01-02",
+    ]
     root = parse(svg)
     assert root.findtext(f"{SVG}title") == "MLP <on-CPU>"
     table = texts(svg, "top")
@@ -119,7 +129,9 @@ def test_default_colours_are_flamegraph_pl_colours() -> None:
 @pytest.mark.parametrize("palette", ["hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "python",
                                      "red", "green", "blue", "aqua", "yellow", "purple", "orange"])  # fmt: skip
 def test_every_palette(palette: str) -> None:
-    profile = FoldedProfile({"java;Lcom/foo:::bar_[j];inl_[i];do_sys_[k]": 3, "x;--;waker;wake_up": 2, "perl;Perl_run": 1})
+    profile = FoldedProfile(
+        {"java;Lcom/foo:::bar_[j];inl_[i];do_sys_[k]": 3, "x;--;waker;wake_up": 2, "perl;Perl_run": 1}
+    )
     svg = render_svg(profile, RenderOptions(colors=palette))
     fills = {f.name: f.fill for f in frames(svg)}
     assert all(re.fullmatch(r"#[0-9a-f]{6}", fill) for fill in fills.values())
@@ -208,7 +220,9 @@ def test_highlight_classes_colour_frames_and_count_a_stack_once() -> None:
     assert legend[2].startswith("optimizer: 60.00% of all")
     fills = {f.name: f.fill for f in frames(svg)}
     assert fills["MultiSGDKernel"] == "#ff00ff"
-    assert fills["jit_avx512_common_gemm_f32_xbyak_gemm"] == Painter("aqua").fill("jit_avx512_common_gemm_f32_xbyak_gemm")
+    assert fills["jit_avx512_common_gemm_f32_xbyak_gemm"] == Painter("aqua").fill(
+        "jit_avx512_common_gemm_f32_xbyak_gemm"
+    )
     assert fills["mxnet::MKLDNNRun"] == Painter("green").fill("mxnet::MKLDNNRun")
     assert fills["memcpy"] == Painter("hot").fill("memcpy")
 
@@ -253,11 +267,11 @@ HOSTILE = [
     "a]]>b<![CDATA[c",
     "fish & chips &amp &#x3c &lt",  # no ";": it separates frames
     "say \"hi\" 'there'",
-    "</title><rect onload=\"alert(2)\"/>",
-    "x\" onmouseover=\"alert(3)",
+    '</title><rect onload="alert(2)"/>',
+    'x" onmouseover="alert(3)',
     "bytes\udcff\udcfe-end",
     "ctrl\x01\x1b[31m",
-    "<g id=\"frames\">",
+    '<g id="frames">',
     "-->",
 ]
 
@@ -266,17 +280,27 @@ def test_hostile_names_stay_text() -> None:
     counts = {f"main;{name}": 10 + i for i, name in enumerate(HOSTILE)}
     counts["main;" + HOSTILE[0] + ";" + HOSTILE[4]] = 5
     profile = FoldedProfile(counts, event="<b>ev</b>", metadata={"cmd</title>": "a ]]> b & \udcff"})
-    options = RenderOptions(title="</title><script>x()</script>", subtitle="]]>", notes="--><script>",
-                            count_name='"><x', name_type="</text>", highlights=[r"script=red:<i>label</i>"])  # fmt: skip
+    options = RenderOptions(
+        title="</title><script>x()</script>",
+        subtitle="]]>",
+        notes="--><script>",
+        count_name='"><x',
+        name_type="</text>",
+        highlights=[r"script=red:<i>label</i>"],
+    )
     svg = render_svg(profile, options)
     root = ET.fromstring(svg)  # well-formed XML
     tags = [element.tag.replace(SVG, "") for element in root.iter()]
     assert tags.count("script") == 2  # the settings and ours, nothing else
     assert not [name for element in root.iter() for name in element.attrib if name.lower().startswith("on")]
-    assert set(tags) <= {"svg", "title", "desc", "defs", "linearGradient", "stop", "style", "g", "rect", "text"} | {"script"}
+    assert set(tags) <= {"svg", "title", "desc", "defs", "linearGradient", "stop", "style", "g", "rect", "text"} | {
+        "script"
+    }
     titles = {f.name for f in frames(svg)}
     for name in HOSTILE:
-        shown = name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
+        shown = (
+            name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
+        )
         assert shown in titles, shown
     assert texts(svg, "header")[1] == "cmd</title>: a ]]> b & \\xff"
     # Same element structure as a graph of harmless names with the same shape.

@@ -63,7 +63,10 @@ def paths(drawn: list[Drawn]) -> dict[tuple[str, ...], Drawn]:
                 found[frame] = ()
                 continue
             parent = rows[depth - 1][bisect.bisect_right(starts, frame.x) - 1]
-            assert parent.x - slack <= frame.x and frame.x + frame.width <= parent.x + parent.width + slack, (frame, parent)
+            assert parent.x - slack <= frame.x and frame.x + frame.width <= parent.x + parent.width + slack, (
+                frame,
+                parent,
+            )
             path = found[parent] + (frame.name,)
             assert path not in result, f"drawn twice: {path}"
             found[frame] = path

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
@@ -67,8 +68,12 @@ def render(
     countname: CountName = None,
     nametype: NameType = "Function:",
     colors: Annotated[
-        str | None, typer.Option("--colors", help="palette: hot (default; io for off-CPU), mem, io, wakeup, chain, "
-                                 "java, js, perl, python, red, green, blue, aqua, yellow, purple, orange")
+        str | None,
+        typer.Option(
+            "--colors",
+            help="palette: hot (default; io for off-CPU), mem, io, wakeup, chain, "
+            "java, js, perl, python, red, green, blue, aqua, yellow, purple, orange",
+        ),
     ] = None,
     hash_: Annotated[bool, typer.Option("--hash", help="colour by a hash of the function name")] = False,
     random_: Annotated[bool, typer.Option("--random", help="random colours (seeded: reproducible)")] = False,
@@ -78,7 +83,9 @@ def render(
     ] = None,
     reverse: Reverse = False,
     inverted: Inverted = False,
-    flamechart: Annotated[bool, typer.Option("--flamechart", help="keep input (time) order; merge neighbours only")] = False,
+    flamechart: Annotated[
+        bool, typer.Option("--flamechart", help="keep input (time) order; merge neighbours only")
+    ] = False,
     negate: Negate = False,
     factor: Factor = 1.0,
     notes: Notes = "",
@@ -125,7 +132,8 @@ def diff(
     normalize: Annotated[bool, typer.Option("--normalize", help="scale BEFORE to AFTER's total first")] = False,
     negate: Negate = False,
     diff_width: Annotated[
-        str, typer.Option("--diff-width", help="frame widths: max (of before and after; nothing vanishes), after, before")
+        str,
+        typer.Option("--diff-width", help="frame widths: max (of before and after; nothing vanishes), after, before"),
     ] = "max",
     reverse: Reverse = False,
     inverted: Inverted = False,
@@ -205,5 +213,9 @@ def _describe(profile: FoldedProfile, event: str | None, unit: str | None, meta:
 def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
     if png is not None:
         image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output
-        write_atomically(png, lambda out: out.write(image))  # type: ignore[arg-type,func-returns-value]
-    write_atomically(output, lambda out: out.write(svg))  # type: ignore[arg-type,func-returns-value]
+        write_atomically(png, partial(_put, image))
+    write_atomically(output, partial(_put, svg))
+
+
+def _put(data: bytes, out: BinaryIO) -> None:
+    out.write(data)

@@ -8,7 +8,7 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -85,7 +85,14 @@ def _rows(layout: Layout, options: RenderOptions) -> list[float]:
     return [(layout.max_depth - depth) * height + 1 for depth in range(layout.max_depth + 1)]
 
 
-def _draw(layout: Layout, options: RenderOptions, page: Page, fill, title) -> Drawing:  # type: ignore[no-untyped-def]
+def _draw(
+    layout: Layout,
+    options: RenderOptions,
+    page: Page,
+    fill: Callable[[Frame], str],
+    title: Callable[[Frame, str], str],
+) -> Drawing:
+    """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
     rows = _rows(layout, options)
     scale = page.plot_width / layout.total
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
@@ -104,7 +111,8 @@ def _draw(layout: Layout, options: RenderOptions, page: Page, fill, title) -> Dr
     return Drawing(frames, labels, layout.total, layout.max_depth)
 
 
-def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict:  # type: ignore[type-arg]
+def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
+    """The one JSON object the script reads."""
     return {
         "nameType": options.name_type,
         "countName": count_name,
@@ -275,7 +283,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     info = _diff_info(before, after, stacks, count_name, factor, options)
     legend = _diff_legend(options.negate)
     if rules:
-        legend += _diff_shares(Highlighter(rules), before, after, stacks.scale)
+        legend += _diff_shares(Highlighter(rules), before, after)
     rows = [
         (change_text(old * factor, new * factor), f"{format_count(old * factor)} -> {format_count(new * factor)}", name)
         for name, old, new in top_changes(before.counts.items(), after.counts.items(), stacks.scale, options.top)
@@ -312,7 +320,7 @@ def _diff_legend(negate: bool) -> list[tuple[str, str]]:
     ]
 
 
-def _diff_shares(highlighter: Highlighter, before: FoldedProfile, after: FoldedProfile, scale: float) -> list[tuple[str, str]]:
+def _diff_shares(highlighter: Highlighter, before: FoldedProfile, after: FoldedProfile) -> list[tuple[str, str]]:
     old = class_shares(before.counts.items(), highlighter)
     new = class_shares(after.counts.items(), highlighter)
     legend = []

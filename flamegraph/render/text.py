@@ -16,7 +16,7 @@ UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 # Advance widths in em, on the wide side of Verdana and DejaVu Sans, so a label fitted here never
 # overflows its frame; the script refits labels with the browser's own measurements.
 NARROW = frozenset("iIl.,:;'|!` ")
-SEMI = frozenset("fjrt()[]{}/\\-\"*")
+SEMI = frozenset('fjrt()[]{}/\\-"*')
 WIDE = frozenset("mwMW@%&")
 SYMBOL = frozenset("<>=+~^#_")
 WIDTHS = {"narrow": 0.36, "semi": 0.48, "wide": 1.1, "symbol": 0.86, "upper": 0.8, "other": 0.66, "foreign": 1.05}
