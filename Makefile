@@ -8,10 +8,10 @@ PY := $(VENV)/bin/python
 BOOT_PYTHON ?= $(shell test -x /usr/bin/python3.11 && echo /usr/bin/python3.11 || echo python3)
 SHARED ?= $(abspath ../shared)
 PYTEST_ARGS ?=
-APT_PACKAGES := linux-perf chromium chromium-driver
+APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu
+.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu render-bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -19,16 +19,17 @@ help: ## list the targets
 $(VENV)/.installed: pyproject.toml
 	$(BOOT_PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,collect,jit]'
+	$(VENV)/bin/pip install -q -e '.[dev,collect,jit,png]'
 	touch $@
 
 venv: $(VENV)/.installed ## create .venv with the package, the workload (mxnet 1.9.1) and test tools
 
-system-deps: ## install perf, chromium and chromedriver with apt when missing (needs root)
+system-deps: ## install perf, chromium, chromedriver and cairo (for --png) with apt when missing (needs root)
 	@missing=""; \
 	command -v perf >/dev/null || missing="$$missing linux-perf"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	ldconfig -p | grep -q 'libcairo\.so\.2 ' || missing="$$missing libcairo2"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
@@ -66,6 +67,9 @@ diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-dif
 
 sample-data: venv perf-deps ## re-record sample_data/ (gzip'd perf script text of the MLP, on- and off-CPU, + JSON)
 	$(PY) -m collectors.make_sample_data --out sample_data
+
+render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH_PL=...) on 81,000 synthetic stacks
+	FLAMEGRAPH_SHARED=$(SHARED) $(PY) bench/bench_render.py --stacks 81000 --runs 3
 
 clean: ## remove the venv, caches and outputs
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -95,7 +95,6 @@ def test_diff_command(tmp_path: Path) -> None:
 
 
 def test_png_option(tmp_path: Path) -> None:
-    pytest.importorskip("cairosvg")
     (tmp_path / "in").write_bytes(FOLDED)
     result = run("render", str(tmp_path / "in"), "-o", str(tmp_path / "g.svg"), "--png", str(tmp_path / "g.png"))
     assert result.returncode == 0, result.stderr

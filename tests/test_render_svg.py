@@ -325,7 +325,6 @@ def test_long_names_are_cut_with_two_dots() -> None:
 
 
 def test_png_preview(tmp_path: Path) -> None:
-    pytest.importorskip("cairosvg")
     svg = render_svg(FoldedProfile({"main;a": 3, "main;b": 1}), RenderOptions(preset="onednn"))
     png = render_png(svg)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
