@@ -76,7 +76,9 @@ def test_system_wide_pairs_on_next_pid_and_never_twice() -> None:
     # db was first seen switching in at 5.000000 (as next_pid): its wait before that is outside the window.
     assert f"db-20;{SINCE_START.decode()};[?]" not in profile.counts
     assert profile.metadata["by state"] == "D 300 µs, S 100 µs, R 10 µs"
-    assert profile.metadata["clipped to the window"] == "1 open at end (10 µs), 1 open at start (0 µs)"
+    assert (
+        profile.metadata["clipped to the window"] == "1 wait open at the start (0 µs), 1 wait open at the end (10 µs)"
+    )
 
 
 def test_wait_open_at_start_is_clipped_to_the_window_start() -> None:
@@ -89,7 +91,7 @@ def test_wait_open_at_start_is_clipped_to_the_window_start() -> None:
     profile = fold(text)
     assert profile.counts[f"worker-11;{SINCE_START.decode()};[?]"] == 250000
     assert profile.counts[f"app-10;{NANOSLEEP_STACK};[S]"] == 200000
-    assert profile.metadata["clipped to the window"] == "2 open at start (250.0 ms)"  # app's is 0 µs long
+    assert profile.metadata["clipped to the window"] == "2 waits open at the start (250.0 ms)"  # app's is 0 µs long
     assert profile.metadata["window"] == "300.0 ms"
 
 
@@ -153,7 +155,7 @@ def test_thread_created_during_the_recording() -> None:
     # From its FORK to its first run, which the next_pid of app's switch-out shows before its SWITCH IN.
     assert profile.counts[f"app-13;{NEW_THREAD.decode()};[R]"] == 100
     assert profile.counts[f"app-13;{NANOSLEEP_STACK};[S]"] == 20000
-    assert "new thread" in profile.metadata["clipped to the window"]
+    assert "1 new thread's first wait (100 µs)" in profile.metadata["clipped to the window"]
 
 
 def test_exit_ends_a_thread_without_a_wait() -> None:

@@ -51,7 +51,6 @@ EXIT_STATES = frozenset({b"X", b"Z"})  # the thread is dead: its last switch-out
 PAIRED, OPEN_AT_START, NEW, OPEN_AT_END = "paired", "open at start", "new thread", "open at end"
 WITHOUT_STACK = "without sched_switch"
 THROUGHOUT = "off-CPU throughout"  # no record at all, and the kernel says it never ran (offcpu --pid)
-CLIPPED = (OPEN_AT_START, NEW, OPEN_AT_END, THROUGHOUT)
 WHOLE_RECORDING = b"[off-CPU for the whole recording]"
 
 

@@ -5,7 +5,7 @@ microseconds whose metadata read, for example:
     off-CPU: 7.630 s in 22,639 waits of 9 threads
     by state: S 6.602 s, R 1.003 s, D 25.0 ms
     by thread: python-25702 2.940 s, python-25709 1.720 s, ..., 3 more 12.0 ms
-    clipped to the window: 2 open at end (1.2 s), 1 open at start (40.0 ms)
+    clipped to the window: 1 wait open at the start (40.0 ms), 2 waits open at the end (1.2 s)
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ from collections.abc import Sequence
 
 from ..folded import decode
 from ..model import FoldedProfile
-from .perf_sched import CLIPPED, WITHOUT_STACK, OffCpuOptions, Wait
+from .perf_sched import NEW, OPEN_AT_END, OPEN_AT_START, THROUGHOUT, WITHOUT_STACK, OffCpuOptions, Wait
+
+# How the header names each kind of clipped wait, singular and plural, in this order.
+CLIPPED = {
+    OPEN_AT_START: ("wait open at the start", "waits open at the start"),
+    NEW: ("new thread's first wait", "new threads' first waits"),
+    OPEN_AT_END: ("wait open at the end", "waits open at the end"),
+    THROUGHOUT: ("thread off-CPU throughout", "threads off-CPU throughout"),
+}
 
 
 def format_ns(ns: float) -> str:
@@ -99,7 +107,10 @@ class OffCpuFolder:
         if window_ns:
             meta["window"] = format_ns(window_ns)
         clipped = [
-            f"{n:,} {kind} ({format_ns(ns)})" for kind, (n, ns) in sorted(self.by_kind.items()) if kind in CLIPPED
+            f"{n:,} {words[n != 1]} ({format_ns(ns)})"
+            for kind, words in CLIPPED.items()
+            if kind in self.by_kind
+            for n, ns in [self.by_kind[kind]]
         ]
         if clipped:
             meta["clipped to the window"] = ", ".join(clipped)
