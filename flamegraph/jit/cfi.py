@@ -41,7 +41,7 @@ from .dwarf import (
     uleb128,
 )
 
-ANALYSER_VERSION = 1  # bump when the analysis changes: cached results are keyed by it
+ANALYSER_VERSION = 2  # bump when the analysis changes: cached results are keyed by it
 RSP_NAMES = frozenset({"rsp", "esp", "sp", "spl"})
 RBP_NAMES = frozenset({"rbp", "ebp", "bp", "bpl"})
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
@@ -180,16 +180,12 @@ CANONICAL = {
 
 def written(mnemonic: str, operands: list[str]) -> set[str]:
     """rsp, rbp and callee-saved registers an instruction writes explicitly (canonical names)."""
+    if mnemonic == "cpuid":
+        return {"rbx"}  # and eax, ecx, edx
     if not operands or mnemonic in READ_ONLY:
         return set()
-    if mnemonic in ("xchg", "xadd", "mulx"):
-        names = operands[:2]
-    else:
-        names = operands[:1]
-    regs = {CANONICAL[n] for n in names if n in CANONICAL}
-    if mnemonic == "cpuid":
-        regs.add("rbx")
-    return regs
+    names = operands[:2] if mnemonic in ("xchg", "xadd", "mulx") else operands[:1]
+    return {CANONICAL[n] for n in names if n in CANONICAL}
 
 
 def step(t: Tracker, end: int, mnemonic: str, ops: str) -> None:
@@ -197,8 +193,6 @@ def step(t: Tracker, end: int, mnemonic: str, ops: str) -> None:
     operands = ops.split(", ") if ops else []
     if mnemonic in ("enter", "iretq", "iret", "sysret", "syscall", "int", "int3", "ud2", "hlt"):
         raise Unknown(f"{mnemonic} at {end:#x}")
-    if mnemonic == "cpuid":
-        operands = []
     regs = written(mnemonic, operands)
     if t.cfa.kind == "rsp":
         cfa, alias, saved = step_rsp(t, mnemonic, operands, regs)
