@@ -101,6 +101,10 @@ def record_mlp(
         log.feed(line)
 
     recording = record(spec, perf_data, hooks=hooks, on_output=tap)
+    shown = {k: v for k, v in recording.spec.env.items() if k != "PYTHONPATH"}  # ours, not the user's
+    recording.metadata.pop("environment", None)
+    if shown:
+        recording.metadata["environment"] = " ".join(f"{k}={v}" for k, v in sorted(shown.items()))
     if not recording.interrupted and (recording.exit_status or log.window is None):
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         status = recording.exit_status
