@@ -93,7 +93,7 @@ def offcpu_command(
 
     Records `perf record -e sched:sched_switch --switch-events --call-graph dwarf,8192`, pairs each
     thread's switch-out with its next switch-in, and draws the blocked time in microseconds, each
-    stack rooted at comm-tid and ending with the state ([S] sleeping, [D] disk, [R] preempted).
+    stack rooted at comm-tid and ending with the state ([S] sleeping, [D] uninterruptible, [R] preempted).
     Ctrl-C stops the recording and still draws the graph.
     """
     if bool(command) == (pid is not None):
