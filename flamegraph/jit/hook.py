@@ -65,20 +65,26 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
         print(f"flamegraph: {result.summary()} -> {perf_map}", file=sys.stderr, flush=True)
 
 
+# The program's globals, kept until the interpreter ends: as with `python PROGRAM`, what they hold
+# (models, JIT kernels) is still alive when the exit handlers run.
+PROGRAM_GLOBALS: dict[str, object] = {}
+
+
 def run(program: list[str]) -> None:
     """Run the program as `python PROGRAM...` would: __main__, sys.argv and sys.path[0]."""
     if program[0] == "-m":
         sys.argv = [program[1], *program[2:]]
         sys.path[0] = os.getcwd()
-        runpy.run_module(program[1], run_name="__main__", alter_sys=True)
+        PROGRAM_GLOBALS.update(runpy.run_module(program[1], run_name="__main__", alter_sys=True))
     elif program[0] == "-c":
         sys.argv = ["-c", *program[2:]]
         sys.path[0] = ""
-        exec(compile(program[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        PROGRAM_GLOBALS.update({"__name__": "__main__", "__builtins__": __builtins__})
+        exec(compile(program[1], "<string>", "exec"), PROGRAM_GLOBALS)
     else:
         sys.argv = program
         sys.path[0] = os.path.dirname(os.path.abspath(program[0]))
-        runpy.run_path(program[0], run_name="__main__")
+        PROGRAM_GLOBALS.update(runpy.run_path(program[0], run_name="__main__"))
 
 
 def main(argv: list[str] | None = None) -> None:
