@@ -142,7 +142,12 @@ def check_target(spec: RecordSpec) -> None:
 
 
 def explain_failure(spec: RecordSpec, stderr: str) -> FlamegraphError:
-    """perf's multi-line complaint -> one of our errors, with the fix."""
+    """perf's multi-line complaint -> one of our errors, with the fix. What perf 6.1 prints (first lines):
+        Access to performance monitoring and observability operations is limited.   (paranoid, not root)
+        Permission error mapping pages.                                               (-m over mlock limit)
+        Couldn't create thread/CPU maps: No such process                              (-p of a gone pid)
+        Failed to collect 'cpu-clock' for the 'nosuch' workload: No such file or directory
+    """
     if "mapping pages" in stderr:
         return NotPermitted(
             f"perf record: not permitted to lock {spec.mmap} of buffers (perf_event_mlock_kb): run as root"
