@@ -1,19 +1,21 @@
 """`make offcpu`: where the MXNet MLP's threads wait -> out/mlp-offcpu.folded and out/mlp-offcpu.svg.
 
-    python -m collectors.make_offcpu [--out out] [--epochs 3] [--no-baseline] [--whole-run]
+    python -m collectors.make_offcpu [--out out] [--epochs 3] [--repeat 1] [--no-baseline] [--whole-run]
 
 Prepares MNIST (once), trains without perf for the baseline throughput, then trains under
 `flamegraph offcpu`'s recording (`perf record -e sched:sched_switch --switch-events --call-graph
 dwarf,8192`), pairs each thread's switch-out with its switch-in, keeps the training window only
 (waits across its edges are cut, not dropped; --whole-run keeps start-up too) and draws the blocked
 time in microseconds. Prints the thread roles found in the stacks (every MXNet thread is named
-`python`), the biggest waits, the overhead on training throughput and the recording's data rate.
+`python`), the waits the graph must show, the overhead on training throughput (median of --repeat
+interleaved pairs of runs without and with the recording) and the recording's data rate.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_pro
 from flamegraph.record import Status
 
 from .mnist import prepare_mnist
-from .recipe import MlpRun, RecordedRun, overhead, record_mlp, train_without_perf, write_outputs
+from .recipe import MlpRun, RecordedRun, record_mlp, train_without_perf, write_outputs
 
 # How a thread shows what it is: the first of these frames found in its stacks (MXNet names no thread).
 ROLES = (
@@ -50,6 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
     p.add_argument("--call-graph", default="dwarf,8192", help="fp or dwarf[,SIZE] (default dwarf,8192)")
     p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
+    p.add_argument("--repeat", type=int, default=1, help="interleaved pairs of runs for the overhead (median)")
     p.add_argument("--whole-run", action="store_true", help="keep start-up and exit, not only training")
     return p.parse_args(argv)
 
@@ -86,27 +89,39 @@ def record(mlp: MlpRun, perf_data: Path, call_graph: str) -> RecordedRun:
         raise (tracepoint_problem() or err) from None
 
 
+def measure(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[float], list[float], RecordedRun]:
+    """Samples/s of `--repeat` runs without and with the recording, interleaved; the last recording."""
+    without: list[float] = []
+    with_perf: list[float] = []
+    recorded = None
+    for i in range(max(1, args.repeat)):
+        round_ = f" (round {i + 1} of {args.repeat})" if args.repeat > 1 else ""
+        if not args.no_baseline:
+            print(f"== training {args.epochs} epochs without perf{round_}", flush=True)
+            without.append(train_without_perf(mlp).mean_rate() or 0.0)
+        print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch{round_}", flush=True)
+        recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph)
+        with_perf.append(recorded.log.mean_rate() or 0.0)
+    assert recorded is not None
+    return without, with_perf, recorded
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     data = prepare_mnist(args.cache)
     mlp = MlpRun(data, epochs=args.epochs)
-    baseline = None
-    if not args.no_baseline:
-        print(f"== training {args.epochs} epochs without perf (baseline throughput)", flush=True)
-        baseline = train_without_perf(mlp)
-    print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch", flush=True)
-    recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph)
+    without, with_perf, recorded = measure(args, mlp)
+    base, rate = (statistics.median(r) if r else None for r in (without, with_perf))
+    loss = 100.0 * (base - rate) / base if base and rate else None
     window = recorded.log.window
     span = None if args.whole_run or window is None else (round(window[0] * 1e9), round(window[1] * 1e9))
     profile = fold_offcpu_recording(recorded.recording, OffCpuOptions(window=span), Diagnostics(), Status())
-    loss = overhead(baseline, recorded.log) if baseline else None
-    rate = recorded.log.mean_rate() or 0.0
     roles = thread_roles(profile)
     size_mb = recorded.recording.perf_data.stat().st_size / 1e6
     meta = profile.metadata
     meta["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
     meta["thread roles"] = ", ".join(f"{root} {role}" for root, role in sorted(roles.items()))
-    meta["throughput"] = f"{rate:,.0f} samples/s under perf" + (
-        f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)" if baseline and loss is not None else ""
+    meta["throughput"] = f"{rate or 0:,.0f} samples/s under perf" + (
+        f", {base:,.0f} without ({loss:+.1f} % overhead)" if base and loss is not None else ""
     )
     folded, svg = args.out / "mlp-offcpu.folded", args.out / "mlp-offcpu.svg"
     what = "whole run" if span is None else "training window only"
@@ -120,8 +135,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "perf_data_mb": round(size_mb, 1),
         "recording_s": round(recorded.recording.seconds, 1),
         "data_rate_mb_s": round(size_mb / recorded.recording.seconds, 1) if recorded.recording.seconds else None,
-        "samples_per_s_with_perf": round(rate),
-        "samples_per_s_without_perf": round(baseline.mean_rate() or 0) if baseline else None,
+        "samples_per_s_with_perf": round(rate or 0),
+        "samples_per_s_without_perf": round(base) if base else None,
+        "runs_samples_per_s": {"without": [round(r) for r in without], "with": [round(r) for r in with_perf]},
         "overhead_percent": round(loss, 1) if loss is not None else None,
         "val_acc": recorded.log.val_acc,
         "thread_roles": roles,
