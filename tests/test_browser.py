@@ -118,7 +118,7 @@ def test_click_zooms_and_reset_restores(browser, graph: Path) -> None:  # type: 
     assert box(browser, "gemm")["w"] == pytest.approx(PLOT * 40 / 50, abs=0.5)
     assert box(browser, "main")["w"] == pytest.approx(PLOT, abs=0.5)  # ancestors span the view, faded
     assert "parent" in frame(browser, "main").get_attribute("class")
-    assert box(browser, "io")["x"] >= 10 + PLOT - 0.5  # outside the view: clipped
+    assert box(browser, "io")["w"] == 0  # not under the zoomed frame: hidden
     assert re.search(r"[?&]x=0&y=\d+", browser.current_url)
     assert "hide" not in browser.find_element("id", "unzoom").get_attribute("class")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -233,6 +233,27 @@ def test_labels_never_overflow_their_frames(browser, graph: Path, tmp_path: Path
     static.write_bytes(re.sub(rb"<script.*?</script>", b"", graph.read_bytes(), flags=re.S))
     browser.get(static.as_uri())
     assert overflowing_labels(browser) == []
+
+
+def test_deep_zoom_on_a_large_total_keeps_exact_geometry(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Off-CPU microseconds: 5 units far along a 5.7e9 total. Single-precision SVG coordinates
+    # would lose them at their absolute offset; the zoom moves the subtree to 0.
+    counts = {"a;b": 5e9, "a;c;d": 3, "a;c;e": 2, "z": 7e8}
+    path = tmp_path / "offcpu.svg"
+    path.write_bytes(render_svg(FoldedProfile(counts, unit="microseconds"), RenderOptions(min_width="0")))
+    browser.get(path.as_uri())
+    assert box(browser, "c")["w"] < 0.001  # too narrow to click: zoom by script
+    browser.execute_script(
+        "var all = document.querySelectorAll('#frames > g');"
+        "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('c (')))"
+    )
+    assert box(browser, "c") == pytest.approx({"x": 10, "w": PLOT}, abs=0.5)
+    assert box(browser, "d") == pytest.approx({"x": 10, "w": PLOT * 3 / 5}, abs=0.5)
+    assert box(browser, "e") == pytest.approx({"x": 10 + PLOT * 3 / 5, "w": PLOT * 2 / 5}, abs=0.5)
+    assert box(browser, "a")["w"] == pytest.approx(PLOT, abs=0.5)
+    assert box(browser, "b")["w"] == 0 and box(browser, "z")["w"] == 0  # hidden
+    browser.execute_script("flamegraph.resetZoom()")
+    assert box(browser, "b")["w"] == pytest.approx(PLOT * 5e9 / 5.7e9, abs=0.5)
 
 
 def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -105,6 +105,15 @@ def test_header_is_readable_without_javascript() -> None:
     assert {"all", "python", "main", "work", "idle"} <= set(labels)
 
 
+def test_large_totals_use_coordinates_browsers_can_draw() -> None:
+    counts = {"a;b": 5_000_000_000, "a;c;d": 3, "a;c;e": 2, "z": 700_000_000}
+    svg = render_svg(FoldedProfile(dict(counts), unit="microseconds"), RenderOptions(min_width="0"))
+    view = parse(svg).find(f".//{SVG}svg[@id='view']")
+    assert view is not None and view.get("viewBox", "").split()[2] == "5700000.005"
+    assert drawn_widths(svg) == pytest.approx(through(counts))
+    assert b'<rect x="5000000" y="17" width="0.005"' in svg  # in milliseconds: exact, and below 2**25
+
+
 def test_off_cpu_profiles_say_so_and_are_blue() -> None:
     profile = FoldedProfile({"app;read;[S]": 2_500_000, "app;poll": 500_000}, unit="microseconds",
                             event="sched:sched_switch", metadata={"blocked S": "2.5 s"})  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import json
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,9 +25,17 @@ def parse(svg: bytes) -> ET.Element:
     return ET.fromstring(svg)
 
 
+def settings(svg: bytes) -> dict[str, object]:
+    element = parse(svg).find(f".//{SVG}script[@id='settings']")
+    assert element is not None and element.text is not None
+    loaded: dict[str, object] = json.loads(element.text)
+    return loaded
+
+
 def frames(svg: bytes) -> list[Drawn]:
-    """The frames of `<g id="frames">`, depth computed from the rows (root row: depth 0)."""
+    """The frames of `<g id="frames">` in the profile's unit, depth from the rows (root row: depth 0)."""
     root = parse(svg)
+    unit = float(settings(svg)["coordinateDivisor"])  # type: ignore[arg-type]
     group = root.find(f".//{SVG}g[@id='frames']")
     assert group is not None
     raw = []
@@ -39,10 +48,11 @@ def frames(svg: bytes) -> list[Drawn]:
     root_y = raw[0][2]
     step = raw[0][4] + 1
     inverted = all(y >= root_y for _, _, y, _, _, _ in raw)
+    assert raw[0][1] == 0 and raw[0][3] == float(root.find(f".//{SVG}svg[@id='view']").get("viewBox", "").split()[2])
     out = []
     for title, x, y, width, _, fill in raw:
         depth = round((y - root_y) / step) if inverted else round((root_y - y) / step)
-        out.append(Drawn(title, title[: title.rfind(" (")], depth, x, width, fill))
+        out.append(Drawn(title, title[: title.rfind(" (")], depth, x * unit, width * unit, fill))
     return out
 
 

@@ -44,6 +44,19 @@ from .summary import (
 from .text import display_name, fit_label, format_count, format_number, format_percent, format_signed
 
 LABEL_MIN_PX = 12  # narrower frames get no label
+# Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
+# totals (off-CPU microseconds) are drawn in units of 10**k; sample counts below this stay exact.
+MAX_COORDINATE = 1e7
+
+
+def coordinate_divisor(total: float) -> int:
+    """10**k such that total / 10**k <= MAX_COORDINATE."""
+    divisor = 1
+    while total / divisor > MAX_COORDINATE:
+        divisor *= 10
+    return divisor
+
+
 ROOT_TITLE = "all"
 
 
@@ -75,6 +88,7 @@ class Drawing:
     labels: list[tuple[float, float, str]]
     total: float
     max_depth: int
+    divisor: int  # coordinates are weights / divisor
 
 
 def _rows(layout: Layout, options: RenderOptions) -> list[float]:
@@ -95,20 +109,22 @@ def _draw(
     """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
     rows = _rows(layout, options)
     scale = page.plot_width / layout.total
+    divisor = coordinate_divisor(layout.total)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
     frames = []
     labels = []
     for frame in layout.frames:
         name = ROOT_TITLE if frame.depth == 0 else display_name(strip_annotation(frame.name))
         y = rows[frame.depth]
-        frames.append((title(frame, name), format_number(frame.start), str(y), format_number(frame.width), fill(frame)))
+        x, width = format_number(frame.start / divisor), format_number(frame.width / divisor)
+        frames.append((title(frame, name), x, str(y), width, fill(frame)))
         pixels = frame.width * scale
         if pixels >= LABEL_MIN_PX:
             label = fit_label(name, pixels - 6, options.font_size)
             if label:
-                x = XPAD + frame.start * scale + 3
-                labels.append((round(x, 2), round(page.graph_top + y + text_dy, 2), label))
-    return Drawing(frames, labels, layout.total, layout.max_depth)
+                left = XPAD + frame.start * scale + 3
+                labels.append((round(left, 2), round(page.graph_top + y + text_dy, 2), label))
+    return Drawing(frames, labels, layout.total, layout.max_depth, divisor)
 
 
 def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
@@ -127,6 +143,7 @@ def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: 
         "maxDepth": drawing.max_depth,
         "searchColor": SEARCH_COLOR,
         "diff": diff,
+        "coordinateDivisor": drawing.divisor,
     }
 
 
@@ -150,7 +167,7 @@ def _document(
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
-        "view_width": format_number(drawing.total),
+        "view_width": format_number(drawing.total / drawing.divisor),
         "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)

@@ -153,22 +153,38 @@
   }
 
   // --- zoom --------------------------------------------------------------------------------
+  // Zooming moves the zoomed frame's subtree to start at 0 and hides every frame that is neither in
+  // it nor an ancestor: SVG coordinates are single precision, so a tiny frame far along a large
+  // total (off-CPU microseconds) must not be drawn at its absolute offset.
+  var shownX = xAttr.slice(), hidden = new Uint8Array(n);
   function zoom(i) {
+    var s = X[i], last = end[i];
     for (var k = 0; k < raised.length; k++) {
       var a = raised[k];
-      rects[a].setAttribute("x", xAttr[a]);
       rects[a].setAttribute("width", String(W[a]));
       groups[a].classList.remove("parent");
     }
     raised = [];
     zoomed = i;
-    view.setAttribute("viewBox", X[i] + " 0 " + W[i] + " " + graphHeight);
-    for (var p = parent[i]; p >= 0; p = parent[p]) {
-      rects[p].setAttribute("x", String(X[i]));
-      rects[p].setAttribute("width", String(W[i]));
-      groups[p].classList.add("parent");
-      raised.push(p);
+    for (var j = 0; j < n; j++) {
+      var inTree = j >= i && j < last;
+      var ancestor = !inTree && j < i && i < end[j];
+      if (hidden[j] === ((inTree || ancestor) ? 1 : 0)) {
+        hidden[j] ^= 1;
+        groups[j].classList.toggle("hide", hidden[j] === 1);
+      }
+      var x = ancestor ? "0" : inTree ? (i === 0 ? xAttr[j] : String(X[j] - s)) : null;
+      if (x !== null && x !== shownX[j]) {
+        rects[j].setAttribute("x", x);
+        shownX[j] = x;
+      }
+      if (ancestor) {
+        rects[j].setAttribute("width", String(W[i]));
+        groups[j].classList.add("parent");
+        raised.push(j);
+      }
     }
+    view.setAttribute("viewBox", "0 0 " + W[i] + " " + graphHeight);
     unzoomBtn.classList.toggle("hide", i === 0);
     relabel();
     if (term !== null) updateMatched();
