@@ -1,0 +1,193 @@
+"""The attribution report on crafted `perf script` text whose answers are known by construction."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_symbols import QUADMATH, full_parse
+
+from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+from flamegraph.diagnostics import Diagnostics
+from flamegraph.model import FoldedProfile
+from flamegraph.report import (
+    FrameObserver,
+    attribute,
+    build_report,
+    observer_for,
+    report_lines,
+    report_metadata,
+    suggest,
+)
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def record(tid: int, *frames: str) -> str:
+    """One cpu-clock sample of thread `tid`, frames leaf first as perf prints them."""
+    return f"python 100/{tid} 1.{tid:06d}: 1 cpu-clock:\n" + "".join(f"\t{f}\n" for f in frames) + "\n"
+
+
+def crafted(lib: str) -> str:
+    """20 samples: 10 main thread, 5 gemm, 2 unnamed JIT, 2 cut short, 1 kernel-on-JIT (answers below)."""
+    main = record(
+        100,
+        "4011 compute (/usr/bin/python3)",
+        "5022 _PyEval_EvalFrameDefault (/usr/bin/python3)",
+        "6033 Py_RunMain (/usr/bin/python3)",
+        f"27 __libc_start_main ({LIBC})",
+        "7044 _start (/usr/bin/python3)",
+    )
+    gemm = record(
+        101,
+        "866f jit_avx512_common_gemm_f32_xbyak_gemm (/run/jit/jitted-100-21.so)",
+        f"{QUADMATH_ADDR:x} [unknown] ({lib})",
+        "169f699 mxnet::MKLDNNStream::Submit (/opt/mxnet/libmxnet.so)",
+        f"891f4 start_thread ({LIBC})",
+        f"1098eb clone3 ({LIBC})",
+    )
+    unnamed_jit = record(101, "7fec101b4bd8 [unknown] (/tmp/perf-100.map)")
+    cut = record(102, "1234 copy_rows (/opt/libfoo.so)", "3d201cb93db4f99a [unknown] ([unknown])")
+    kernel_on_jit = record(
+        101,
+        "ffffffff8103d0ca native_irq_return_iret ([kernel.kallsyms])",
+        "7fec101b5000 jit_avx512_core_f32_copy_at_kern (/tmp/perf-100.map)",
+        f"891f4 start_thread ({LIBC})",
+        f"1098eb clone3 ({LIBC})",
+    )
+    return main * 10 + gemm * 5 + unnamed_jit * 2 + cut * 2 + kernel_on_jit
+
+
+QUADMATH_ADDR = full_parse(QUADMATH)[20][0] + 1 if QUADMATH else 0
+
+
+def fold(text: str, observer: FrameObserver | None, **options: object) -> FoldedProfile:
+    collapser = PerfCollapser(FoldOptions(frame_hook=observer, **options), Diagnostics())  # type: ignore[arg-type]
+    collapser.feed(text.encode().splitlines(keepends=True), "crafted")
+    return collapser.profile()
+
+
+def test_figures_of_the_crafted_recording() -> None:
+    assert QUADMATH is not None
+    observer = observer_for(group_unknown=True)
+    profile = fold(crafted(str(QUADMATH)), observer)
+    a = attribute(profile, observer)
+    assert a.samples == 20
+    assert a.share(a.reach_root) == 80.0  # 10 main + 5 gemm + 1 kernel-on-JIT
+    assert a.share(a.any_unknown) == 45.0  # gemm's stripped frame 5, unnamed JIT 2, garbage 2
+    assert a.share(a.unknown_left) == 20.0  # the gemm's [unknown] is grouped by function
+    assert a.share(a.jit) == 40.0  # innermost user frame is JIT: 5 + 2 + 1 (under a kernel frame)
+    assert a.share(a.jit_named, a.jit) == 75.0 and a.share(a.jit_reach_root, a.jit) == 75.0
+    assert a.mean_depth == (10 * 5 + 5 * 5 + 2 * 1 + 2 * 2 + 1 * 4) / 20
+    assert a.cut_ends == {"jit": 2, "kernel": 0, "other": 2, "empty": 0}
+    fixes = suggest(a, grouping=True, unreadable=observer.namer.unreadable if observer.namer else None)
+    assert fixes == [
+        "10.0 % of stacks stop at a JIT frame: record with --jit (unwind info for the kernels) and --call-graph "
+        "dwarf,65528",
+        "10.0 % of stacks are cut before a thread root (perf's copy of the stack ran out, or code without unwind "
+        "information): record with --call-graph dwarf,65528",
+        "10.0 % of samples are in unnamed JIT code: record with --jit (DNNL_JIT_DUMP=1 names oneDNN's kernels; "
+        "--pid needs root)",
+    ]
+
+
+def test_without_grouping_the_fix_says_how_to_group() -> None:
+    assert QUADMATH is not None
+    observer = observer_for(group_unknown=False)
+    figures, fixes = build_report(fold(crafted(str(QUADMATH)), observer), observer)
+    assert figures.share(figures.unknown_left) == 45.0
+    assert fixes[-1] == "45.0 % of samples have [unknown] frames: fold with --group-unknown"
+
+
+def test_dsos_missing_here_are_named_in_the_fix() -> None:
+    observer = observer_for(group_unknown=True)
+    figures, fixes = build_report(fold(crafted("/opt/elsewhere/libmissing.so"), observer), observer)
+    assert figures.share(figures.unknown_left) == 45.0
+    assert fixes[-1] == (
+        "45.0 % of samples keep [unknown] frames from DSOs not readable here (libmissing.so): "
+        "fold on the machine that recorded"
+    )
+
+
+def test_frame_pointer_recordings_are_told_to_use_dwarf() -> None:
+    text = record(5, "4011 compute (/usr/bin/python3)", "3d201cb93db4f99a [unknown] ([unknown])") * 3
+    text += record(5, "4011 compute (/usr/bin/python3)")
+    figures, fixes = build_report(fold(text, observer_for(True)), None)
+    assert figures.reach_root == 0 and figures.mean_depth == 1.75
+    assert fixes[0].startswith("stacks end after 1.8 frames on average: record with --call-graph dwarf")
+
+
+def test_a_whole_truth_profile_needs_no_fix() -> None:
+    text = record(7, "4011 compute (/usr/bin/python3)", "4011 main (/usr/bin/python3)", "7044 _start (/x)") * 4
+    figures, fixes = build_report(fold(text, observer_for(True)), None)
+    assert figures.share(figures.reach_root) == 100.0 and fixes == []
+    assert report_metadata(figures, fixes) == {
+        "stacks reaching a thread root": "100.0 %",
+        "samples with [unknown] frames": "0.0 %",
+        "JIT code": "0.0 % of samples",
+    }
+
+
+def test_annotated_profiles_are_read_without_an_observer() -> None:
+    """A folded file made elsewhere with --all: _[j] and _[k] annotations say what the frames are."""
+    profile = FoldedProfile(
+        counts={
+            "python;clone3;start_thread;mxnet::MKLDNNStream::Submit;jit_gemm_[j]": 3,
+            "python;clone3;start_thread;jit_copy_[j];page_fault_[k]": 1,
+            "python;[perf-100.map]": 1,
+        }
+    )
+    a = attribute(profile)
+    assert (a.samples, a.reach_root, a.jit, a.jit_named) == (5, 4, 5, 4)
+
+
+def test_report_lines_and_metadata() -> None:
+    assert QUADMATH is not None
+    observer = observer_for(group_unknown=True)
+    figures, fixes = build_report(fold(crafted(str(QUADMATH)), observer), observer)
+    lines = report_lines(figures, fixes)
+    assert lines[:4] == [
+        "attribution (mean stack depth 4.2 frames):",
+        "   80.0 %  reach a thread root (_start, start_thread, clone/clone3)",
+        "   45.0 %  have an [unknown] frame; 20.0 % after grouping by function",
+        "   40.0 %  in JIT code: 75.0 % of it named, 75.0 % reach a root",
+    ]
+    assert [line[:7] for line in lines[4:]] == ["  fix: "] * 3
+    meta = report_metadata(figures, fixes)
+    assert list(meta) == [
+        "stacks reaching a thread root",
+        "samples with [unknown] frames",
+        "JIT code",
+        "to see more",
+    ]
+    assert meta["JIT code"] == "40.0 % of samples, 75.0 % named, 75.0 % reach a root"
+    assert meta["samples with [unknown] frames"] == "45.0 % (20.0 % after grouping by function)"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_fold_report_prints_to_stderr(tmp_path: Path, jobs: str) -> None:
+    assert QUADMATH is not None
+    text = tmp_path / "perf.txt"
+    text.write_text(crafted(str(QUADMATH)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "fold", "--report", "-j", jobs, str(text)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "   80.0 %  reach a thread root" in proc.stderr
+    assert "   40.0 %  in JIT code: 75.0 % of it named, 75.0 % reach a root" in proc.stderr
+    assert f"{QUADMATH.name}+{full_parse(QUADMATH)[20][0]:#x}" in proc.stdout  # grouped by default
+    plain = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "fold", "--no-group-unknown", str(text)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"[{QUADMATH.name}]" in plain.stdout and "attribution" not in plain.stderr
