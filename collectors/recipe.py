@@ -134,9 +134,9 @@ def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:
         print(f"  {100 * weight / total:5.1f} %  {short}")
 
 
-def overhead(baseline: TrainLog, profiled: TrainLog) -> float | None:
-    """Relative throughput loss under perf, in %, from the mean per-epoch samples/s."""
-    base, prof = baseline.mean_rate(), profiled.mean_rate()
+def overhead(baseline: TrainLog, profiled: TrainLog, best: bool = False) -> float | None:
+    """Relative throughput loss under perf, in %, from the mean (or the best) per-epoch samples/s."""
+    base, prof = (baseline.best_rate(), profiled.best_rate()) if best else (baseline.mean_rate(), profiled.mean_rate())
     if not base or not prof:
         return None
     return 100.0 * (base - prof) / base
