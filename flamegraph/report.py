@@ -145,41 +145,59 @@ def _end_kind(flags: int, frame: str) -> str:
     return "kernel" if flags & KERNEL else "other"
 
 
-def suggest(a: Attribution, grouping: bool = True, unreadable: dict[str, str] | None = None) -> list[str]:
-    """One line per gap, each with its fix."""
-    fixes = []
-    cut = a.samples - a.reach_root
-    if a.samples and a.share(a.reach_root) < ROOT_TARGET:
-        if a.mean_depth < 4:
-            fixes.append(
-                f"stacks end after {a.mean_depth:.1f} frames on average: record with --call-graph dwarf "
-                "(libraries built without frame pointers stop frame-pointer unwinding)"
-            )
-        else:
-            if a.cut_ends["jit"]:
-                fixes.append(
-                    f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
-                    "(unwind info for the kernels) and --call-graph dwarf,65528"
-                )
-            other = cut - a.cut_ends["jit"]
-            if other > 0.1 * cut:
-                fixes.append(
-                    f"{a.share(other):.1f} % of stacks are cut before a thread root (perf's copy of the stack "
-                    "ran out, or code without unwind information): record with --call-graph dwarf,65528"
-                )
+MAX_DWARF = 65528
+MISSING = "not found on this machine"  # FunctionNamer's reason for a DSO path that does not exist here
+
+
+def suggest(
+    a: Attribution, grouping: bool = True, unreadable: dict[str, str] | None = None, call_graph: str | None = None
+) -> list[str]:
+    """One line per gap, each with its fix (`call_graph`: how it was recorded, if known)."""
+    fixes = _cut_fixes(a, call_graph) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
     if a.jit > a.jit_named:
         fixes.append(
             f"{a.share(a.jit - a.jit_named):.1f} % of samples are in unnamed JIT code: record with --jit "
             "(DNNL_JIT_DUMP=1 names oneDNN's kernels; --pid needs root)"
         )
+    missing = sorted(path.rsplit("/", 1)[-1] for path, why in (unreadable or {}).items() if why == MISSING)
     if a.samples and a.share(a.unknown_left) >= 1.0:
         if not grouping:
             fixes.append(f"{a.share(a.unknown_left):.1f} % of samples have [unknown] frames: fold with --group-unknown")
-        elif unreadable:
-            names = ", ".join(sorted(path.rsplit("/", 1)[-1] for path in unreadable)[:4])
+        elif missing:
             fixes.append(
-                f"{a.share(a.unknown_left):.1f} % of samples keep [unknown] frames from DSOs not readable here "
-                f"({names}): fold on the machine that recorded"
+                f"{a.share(a.unknown_left):.1f} % of samples keep [unknown] frames; DSOs not found here "
+                f"({', '.join(missing[:4])}): fold on the machine that recorded"
+            )
+    return fixes
+
+
+def _cut_fixes(a: Attribution, call_graph: str | None) -> list[str]:
+    """Why stacks miss their thread root, and what to record differently."""
+    if a.mean_depth < 4:
+        return [
+            f"stacks end after {a.mean_depth:.1f} frames on average: record with --call-graph dwarf "
+            "(libraries built without frame pointers stop frame-pointer unwinding)"
+        ]
+    fixes = []
+    cut = a.samples - a.reach_root
+    if a.cut_ends["jit"]:
+        fixes.append(
+            f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
+            "(unwind info for the kernels) and --call-graph dwarf,65528"
+        )
+    other = cut - a.cut_ends["jit"]
+    if other > 0.1 * cut:
+        size = call_graph.partition(",")[2] if call_graph and call_graph.startswith("dwarf") else ""
+        if size and int(size) >= MAX_DWARF:
+            fixes.append(
+                f"{a.share(other):.1f} % of stacks are deeper than perf's largest stack copy (64 KB) or pass "
+                "through code without unwind information: deep start-up stacks are typical, --window leaves "
+                "them out"
+            )
+        else:
+            fixes.append(
+                f"{a.share(other):.1f} % of stacks are cut before a thread root (perf's copy of the stack "
+                "ran out, or code without unwind information): record with --call-graph dwarf,65528"
             )
     return fixes
 
@@ -229,5 +247,6 @@ def build_report(profile: FoldedProfile, observer: FrameObserver | None) -> tupl
     """Figures and fixes for a folded profile (observer: the hook the fold ran with, if any)."""
     figures = attribute(profile, observer)
     namer = observer.namer if observer is not None else None
-    fixes = suggest(figures, grouping=namer is not None, unreadable=namer.unreadable if namer else None)
+    unreadable = namer.unreadable if namer else None
+    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"))
     return figures, fixes

@@ -107,9 +107,13 @@ def test_dsos_missing_here_are_named_in_the_fix() -> None:
     figures, fixes = build_report(fold(crafted("/opt/elsewhere/libmissing.so"), observer), observer)
     assert figures.share(figures.unknown_left) == 45.0
     assert fixes[-1] == (
-        "45.0 % of samples keep [unknown] frames from DSOs not readable here (libmissing.so): "
+        "45.0 % of samples keep [unknown] frames; DSOs not found here (libmissing.so): "
         "fold on the machine that recorded"
     )
+    # Recorded with the largest stack copy already: the cut stacks get another explanation.
+    profile = fold(crafted("/opt/elsewhere/libmissing.so"), observer)
+    profile.metadata["call graph"] = "dwarf,65528"
+    assert "deeper than perf's largest stack copy" in build_report(profile, observer)[1][1]
 
 
 def test_frame_pointer_recordings_are_told_to_use_dwarf() -> None:

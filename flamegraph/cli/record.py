@@ -14,6 +14,7 @@ from ..collapse.perf import FoldOptions
 from ..color import HighlightRule, resolve_highlights
 from ..diagnostics import Diagnostics, FlamegraphError
 from ..folded import write_folded
+from ..jit.recording import JIT_CALL_GRAPH, JitHook
 from ..model import FoldedProfile
 from ..record import (
     DEFAULT_CALL_GRAPH,
@@ -111,6 +112,7 @@ def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str,
 
 @app.command("record", context_settings={"allow_interspersed_args": False})
 def record_command(
+    ctx: typer.Context,
     command: Annotated[
         list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
     ] = None,
@@ -145,12 +147,23 @@ def record_command(
         typer.Option("--group-unknown/--no-group-unknown", help="name [unknown] frames by function (.eh_frame)"),
     ] = True,
     no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
+    jit: Annotated[
+        bool,
+        typer.Option(
+            "--jit/--no-jit",
+            help="name oneDNN's JIT kernels and unwind through them (DNNL_JIT_DUMP=1, jitdump, perf inject "
+            "--jit; the call graph default becomes dwarf,65528)",
+        ),
+    ] = False,
 ) -> None:
     """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
 
     Records with `perf record -N -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
     Ctrl-C stops the recording and still draws the graph.
     """
+    source = ctx.get_parameter_source("call_graph")
+    if jit and (source is None or source.name == "DEFAULT"):
+        call_graph = JIT_CALL_GRAPH  # the gemm kernels' frames are 12-16 KB: a 16 KB copy cuts their stacks
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None:
@@ -168,7 +181,7 @@ def record_command(
         duration=duration,
     )
     draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown)
-    record_and_draw(spec, span, draw, perf_data)
+    record_and_draw(spec, span, draw, perf_data, jit)
 
 
 @dataclass(frozen=True)
@@ -183,17 +196,23 @@ class Drawing:
 
 
 def record_and_draw(
-    spec: RecordSpec, window: tuple[float | None, float | None] | None, draw: Drawing, perf_data: Path | None
+    spec: RecordSpec,
+    window: tuple[float | None, float | None] | None,
+    draw: Drawing,
+    perf_data: Path | None,
+    jit: bool = False,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
-    is kept (and its path printed) when a later step fails, so nothing recorded is lost."""
+    is kept (and its path printed) when a later step fails, so nothing recorded is lost.
+    With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/."""
     status = Status()
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-record-"))
     data_path = perf_data or scratch / "perf.data"
     keep = perf_data is not None
     recorded = False
+    hooks = [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
     try:
-        recording = record(spec, data_path)
+        recording = record(spec, data_path, hooks=hooks)
         recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown)

@@ -134,7 +134,7 @@ class JitHook:
 
 def inject(perf_data: Path) -> str | None:
     """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any."""
-    out = perf_data.with_name(perf_data.name + ".jit")
+    out = perf_data.with_name(perf_data.name + ".injected")
     proc = subprocess.run(
         [find_perf(), "inject", "--jit", "-i", str(perf_data), "-o", str(out)], capture_output=True, text=True
     )
