@@ -16,6 +16,9 @@ The recording window runs from the first to the last timestamped record. A threa
 is a switch-in was off-CPU when the window opened: that wait is clipped to the window start, under a
 `[off-CPU since recording start]` frame (a new thread's first wait starts at its FORK, under
 `[new thread]`). A wait still open at the end is clipped to the window end under its real stack.
+A switch-out seen only as a PERF_RECORD_SWITCH OUT (the tracepoint starts at exec, or its sample was
+lost) still counts, under `[no sched_switch record]`. Threads perf found at attach (time-0 COMM
+records) with no record in the window are listed in `silent`: the text cannot tell blocked from busy.
 """
 
 from __future__ import annotations
