@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
+from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.record import RecordHook, RecordSpec
 
 from .mnist import prepare_mnist
@@ -43,6 +44,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--freq", type=int, default=None, help="perf sampling frequency (default: the recorder's)")
     p.add_argument("--call-graph", default=None, help="fp, dwarf or dwarf,SIZE (default: the recorder's)")
     p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
+    p.add_argument(
+        "--no-jit",
+        action="store_true",
+        help="leave oneDNN's JIT kernels unnamed and their stacks cut (no DNNL_JIT_DUMP, jitdump, perf inject --jit)",
+    )
     return p.parse_args(argv)
 
 
@@ -55,6 +61,9 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
         print(f"== training {args.epochs} epochs without perf (baseline throughput)", flush=True)
         baseline = train_without_perf(mlp)
     spec = RecordSpec(command=("placeholder",))
+    if not args.no_jit and not hooks:  # named kernels, unwound through: gemm under its real callers
+        hooks = [JitHook(args.out.absolute() / "mlp-oncpu.jit", note=print)]
+        spec = spec.replace(call_graph=JIT_CALL_GRAPH)  # the gemm frames are 12-16 KB
     if args.freq:
         spec = spec.replace(freq=args.freq)
     if args.call_graph:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -85,6 +86,7 @@ class JitHook:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
             return spec
         self.hooked = True
+        self.summary["command"] = shlex.join(spec.command)  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
 
     def finish(self, recording: Recording) -> Recording:
@@ -97,7 +99,7 @@ class JitHook:
         if failure:
             self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
         seconds = time.perf_counter() - started
-        if completed or self.summary:
+        if completed or "JIT kernels" in self.summary:
             kernels = sum(c.kernels for c in completed)
             with_cfi = sum(c.with_cfi for c in completed)
             self.summary.setdefault("JIT kernels", f"{kernels} named, {with_cfi} with unwind info")
