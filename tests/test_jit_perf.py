@@ -1,0 +1,145 @@
+"""Named oneDNN JIT kernels and complete stacks through them, with real perf and a real MXNet MLP.
+
+The workload is a small MLP (784-128-64-10, oneDNN) on synthetic data, so that no data set is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from flamegraph.collapse.perf import FoldOptions
+from flamegraph.diagnostics import Diagnostics
+from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
+from flamegraph.model import FoldedProfile
+from flamegraph.record import RecordSpec, fold_recording, record
+from flamegraph.report import attribute, observer_for
+
+pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
+
+MLP = textwrap.dedent(
+    """
+    import os, sys, time
+    import numpy as np, mxnet as mx
+    epochs, loop = int(sys.argv[1]), len(sys.argv) > 2
+    rng = np.random.RandomState(0)
+    X = rng.rand(6400, 784).astype("float32"); y = rng.randint(0, 10, 6400).astype("float32")
+    train = mx.io.NDArrayIter(X, y, 64, shuffle=True); val = mx.io.NDArrayIter(X[:640], y[:640], 64)
+    net = mx.sym.Variable("data")
+    for i, hidden in enumerate((128, 64)):
+        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
+    mod = mx.mod.Module(net, context=mx.cpu())
+    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
+    mod.init_params(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
+    print("TRAIN_START", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
+    epoch = 0
+    while epoch < epochs or loop:
+        train.reset()
+        for batch in train:
+            mod.forward_backward(batch); mod.update()
+        mx.nd.waitall()
+        mod.score(val, mx.metric.Accuracy())  # creates the inference kernels late, as validation does
+        epoch += 1
+        print("EPOCH", epoch, flush=True)
+    print("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
+    """
+)
+GEMM = "jit_avx512_common_gemm_f32_xbyak_gemm"
+ROOTS = ("_start", "start_thread", "clone", "clone3")
+
+
+def jit_stacks(profile: FoldedProfile) -> dict[str, float]:
+    return {stack: n for stack, n in profile.counts.items() if stack.endswith("_[j]")}
+
+
+def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> None:
+    script = tmp_path / "mlp.py"
+    script.write_text(MLP)
+    lines: list[str] = []
+    hook = JitHook(tmp_path / "jit", note=lines.append)
+    spec = RecordSpec(command=(sys.executable, str(script), "2"), call_graph=JIT_CALL_GRAPH, cwd=str(tmp_path))
+    recording = record(spec, tmp_path / "perf.data", hooks=[hook], on_output=lines.append)
+    assert recording.exit_status in (0, None), lines[-10:]
+    assert not list(tmp_path.glob("dnnl_dump_*"))  # moved into the JIT directory at exit
+    start, end = (float(line.split()[1]) for line in lines if line.startswith(("TRAIN_START", "TRAIN_END")))
+    observer = observer_for(group_unknown=True)
+    profile = fold_recording(recording, FoldOptions.with_all(frame_hook=observer), (start, end), Diagnostics())
+    jit = jit_stacks(profile)
+    figures = attribute(profile, observer)
+    assert sum(jit.values()) >= 20, lines[-20:]
+    assert figures.jit_named == figures.jit  # every JIT sample named
+    assert figures.share(figures.jit_reach_root, figures.jit) >= 95.0  # stacks complete through the kernels
+    assert figures.share(figures.reach_root) >= 95.0
+    gemm = {stack: n for stack, n in jit.items() if stack.endswith(f"{GEMM}_[j]")}
+    assert gemm, sorted(jit)[:5]
+    for stack in gemm:
+        frames = stack.split(";")
+        assert frames[1] in ROOTS
+        assert "mxnet::MKLDNNStream::Submit" in frames
+        assert any(f.startswith("mxnet::op::MKLDNNFC") for f in frames)
+        assert "mxnet::engine::ThreadedEngine::ExecuteOprBlock" in frames
+    assert recording.metadata["JIT kernels"].endswith("with unwind info")
+    kernels, with_cfi = recording.metadata["JIT kernels"].split(" named, ")
+    assert int(kernels) >= 20 and with_cfi == f"{kernels} with unwind info"
+    assert any("perf inject --jit done" in line for line in lines)
+
+
+def start_workload(tmp_path: Path, through_hook: bool) -> tuple[subprocess.Popen[str], int]:
+    script = tmp_path / "mlp.py"
+    script.write_text(MLP)
+    program = [str(script), "1", "loop"]
+    command = [
+        sys.executable,
+        *([str(HOOK), "--jit-dir", str(tmp_path / "jit"), "--"] if through_hook else []),
+        *program,
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "DNNL_JIT_DUMP": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:  # the first epoch and its validation: every kernel exists
+        if line.startswith("EPOCH") or time.monotonic() > deadline:
+            break
+    return proc, proc.pid
+
+
+@pytest.mark.parametrize("through_hook", [False, True], ids=["dnnl-jit-dump-only", "started-through-the-hook"])
+def test_attached_mlp_gets_named_kernels(tmp_path: Path, through_hook: bool) -> None:
+    """--pid: names from outside (root reads /proc/PID/mem); complete stacks too if the hook made a marker."""
+    proc, pid = start_workload(tmp_path, through_hook)
+    try:
+        notes: list[str] = []
+        hook = JitHook(tmp_path / "pid-jit", note=notes.append)
+        spec = RecordSpec(pid=pid, call_graph=JIT_CALL_GRAPH, duration=2.0)
+        recording = record(spec, tmp_path / "perf.data", hooks=[hook])
+        assert Path(f"/tmp/perf-{pid}.map").is_file(), notes
+        observer = observer_for(group_unknown=True)
+        profile = fold_recording(recording, FoldOptions.with_all(frame_hook=observer), None, Diagnostics())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    figures = attribute(profile, observer)
+    assert figures.jit > 10 and figures.jit_named == figures.jit, notes
+    assert any(stack.endswith(f"{GEMM}_[j]") for stack in profile.counts)
+    reach = figures.share(figures.jit_reach_root, figures.jit)
+    if through_hook:
+        assert any("perf inject --jit done" in note for note in notes), notes
+        assert reach >= 95.0
+    else:
+        assert reach < 50.0  # named, but perf cannot unwind through a kernel without its CFI
