@@ -173,13 +173,16 @@ def suggest(
 
 def _cut_fixes(a: Attribution, call_graph: str | None) -> list[str]:
     """Why stacks miss their thread root, and what to record differently."""
-    if a.mean_depth < 4:
+    cut = a.samples - a.reach_root
+    frame_pointers = call_graph in ("fp", "lbr") or (
+        call_graph is None and (a.mean_depth < 4 or a.share(a.reach_root) < 5.0)
+    )
+    if frame_pointers:
         return [
-            f"stacks end after {a.mean_depth:.1f} frames on average: record with --call-graph dwarf "
-            "(libraries built without frame pointers stop frame-pointer unwinding)"
+            f"{a.share(cut):.1f} % of stacks end before a thread root ({a.mean_depth:.1f} frames on average): "
+            "frame pointers stop at every library built without them; record with --call-graph dwarf"
         ]
     fixes = []
-    cut = a.samples - a.reach_root
     if a.cut_ends["jit"]:
         fixes.append(
             f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "

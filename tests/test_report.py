@@ -121,7 +121,13 @@ def test_frame_pointer_recordings_are_told_to_use_dwarf() -> None:
     text += record(5, "4011 compute (/usr/bin/python3)")
     figures, fixes = build_report(fold(text, observer_for(True)), None)
     assert figures.reach_root == 0 and figures.mean_depth == 1.75
-    assert fixes[0].startswith("stacks end after 1.8 frames on average: record with --call-graph dwarf")
+    assert fixes[0] == (
+        "100.0 % of stacks end before a thread root (1.8 frames on average): frame pointers stop at every "
+        "library built without them; record with --call-graph dwarf"
+    )
+    deep = fold(text.replace("\t4011 compute", "\t1 a (/x)\n\t2 b (/x)\n\t3 c (/x)\n\t4011 compute"), None)
+    deep.metadata["call graph"] = "fp"  # deep frame-pointer stacks: the recording says how they were made
+    assert "record with --call-graph dwarf" in build_report(deep, None)[1][0]
 
 
 def test_a_whole_truth_profile_needs_no_fix() -> None:
