@@ -67,6 +67,10 @@ class TrainLog:
         rates = [e.samples_per_s for e in self.epochs[1 if skip_first and len(self.epochs) > 1 else 0 :]]
         return sum(rates) / len(rates) if rates else None
 
+    def merged(self, other: TrainLog) -> TrainLog:
+        """This run's markers with the epochs of both runs (for throughput over several runs)."""
+        return TrainLog(self.pid, self.start, self.end, [*self.epochs, *other.epochs])
+
     def best_rate(self) -> float | None:
         """The fastest epoch's samples/s: least disturbed by other work on a shared machine."""
         return max((e.samples_per_s for e in self.epochs), default=None)

@@ -52,6 +52,13 @@ def test_partial_output_has_no_window() -> None:
     assert log.window is None and log.start == 1100.090395 and len(log.epochs) == 1
 
 
+def test_runs_merge_for_throughput() -> None:
+    first, second = parse_log(TRAINER_OUTPUT), TrainLog()
+    second.feed("epoch 0 train-acc 0.9 val-acc 0.9 time 1.00s 40000 samples/s")
+    both = first.merged(second)
+    assert both.window == first.window and len(both.epochs) == 3 and both.best_rate() == 40000
+
+
 def test_interrupted_training_still_closes_the_window() -> None:
     log = parse_log("TRAIN_START 5.000000\nTRAIN_END 7.250000 (interrupted)\n")
     assert log.window == (5.0, 7.25)
