@@ -1,19 +1,19 @@
 """Folded stacks -> the frames of a flame graph: merge stacks into a tree, prune narrow frames.
 
-The stacks are ordered (sorted, or kept in input order for a flame chart) so that every frame's
-stacks form one contiguous run; a frame is then a run of stacks sharing a prefix, found with a
-binary search on the sorted keys. Only frames at least `min_weight` wide are visited, so time and
-memory grow with the frames drawn, not with all the nodes of the merged tree.
+The stacks are sorted as plain text (or kept in input order for a flame chart). The stacks through
+frame "a;b" are then the stack "a;b" itself plus one contiguous run of "a;b;..." found by binary
+search, and only frames at least `min_weight` wide are visited: time and memory beyond the input
+grow with the frames drawn, not with all the nodes of the merged tree. Stack strings are never copied.
 
-Keys are the stack text plus a final ';' ("a;b" -> "a;b;"), which makes the stacks through one
-frame a contiguous run in code-point order even when one name is a prefix of another
-("a", "a+b;x", "a;y" sort to "a+b;x;", "a;", "a;y;").
+A stack may sit apart from its run when a sibling's name extends its own with a character below ';'
+("a", "a b;x", "a;y" sort in that order): such a run is remembered and skipped when reached, so
+"a" is still one frame (flamegraph.pl, merging neighbouring lines, draws it twice).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
@@ -57,36 +57,40 @@ class Layout:
 
 @dataclass(frozen=True)
 class Columns:
-    """Weights per stack, in the same order as the keys: the width, and for diffs BEFORE and AFTER."""
+    """Weights per stack, in the same order as the stacks: the width, and for diffs BEFORE and AFTER."""
 
     width: Sequence[float]
     before: Sequence[float] | None = None
     after: Sequence[float] | None = None
 
 
-def stack_key(text: str, reverse: bool = False) -> str:
-    if reverse:
-        return SEP.join(reversed(text.split(SEP))) + SEP
-    return text + SEP
+def reverse_stack(text: str) -> str:
+    return SEP.join(reversed(text.split(SEP)))
 
 
 def order_stacks(
-    items: Iterable[tuple[str, float]], reverse: bool = False, keep_order: bool = False
+    stacks: Mapping[str, float] | Sequence[tuple[str, float]], reverse: bool = False, keep_order: bool = False
 ) -> tuple[list[str], list[float]]:
-    """Keys and weights, sorted by key (or in input order for a flame chart)."""
-    texts: list[str] = []
-    weights: list[float] = []
-    for text, weight in items:
-        texts.append(text)
-        weights.append(weight)
-    if reverse:
-        keys = [stack_key(text, True) for text in texts]
-    else:
-        keys = [text + SEP for text in texts]
+    """Stack texts sorted (or in input order for a flame chart) and their weights.
+
+    A mapping (a profile's counts) is used as it is; a sequence may repeat stacks: a flame chart
+    keeps the repeats apart, otherwise they are added up.
+    """
     if keep_order:
-        return keys, weights
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    return [keys[i] for i in order], [weights[i] for i in order]
+        pairs = list(stacks.items()) if isinstance(stacks, Mapping) else list(stacks)
+        texts = [reverse_stack(text) if reverse else text for text, _ in pairs]
+        return texts, [weight for _, weight in pairs]
+    counts: Mapping[str, float]
+    if isinstance(stacks, Mapping) and not reverse:
+        counts = stacks
+    else:
+        merged: dict[str, float] = {}
+        for text, weight in stacks.items() if isinstance(stacks, Mapping) else stacks:
+            key = reverse_stack(text) if reverse else text
+            merged[key] = merged.get(key, 0) + weight
+        counts = merged
+    texts = sorted(counts)
+    return texts, [counts[text] for text in texts]
 
 
 def min_weight_for(min_width: str | float, total: float, plot_width: float) -> float:
@@ -102,59 +106,105 @@ def layout_profile(
     min_weight: float = 0.0,
     reverse: bool = False,
 ) -> Layout:
-    keys, weights = order_stacks(profile.counts.items(), reverse=reverse)
-    return layout_keys(keys, Columns(weights), min_weight)
+    texts, weights = order_stacks(profile.counts, reverse=reverse)
+    return layout_stacks(texts, Columns(weights), min_weight)
 
 
-def layout_keys(keys: list[str], columns: Columns, min_weight: float = 0.0, ordered: bool = True) -> Layout:
-    """Merge the stacks of `keys` (see `order_stacks`) into frames at least `min_weight` wide.
+def layout_stacks(texts: list[str], columns: Columns, min_weight: float = 0.0, ordered: bool = True) -> Layout:
+    """Merge the stacks (as `order_stacks` gives them) into frames at least `min_weight` wide.
 
-    `ordered=False` is the flame chart: only neighbouring stacks merge, and a key may repeat.
+    `ordered=False` is the flame chart: only neighbouring stacks merge, and a stack may repeat.
     """
-    cum = list(accumulate(columns.width, initial=0.0))
-    cum_before = list(accumulate(columns.before, initial=0.0)) if columns.before is not None else None
-    cum_after = list(accumulate(columns.after, initial=0.0)) if columns.after is not None else None
-    widths = columns.width
+    merge = _Merge(texts, columns, min_weight, ordered)
     frames: list[Frame] = []
     max_depth = 0
-    # Work list of frames to visit: (first stack, end, prefix length, depth, name); children are
-    # pushed in reverse so the leftmost is visited next and the output is depth-first.
-    todo: list[tuple[int, int, int, int, str]] = [(0, len(keys), 0, 0, ROOT_NAME)]
+    # Frames to visit: (run start, run end, index of the stack ending here or -1, length of the
+    # frame's prefix "a;b", depth, name, x). Children are pushed in reverse: depth-first output.
+    todo: list[_Visit] = [(0, len(texts), -1, -1, 0, ROOT_NAME, 0.0)]
     while todo:
-        lo, hi, plen, depth, name = todo.pop()
-        self_width = 0.0
-        self_stacks: list[int] = []
-        children: list[tuple[int, int, int, int, str]] = []
-        k = lo
-        while k < hi:
-            key = keys[k]
-            if len(key) == plen:  # this stack ends in this frame
-                self_width += widths[k]
-                self_stacks.append(k)
-                k += 1
-                continue
-            sep = key.index(SEP, plen)
-            prefix = key[: sep + 1]
-            if ordered:
-                end = bisect_left(keys, key[:sep] + AFTER_SEP, k + 1, hi)
-            else:
-                end = k + 1
-                while end < hi and keys[end].startswith(prefix):
-                    end += 1
-            weight = cum[end] - cum[k]
-            if weight > 0 and weight >= min_weight:
-                children.append((k, end, sep + 1, depth + 1, key[plen:sep]))
-            k = end
-        before = after = self_delta = 0.0
-        if cum_before is not None and cum_after is not None:
-            before = cum_before[hi] - cum_before[lo]
-            after = cum_after[hi] - cum_after[lo]
-            self_delta = sum(
-                (cum_after[i + 1] - cum_after[i]) - (cum_before[i + 1] - cum_before[i]) for i in self_stacks
-            )
-        frames.append(Frame(name, depth, cum[lo], cum[hi] - cum[lo], self_width, before, after, self_delta))
-        if depth > max_depth:
-            max_depth = depth
+        visit = todo.pop()
+        frame, children = merge.visit(visit)
+        frames.append(frame)
+        max_depth = max(max_depth, frame.depth)
         children.reverse()
         todo.extend(children)
-    return Layout(frames, cum[-1], max_depth, len(keys))
+    return Layout(frames, merge.cum[-1], max_depth, len(texts))
+
+
+_Visit = tuple[int, int, int, int, int, str, float]
+
+
+class _Merge:
+    """One frame at a time: its weights, and its children wide enough to draw."""
+
+    def __init__(self, texts: list[str], columns: Columns, min_weight: float, ordered: bool) -> None:
+        self.texts = texts
+        self.widths = columns.width
+        self.cum = list(accumulate(columns.width, initial=0.0))
+        self.before = list(accumulate(columns.before, initial=0.0)) if columns.before is not None else None
+        self.after = list(accumulate(columns.after, initial=0.0)) if columns.after is not None else None
+        self.min_weight = min_weight
+        self.ordered = ordered
+
+    def visit(self, visit: _Visit) -> tuple[Frame, list[_Visit]]:
+        lo, hi, exact, plen, depth, name, x = visit
+        texts, widths, cum = self.texts, self.widths, self.cum
+        ends = [exact] if exact >= 0 else []  # stacks ending in this frame
+        offset = x + (widths[exact] if exact >= 0 else 0.0)
+        children: list[_Visit] = []
+        held: list[tuple[int, int]] = []  # runs found ahead of their place, nearest last
+        first = plen + 1  # where the children's names start
+        k = lo
+        while k < hi:
+            if held and k == held[-1][0]:
+                k = held.pop()[1]
+                continue
+            text = texts[k]
+            if len(text) == plen:  # flame chart: this stack ends here, between children
+                ends.append(k)
+                offset += widths[k]
+                k += 1
+                continue
+            sep = text.find(SEP, first)
+            child_exact, start, end, resume = self._child(text, k, hi, sep)
+            if start > k + 1:
+                held.append((start, end))
+            weight = (widths[child_exact] if child_exact >= 0 else 0.0) + cum[end] - cum[start]
+            if weight > 0 and weight >= self.min_weight:
+                children.append((start, end, child_exact, sep if sep >= 0 else len(text), depth + 1,
+                                 text[first:sep] if sep >= 0 else text[first:], offset))  # fmt: skip
+            offset += weight
+            k = resume
+        return self._frame(name, depth, x, offset - x, lo, hi, ends), children
+
+    def _child(self, text: str, k: int, hi: int, sep: int) -> tuple[int, int, int, int]:
+        """(stack ending in the child or -1, its run's start and end, where to go on) for texts[k]."""
+        texts = self.texts
+        if not self.ordered:
+            prefix = text if sep < 0 else text[:sep]
+            below = prefix + SEP
+            end = k + 1
+            while end < hi and (texts[end] == prefix or texts[end].startswith(below)):
+                end += 1
+            return -1, k, end, end
+        if sep >= 0:  # "a;b;c;...": the run of "a;b;c;", nothing ends at "a;b;c"
+            end = bisect_left(texts, text[:sep] + AFTER_SEP, k + 1, hi)
+            return -1, k, end, end
+        start = bisect_left(texts, text + SEP, k + 1, hi)  # texts[k] is "a;b;c" itself
+        end = bisect_left(texts, text + AFTER_SEP, start, hi)
+        return k, start, end, (end if start == k + 1 else k + 1)
+
+    def _frame(self, name: str, depth: int, x: float, width: float, lo: int, hi: int, ends: list[int]) -> Frame:
+        self_width = sum(self.widths[i] for i in ends)
+        if self.before is None or self.after is None:
+            return Frame(name, depth, x, width, self_width)
+        before, after = self.before, self.after
+
+        def column(cum: list[float], i: int) -> float:
+            return cum[i + 1] - cum[i]
+
+        apart = [i for i in ends if not lo <= i < hi]  # the stack "a;b" sits before the run "a;b;..."
+        old = before[hi] - before[lo] + sum(column(before, i) for i in apart)
+        new = after[hi] - after[lo] + sum(column(after, i) for i in apart)
+        delta = sum(column(after, i) - column(before, i) for i in ends)
+        return Frame(name, depth, x, width, self_width, old, new, delta)

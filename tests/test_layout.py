@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.layout import Columns, Frame, Layout, layout_keys, layout_profile, min_weight_for, order_stacks
+from flamegraph.layout import (
+    Columns,
+    Frame,
+    Layout,
+    layout_profile,
+    layout_stacks,
+    min_weight_for,
+    order_stacks,
+)
 from flamegraph.model import FoldedProfile, Rect
 
 # Names where one is a prefix of another, and characters sorting before and after ';'.
@@ -97,9 +105,16 @@ def test_self_weight_and_children_add_up(counts: dict[str, float]) -> None:
 
 def test_a_name_that_prefixes_another_still_merges() -> None:
     # Sorted as plain lines, "a 5" < "a+b;x 3" < "a;y 2" splits "a" in two (flamegraph.pl draws it twice).
-    layout = layout_profile(FoldedProfile({"a": 5, "a+b;x": 3, "a;y": 2}))
-    a_frames = [f for f in layout.frames if f.name == "a"]
-    assert len(a_frames) == 1 and a_frames[0].width == 7 and a_frames[0].self_width == 5
+    layout = layout_profile(FoldedProfile({"a": 5, "a+b;x": 3, "a;y": 2, "a b": 1, "a b;z": 4, "a+b": 6}))
+    assert [(f.name, f.depth, f.start, f.width, f.self_width) for f in layout.frames] == [
+        ("all", 0, 0, 21, 0),
+        ("a", 1, 0, 7, 5),
+        ("y", 2, 5, 2, 2),
+        ("a b", 1, 7, 5, 1),
+        ("z", 2, 8, 4, 4),
+        ("a+b", 1, 12, 9, 6),
+        ("x", 2, 18, 3, 3),
+    ]
 
 
 def test_depth_first_order_with_exact_positions() -> None:
@@ -120,15 +135,15 @@ def test_fractional_counts() -> None:
 
 
 def test_reverse_merges_from_the_leaf() -> None:
-    keys, weights = order_stacks({"main;f;leaf": 2, "other;g;leaf": 3}.items(), reverse=True)
-    layout = layout_keys(keys, Columns(weights))
+    texts, weights = order_stacks({"main;f;leaf": 2, "other;g;leaf": 3}, reverse=True)
+    layout = layout_stacks(texts, Columns(weights))
     assert [(f.name, f.depth, f.width) for f in layout.frames[:2]] == [("all", 0, 5), ("leaf", 1, 5)]
 
 
 def test_flame_chart_keeps_time_order_and_repeats() -> None:
     stacks = [("a;b", 1.0), ("a;c", 2.0), ("a;b", 1.0), ("d", 1.0)]
-    keys, weights = order_stacks(stacks, keep_order=True)
-    layout = layout_keys(keys, Columns(weights), ordered=False)
+    texts, weights = order_stacks(stacks, keep_order=True)
+    layout = layout_stacks(texts, Columns(weights), ordered=False)
     assert [(f.name, f.depth, f.start, f.width) for f in layout.frames] == [
         ("all", 0, 0, 5),
         ("a", 1, 0, 4),
@@ -140,15 +155,20 @@ def test_flame_chart_keeps_time_order_and_repeats() -> None:
 
 
 def test_diff_columns_give_before_after_and_self_delta() -> None:
-    keys = ["m;a;", "m;b;", "m;"]
-    keys.sort()
-    before = {"m;": 1.0, "m;a;": 4.0, "m;b;": 0.0}
-    after = {"m;": 1.0, "m;a;": 1.0, "m;b;": 5.0}
-    columns = Columns([max(before[k], after[k]) for k in keys], [before[k] for k in keys], [after[k] for k in keys])
-    frames = {f.name: f for f in layout_keys(keys, columns).frames}
+    texts = sorted(["m;a", "m;b", "m"])
+    before = {"m": 1.0, "m;a": 4.0, "m;b": 0.0}
+    after = {"m": 1.0, "m;a": 1.0, "m;b": 5.0}
+    columns = Columns([max(before[t], after[t]) for t in texts], [before[t] for t in texts], [after[t] for t in texts])
+    frames = {f.name: f for f in layout_stacks(texts, columns).frames}
     assert (frames["m"].before, frames["m"].after, frames["m"].self_delta) == (5, 7, 0)
     assert (frames["a"].before, frames["a"].after, frames["a"].self_delta) == (4, 1, -3)
     assert (frames["b"].width, frames["b"].self_delta) == (5, 5)
+
+
+def test_the_stack_strings_are_not_copied() -> None:
+    counts = {"a;b": 1.0, "a": 2.0, "a b;x": 3.0}
+    texts, _ = order_stacks(counts)
+    assert all(any(t is original for original in counts) for t in texts)
 
 
 def test_min_width_in_pixels_or_percent() -> None:

@@ -48,8 +48,12 @@ def test_vanished_and_new_frames_are_both_visible() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.dictionaries(st.sampled_from(["m;a", "m;a;b", "m;c", "x", "m;a;d"]), st.integers(0, 100), min_size=1),
-    st.dictionaries(st.sampled_from(["m;a", "m;a;b", "m;c", "y", "m;a;d"]), st.integers(0, 100), min_size=1),
+    st.dictionaries(
+        st.sampled_from(["m;a", "m;a;b", "m;c", "x", "m;a;d", "m;a b", "m;a+b;e"]), st.integers(0, 100), min_size=1
+    ),
+    st.dictionaries(
+        st.sampled_from(["m;a", "m;a;b", "m;c", "y", "m;a;d", "m;a b;f", "m;a+b"]), st.integers(0, 100), min_size=1
+    ),
 )
 def test_widths_are_max_per_stack_and_titles_carry_both_counts(before: dict, after: dict) -> None:  # type: ignore[type-arg]
     stacks = set(before) | set(after)

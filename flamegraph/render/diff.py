@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..layout import Columns, stack_key
+from ..layout import Columns, reverse_stack
 from ..model import FoldedProfile
 
 
 @dataclass(frozen=True)
 class DiffStacks:
-    keys: list[str]
+    texts: list[str]  # sorted
     columns: Columns
     total_before: float  # after normalisation
     total_after: float
@@ -30,13 +30,14 @@ def diff_stacks(
     scale = after.total / raw_before if normalize and raw_before > 0 else 1.0
     pairs: dict[str, list[float]] = {}
     for text, weight in before.counts.items():
-        pairs[stack_key(text, reverse)] = [weight * scale, 0.0]
+        old = pairs.setdefault(reverse_stack(text) if reverse else text, [0.0, 0.0])
+        old[0] += weight * scale
     for text, weight in after.counts.items():
-        pair = pairs.setdefault(stack_key(text, reverse), [0.0, 0.0])
-        pair[1] += weight
-    keys = sorted(pairs)
-    befores = [pairs[key][0] for key in keys]
-    afters = [pairs[key][1] for key in keys]
+        new = pairs.setdefault(reverse_stack(text) if reverse else text, [0.0, 0.0])
+        new[1] += weight
+    texts = sorted(pairs)
+    befores = [pairs[text][0] for text in texts]
+    afters = [pairs[text][1] for text in texts]
     if width_from == "after":
         widths = afters
     elif width_from == "before":
@@ -44,4 +45,4 @@ def diff_stacks(
     else:
         widths = [max(b, a) for b, a in zip(befores, afters, strict=True)]
     max_delta = max((abs(a - b) for b, a in zip(befores, afters, strict=True)), default=0.0)
-    return DiffStacks(keys, Columns(widths, befores, afters), sum(befores), sum(afters), scale, max_delta)
+    return DiffStacks(texts, Columns(widths, befores, afters), sum(befores), sum(afters), scale, max_delta)

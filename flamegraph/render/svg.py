@@ -8,7 +8,7 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -27,7 +27,7 @@ from ..color import (
     strip_annotation,
 )
 from ..diagnostics import NoSamples
-from ..layout import Columns, Frame, Layout, layout_keys, min_weight_for, order_stacks
+from ..layout import Columns, Frame, Layout, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
 from .options import RenderOptions
@@ -176,7 +176,7 @@ def _document(
 
 
 def _legend_shares(
-    highlighter: Highlighter | None, stacks: Sequence[tuple[str, float]], total: float
+    highlighter: Highlighter | None, stacks: Iterable[tuple[str, float]], total: float
 ) -> list[tuple[str, str]]:
     if highlighter is None:
         return []
@@ -206,16 +206,19 @@ def render_svg(
     """The flame graph of `profile` (or, for a flame chart, of `stacks` in their time order)."""
     options.check()
     palette = options.palette_for(profile)
-    items = list(stacks) if stacks is not None else list(profile.counts.items())
+    source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
     if palette == "chain":
-        items = [(_chain(text), weight) for text, weight in items]
-    keys, weights = order_stacks(items, options.reverse, keep_order=options.flamechart)
+        pairs = source.items() if isinstance(source, Mapping) else source
+        source = [(_chain(text), weight) for text, weight in pairs]
+    items = source.items() if isinstance(source, Mapping) else source  # (text, weight), not copied
+    texts, weights = order_stacks(source, options.reverse, keep_order=options.flamechart)
     total = sum(weights)
     if not total > 0:
         raise NoSamples("nothing to draw: the profile holds no samples")
     plot_width = options.width - 2 * XPAD
     minimum = min_weight_for(options.min_width, total, plot_width)
-    layout = layout_keys(keys, Columns(weights), minimum, ordered=not options.flamechart)
+    layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart)
+    del texts, weights
     fixed = read_palette(options.palette_file) if options.palette_file is not None else None
     painter = Painter(palette, options.hash, options.random, fixed)
     rules = resolve_highlights(options.highlights, options.preset, palette)
@@ -280,7 +283,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     if not total > 0:
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
-    layout = layout_keys(stacks.keys, stacks.columns, minimum)
+    layout = layout_stacks(stacks.texts, stacks.columns, minimum)
     count_name = options.count_name_for(after)
     factor = options.factor
     sign = -1.0 if options.negate else 1.0
