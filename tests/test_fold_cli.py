@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN, REPO
+from flamegraph.cli.output import _umask
 
 SAMPLE = GOLDEN / "fold" / "cxx-names.perf.txt"
 # Grouping [unknown] frames by function reads the DSOs named in the input; the golden is machine-independent.
@@ -38,6 +39,7 @@ def test_output_file_is_written_atomically_and_kept_on_failure(tmp_path: Path) -
     out = tmp_path / "out.folded"
     assert run("fold", PLAIN, str(SAMPLE), "-o", str(out)).returncode == 0
     assert out.read_bytes() == EXPECTED
+    assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()  # readable by others, like any file
     failed = run("fold", str(tmp_path / "missing.txt"), "-o", str(out))
     assert failed.returncode == 4
     assert out.read_bytes() == EXPECTED  # what the user had is not lost

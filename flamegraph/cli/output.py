@@ -29,10 +29,17 @@ def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as out:
             yield out
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_atomically(path: Path | None, write: Callable[[BinaryIO], None]) -> None:
