@@ -21,13 +21,14 @@ from flamegraph.record import (
     record_command,
     script_args,
 )
+from flamegraph.record.spec import CAP_IPC_LOCK, CAP_PERFMON, has_capability
 
 OUT = Path("/tmp/x/perf.data")
 
 
 def test_default_command_line_is_the_measured_one() -> None:
     argv = record_command(RecordSpec(command=("python", "t.py", "--epochs", "1")), "/usr/bin/perf", OUT)
-    mmap = ["-m", "16M"] if os.geteuid() == 0 else []
+    mmap = ["-m", "16M"] if has_capability(CAP_IPC_LOCK) else []
     assert argv == [
         "/usr/bin/perf", "record", "-N", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "499",
         "--call-graph", "dwarf,16384", *mmap, "-o", str(OUT), "--", "python", "t.py", "--epochs", "1",
@@ -130,6 +131,12 @@ BAD_EVENT = "event syntax error: 'sched:nope'\n                     \\___ unknow
 def test_perf_failures_become_one_line(stderr: str, spec: RecordSpec, kind: type, text: str) -> None:
     error = explain_failure(spec, stderr)
     assert isinstance(error, kind) and text in str(error) and "\n" not in str(error)
+
+
+def test_capabilities_from_proc_status() -> None:
+    status = "Name:\tpython\nCapEff:\t0000004000004000\n"  # CAP_IPC_LOCK (14) and CAP_PERFMON (38)
+    assert has_capability(CAP_IPC_LOCK, status) and has_capability(CAP_PERFMON, status)
+    assert not has_capability(21, status) and not has_capability(CAP_IPC_LOCK, "CapEff:\t0000000000000000\n")
 
 
 def test_check_target_pid_gone_and_command_missing(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ DEFAULT_CALL_GRAPH = "dwarf,16384"
 DEFAULT_MMAP = "16M"  # DWARF needs big buffers; only root may lock this much (perf_event_mlock_kb)
 ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 MAX_DWARF_SIZE = 65528
+CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_PERFMON = 14, 21, 38  # linux/capability.h
 CALL_GRAPH = re.compile(r"^(fp|lbr|dwarf)(?:,(\d+))?$")
 
 
@@ -107,12 +108,33 @@ def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
         argv += ["-g"]
     elif spec.call_graph:
         argv += ["--call-graph", spec.call_graph]
-    if spec.mmap and os.geteuid() == 0:
+    if spec.mmap and has_capability(CAP_IPC_LOCK):  # else perf_event_mlock_kb (516 KiB) is the limit
         argv += ["-m", spec.mmap]
     argv += [*spec.extra_args, "-o", str(output)]
     if spec.pid is not None:
         return [*argv, "-p", str(spec.pid)]
     return [*argv, "--", *spec.command]
+
+
+def has_capability(cap: int, status: str | None = None) -> bool:
+    """Whether this process holds `cap` (effective set, from /proc/self/status's CapEff line)."""
+    try:
+        text = status if status is not None else Path("/proc/self/status").read_text()
+    except OSError:
+        return os.geteuid() == 0
+    for line in text.splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> cap & 1)
+    return os.geteuid() == 0
+
+
+def who_am_i() -> str:
+    """'root', 'root without CAP_PERFMON/CAP_SYS_ADMIN' or 'not root', for permission messages."""
+    if os.geteuid() != 0:
+        return "not root"
+    if has_capability(CAP_PERFMON) or has_capability(CAP_SYS_ADMIN):
+        return "root"
+    return "root without CAP_PERFMON/CAP_SYS_ADMIN"
 
 
 def paranoid_level() -> str:
@@ -143,19 +165,18 @@ def check_target(spec: RecordSpec) -> None:
 
 def explain_failure(spec: RecordSpec, stderr: str) -> FlamegraphError:
     """perf's multi-line complaint -> one of our errors, with the fix. What perf 6.1 prints (first lines):
-        Access to performance monitoring and observability operations is limited.   (paranoid, not root)
-        Permission error mapping pages.                                               (-m over mlock limit)
-        Couldn't create thread/CPU maps: No such process                              (-p of a gone pid)
-        Failed to collect 'cpu-clock' for the 'nosuch' workload: No such file or directory
+    Access to performance monitoring and observability operations is limited.   (paranoid, not root)
+    Permission error mapping pages.                                               (-m over mlock limit)
+    Couldn't create thread/CPU maps: No such process                              (-p of a gone pid)
+    Failed to collect 'cpu-clock' for the 'nosuch' workload: No such file or directory
     """
     if "mapping pages" in stderr:
         return NotPermitted(
-            f"perf record: not permitted to lock {spec.mmap} of buffers (perf_event_mlock_kb): run as root"
+            f"perf record: not permitted to lock {spec.mmap} of buffers (perf_event_mlock_kb, {who_am_i()})"
         )
     if "perf_event_paranoid" in stderr or "Permission" in stderr or "not permitted" in stderr:
-        who = "root" if os.geteuid() == 0 else "not root"
         return NotPermitted(
-            f"perf record: not permitted (perf_event_paranoid is {paranoid_level()}, {who}): "
+            f"perf record: not permitted (perf_event_paranoid is {paranoid_level()}, {who_am_i()}): "
             "run as root or lower it with `sysctl kernel.perf_event_paranoid=1`"
         )
     if spec.pid is not None and ("No such process" in stderr or "thread/CPU maps" in stderr):
