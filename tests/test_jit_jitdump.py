@@ -170,6 +170,12 @@ def test_jit_hook_prepare(tmp_path: Path) -> None:
     assert JitHook(tmp_path / "j2", note=notes.append).prepare(same) == same
     assert "works for Python commands" in notes[-1]
     assert (tmp_path / "jit").is_dir()
+    # A second recording into the same directory starts clean (its own files stay).
+    for name in ("jit-1.dump", "jit-1.kernels", "jitted-1-0.so", "dnnl-1/x.bin", "notes.txt"):
+        (tmp_path / "jit" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "jit" / name).write_text("")
+    hook.prepare(RecordSpec(command=(sys.executable, "train.py")))
+    assert [p.name for p in (tmp_path / "jit").iterdir()] == ["notes.txt"]
 
 
 def test_hook_module_imports_only_the_standard_library() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -40,6 +41,19 @@ def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | N
     if not program or program[0] == "-" or (program[0] in ("-m", "-c") and len(program) < 2):
         return None  # the interactive interpreter or a program on stdin: nothing to hook
     return (*command[:i], str(HOOK), "--jit-dir", str(jit_dir), "--", *program)
+
+
+STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+)$")
+
+
+def clear_previous(directory: Path) -> None:
+    """Leave no files of an earlier recording into the same directory: they would be completed again."""
+    for entry in directory.iterdir():
+        if STALE.match(entry.name):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def marker_of(pid: int) -> str | None:
@@ -74,13 +88,14 @@ class JitHook:
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.directory.mkdir(parents=True, exist_ok=True)
-        if spec.pid is not None:
+        if spec.pid is not None:  # (its directory may hold the live process's marker: nothing is cleared)
             if not environment_has_dumps(spec.pid):
                 self.note(
                     f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
                     "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.jit.hook`)"
                 )
             return spec
+        clear_previous(self.directory)
         wrapped = wrap_command(spec.command, self.directory)
         if wrapped is None:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
