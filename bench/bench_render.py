@@ -5,7 +5,7 @@
 Without --folded it synthesizes a deterministic profile shaped like a real one (a call tree with a
 heavy-tailed split of samples, names from a fixed vocabulary of C++/Python-like functions). Both
 tools get the same file, width (1200) and --minwidth (0.1 px). Each run is a fresh process, timed
-wall-clock, with its peak RSS from wait4(); the medians are reported with the SVG sizes, and the
+wall-clock, with its peak RSS (getrusage of a small parent); the medians are reported with the SVG sizes, and the
 frames both drew are compared by parsing their <title> texts (name, depth, count).
 The reference is found via --peer, $FLAMEGRAPH_PL, or ../peer/flamegraph.pl; it is never committed.
 """
@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -74,17 +73,25 @@ def find_peer(option: str | None) -> Path | None:
     return None
 
 
+# Runs one command and reports its wall time and peak RSS. A small process of its own, so the
+# child's peak is not the benchmark's (a forked child starts out with its parent's pages).
+MEASURE = """
+import os, resource, subprocess, sys, time
+with open(sys.argv[1], "wb") as out:
+    start = time.perf_counter()
+    code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
+    elapsed = time.perf_counter() - start
+print(code, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
 def timed(argv: list[str], stdout: Path) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one process writing `stdout`."""
-    with stdout.open("wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}")
-    return elapsed, usage.ru_maxrss
+    result = subprocess.run([sys.executable, "-c", MEASURE, str(stdout), *argv], capture_output=True, text=True)
+    code, elapsed, rss = result.stdout.split()
+    if result.returncode != 0 or code != "0":
+        raise SystemExit(f"failed ({code}): {' '.join(argv)}")
+    return float(elapsed), int(rss)
 
 
 TITLE = re.compile(rb'<title>(.*?) \(([\d,.]+) [^<]*</title>\s*<rect x="[^"]*" y="([\d.]+)"')
@@ -123,9 +130,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-render-"))
     folded = args.folded
     if folded is None:
-        counts = synthesize(args.stacks)
         folded = work / "synthetic.folded"
-        write_folded(counts, folded)
+        write_folded(synthesize(args.stacks), folded)
     lines = sum(1 for _ in folded.open("rb"))
     print(f"input: {folded} ({lines:,} distinct stacks, {folded.stat().st_size / 1e6:.1f} MB)")
     tools = {"flamegraph render": [sys.executable, "-m", "flamegraph", "render", str(folded)]}
