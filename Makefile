@@ -71,5 +71,18 @@ sample-data: venv perf-deps ## re-record sample_data/ (gzip'd perf script text o
 render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH_PL=...) on 81,000 synthetic stacks
 	FLAMEGRAPH_SHARED=$(SHARED) $(PY) bench/bench_render.py --stacks 81000 --runs 3
 
+CORPUS ?= bench/corpus
+FLAMEGRAPH_DIR ?= $(abspath ../peer)
+BENCH_FILES ?= $(CORPUS)/example-perf-stacks.txt $(CORPUS)/fp-10M.perf.txt $(CORPUS)/fp.perf.txt \
+	$(CORPUS)/fp-100M.perf.txt $(CORPUS)/dwarf.perf.txt
+
+$(CORPUS)/fp.perf.txt:
+	mkdir -p $(CORPUS)
+	CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh
+	gunzip -c $(SHARED)/peer-tests/flamegraph-pl/example-perf-stacks.txt.gz > $(CORPUS)/example-perf-stacks.txt
+
+bench: venv perf-deps $(CORPUS)/fp.perf.txt ## fold benchmark against stackcollapse-perf.pl (FLAMEGRAPH_DIR=checkout of it)
+	FLAMEGRAPH_DIR=$(FLAMEGRAPH_DIR) $(PY) bench/bench_fold.py --repeat 3 $(BENCH_FILES)
+
 clean: ## remove the venv, caches and outputs
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
