@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -261,8 +262,10 @@ def format_perf_map(kernels: Iterable[Kernel]) -> str:
 def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None) -> str:
     """Write (atomically) the map perf reads for the JIT code of `pid`."""
     path = path or perf_map_path(pid)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as f:
+    # mkstemp: a fresh file (O_EXCL), so that nothing planted in /tmp is followed or overwritten.
+    fd, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    with os.fdopen(fd, "w") as f:
         f.write(format_perf_map(kernels))
+    os.chmod(temporary, 0o644)
     os.replace(temporary, path)
     return path
