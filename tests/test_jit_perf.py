@@ -93,6 +93,8 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     kernels, with_cfi = recording.metadata["JIT kernels"].split(" named, ")
     assert int(kernels) >= 20 and with_cfi == f"{kernels} with unwind info"
     assert any("perf inject --jit done" in line for line in lines)
+    work = recording.metadata["JIT work after the run"]  # e.g. "naming 14 ms in the process, unwind info 0.41 s, ..."
+    assert work.startswith("naming ") and " ms in the process, unwind info " in work and "perf inject" in work
 
 
 def start_workload(tmp_path: Path, through_hook: bool) -> tuple[subprocess.Popen[str], int]:

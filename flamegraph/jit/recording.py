@@ -28,6 +28,7 @@ HOOK = Path(__file__).with_name("hook.py")
 JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 OPTION_WITH_VALUE = ("-X", "-W")
+LOCATED_MS = re.compile(r"(\d+) ms\)$")  # the scan's time, at the end of ScanResult.summary()
 
 
 def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | None:
@@ -105,26 +106,28 @@ class JitHook:
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
 
     def finish(self, recording: Recording) -> Recording:
-        pid = recording.spec.pid
-        if pid is not None:
-            self.name_running(pid)
+        if recording.spec.pid is not None:
+            self.name_running(recording.spec.pid)
         started = time.perf_counter()
         completed = [c for c in session.complete(str(self.directory)) if c.kernels]
+        unwind_seconds = time.perf_counter() - started
         failure = inject(recording.perf_data) if completed else None
+        inject_seconds = time.perf_counter() - started - unwind_seconds
         if failure:
             self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
-        seconds = time.perf_counter() - started
-        if completed or "JIT kernels" in self.summary:
-            kernels = sum(c.kernels for c in completed)
-            with_cfi = sum(c.with_cfi for c in completed)
-            self.summary.setdefault("JIT kernels", f"{kernels} named, {with_cfi} with unwind info")
-            self.summary["JIT unwind info + perf inject"] = f"{seconds:.2f} s"
-            for c in completed:
-                if c.located:
-                    self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
-                self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
-                for name, why in c.no_cfi:
-                    self.note(f"flamegraph:   no unwind info for {name}: {why}")
+        for c in completed:
+            if c.located:
+                self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
+            self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
+            for name, why in c.no_cfi:
+                self.note(f"flamegraph:   no unwind info for {name}: {why}")
+        if completed:
+            kernels, with_cfi = sum(c.kernels for c in completed), sum(c.with_cfi for c in completed)
+            self.summary["JIT kernels"] = f"{kernels} named, {with_cfi} with unwind info"
+            located = [m.group(1) for c in completed if (m := LOCATED_MS.search(c.located))]
+            self.summary["JIT work after the run"] = (
+                f"naming {'+'.join(located)} ms in the process, " if located else ""
+            ) + f"unwind info {unwind_seconds:.2f} s, perf inject {inject_seconds:.2f} s"
         recording.metadata.update(self.summary)
         return recording
 
