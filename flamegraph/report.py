@@ -150,10 +150,15 @@ MISSING = "not found on this machine"  # FunctionNamer's reason for a DSO path t
 
 
 def suggest(
-    a: Attribution, grouping: bool = True, unreadable: dict[str, str] | None = None, call_graph: str | None = None
+    a: Attribution,
+    grouping: bool = True,
+    unreadable: dict[str, str] | None = None,
+    call_graph: str | None = None,
+    jit_unwound: bool = False,
 ) -> list[str]:
-    """One line per gap, each with its fix (`call_graph`: how it was recorded, if known)."""
-    fixes = _cut_fixes(a, call_graph) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
+    """One line per gap, each with its fix (`call_graph`: how it was recorded, if known;
+    `jit_unwound`: the recording already had unwind info for its JIT kernels, i.e. --jit)."""
+    fixes = _cut_fixes(a, call_graph, jit_unwound) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
     if a.jit > a.jit_named:
         fixes.append(
             f"{a.share(a.jit - a.jit_named):.1f} % of samples are in unnamed JIT code: record with --jit "
@@ -171,7 +176,7 @@ def suggest(
     return fixes
 
 
-def _cut_fixes(a: Attribution, call_graph: str | None) -> list[str]:
+def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> list[str]:
     """Why stacks miss their thread root, and what to record differently."""
     cut = a.samples - a.reach_root
     frame_pointers = call_graph in ("fp", "lbr") or (
@@ -183,7 +188,12 @@ def _cut_fixes(a: Attribution, call_graph: str | None) -> list[str]:
             "frame pointers stop at every library built without them; record with --call-graph dwarf"
         ]
     fixes = []
-    if a.cut_ends["jit"]:
+    if a.cut_ends["jit"] and jit_unwound:
+        fixes.append(
+            f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame although the kernels have unwind "
+            "info: their frames (12-16 KB for gemm) outgrow the stack copy; record with --call-graph dwarf,65528"
+        )
+    elif a.cut_ends["jit"]:
         fixes.append(
             f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
             "(unwind info for the kernels) and --call-graph dwarf,65528"
@@ -251,5 +261,6 @@ def build_report(profile: FoldedProfile, observer: FrameObserver | None) -> tupl
     figures = attribute(profile, observer)
     namer = observer.namer if observer is not None else None
     unreadable = namer.unreadable if namer else None
-    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"))
+    jit_unwound = "with unwind info" in profile.metadata.get("JIT kernels", "")
+    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"), jit_unwound)
     return figures, fixes

@@ -114,6 +114,12 @@ def test_dsos_missing_here_are_named_in_the_fix() -> None:
     profile = fold(crafted("/opt/elsewhere/libmissing.so"), observer)
     profile.metadata["call graph"] = "dwarf,65528"
     assert "deeper than perf's largest stack copy" in build_report(profile, observer)[1][1]
+    # Recorded with --jit but a 16 KB copy: the JIT-cut stacks need a larger copy, not --jit.
+    profile.metadata.update({"call graph": "dwarf,16384", "JIT kernels": "37 named, 37 with unwind info"})
+    assert build_report(profile, observer)[1][0] == (
+        "10.0 % of stacks stop at a JIT frame although the kernels have unwind info: their frames (12-16 KB "
+        "for gemm) outgrow the stack copy; record with --call-graph dwarf,65528"
+    )
 
 
 def test_frame_pointer_recordings_are_told_to_use_dwarf() -> None:
