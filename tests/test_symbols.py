@@ -42,7 +42,7 @@ def test_index_equals_pyelftools_full_parse(path: Path) -> None:
     expected = full_parse(path)
     assert len(expected) > 100
     assert sorted(index.all_functions()) == expected
-    assert index.starts == sorted(index.starts)
+    assert list(index.starts) == sorted(index.starts)
 
 
 @pytest.mark.parametrize("path", DSOS, ids=lambda p: p.name)

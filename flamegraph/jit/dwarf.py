@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+
 # Call-frame instructions (DWARF 5, section 6.4.2).
 DW_CFA_ADVANCE_LOC = 0x40  # | delta (< 64)
 DW_CFA_OFFSET = 0x80  # | register, then ULEB128 factored offset
@@ -57,7 +59,7 @@ def sleb128(value: int) -> bytes:
             return bytes(out)
 
 
-def read_uleb128(data: bytes, pos: int) -> tuple[int, int]:
+def read_uleb128(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
     """(value, position after it)."""
     value = shift = 0
     while True:
@@ -69,7 +71,7 @@ def read_uleb128(data: bytes, pos: int) -> tuple[int, int]:
             return value, pos
 
 
-def read_sleb128(data: bytes, pos: int) -> tuple[int, int]:
+def read_sleb128(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = data[pos]
