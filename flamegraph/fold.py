@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from .collapse.parallel import fold_parallel
 from .collapse.perf import FoldOptions, PerfCollapser
+from .collapse.perf_blocks import fold_blocks, iter_blocks
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .collapse.perf_blocks import fold_blocks, iter_blocks
 from .inputs import STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN, REPO
+
 from flamegraph.cli.output import _umask
 
 SAMPLE = GOLDEN / "fold" / "cxx-names.perf.txt"
