@@ -23,9 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from .jit.dwarf import read_sleb128, read_uleb128
 
 # Pointer encodings (LSB 10.6.1.1): the low nibble is the format, the high one how it applies.
@@ -62,6 +59,8 @@ class EhFrameIndex:
 
     @classmethod
     def load(cls, path: str) -> EhFrameIndex:
+        from elftools.common.exceptions import ELFError  # imported on first use: 20 ms at start-up
+
         try:
             with open(path, "rb") as f:
                 return cls._parse(path, f)
@@ -72,6 +71,8 @@ class EhFrameIndex:
     def _parse(cls, path: str, f: BinaryIO) -> EhFrameIndex:
         """The table through PT_GNU_EH_FRAME, as the runtime unwinder finds it: program headers only
         (pyelftools' section lookup would build every section, .gnu.hash included: 6x slower)."""
+        from elftools.elf.elffile import ELFFile
+
         elf = ELFFile(f)
         segments, hdr = [], None
         for segment in elf.iter_segments():

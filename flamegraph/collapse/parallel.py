@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from ..diagnostics import Diagnostics, Problem
@@ -86,6 +85,8 @@ def fold_parallel(path: str, options: FoldOptions, jobs: int, into: PerfCollapse
         if event is not None:
             options = replace(options, event_filter=event.decode("utf-8", "surrogateescape"))
             into.event_filter = event
+    from concurrent.futures import ProcessPoolExecutor  # only --jobs pays for it
+
     points = split_points(path, jobs)
     chunks = list(zip(points, points[1:], strict=False))
     # This process folds the first chunk itself while jobs-1 workers fold the rest.

@@ -93,7 +93,7 @@ def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
 HEX_DIGITS = frozenset(b"0123456789abcdef")
 
 
-def _symbol_key(line: bytes, java: bool, addrs: bool) -> bytes | None:
+def _symbol_key(line: bytes, java: bool, addrs: bool, hooked: bool = False) -> bytes | None:
     """'<addr> <sym>+0x<off> (<dso>)' -> b'<sym> (<dso>)' (+ java flag); None when unsure."""
     body = line.strip()
     space = body.find(b" ")
@@ -101,8 +101,8 @@ def _symbol_key(line: bytes, java: bool, addrs: bool) -> bytes | None:
     if space <= 0 or paren <= space or not body[:space].isalnum():
         return None
     symbol = body[space + 1 : paren].lstrip()
-    if addrs and b"[unknown]" in symbol:
-        return None  # --addrs prints the address of unknown frames
+    if b"[unknown]" in symbol and (addrs or (hooked and not body.endswith(b" ([unknown])"))):
+        return None  # --addrs prints the address; a frame hook may name each address differently
     plus = symbol.rfind(b"+0x")
     if plus > 0 and len(symbol) > plus + 3 and HEX_DIGITS.issuperset(symbol[plus + 3 :]):
         symbol = symbol[:plus]
@@ -300,8 +300,7 @@ class PerfCollapser:
             return b""
         # Lines differing only in address and offset ("7f01 work+0x34 (/t)", "7f09 work+0x3c (/t)")
         # fold to the same name: key a second cache by what is left.
-        # A hook may name each address of an [unknown] differently: no sharing across addresses then.
-        symbol_key = _symbol_key(line, java, self.options.addrs or self.options.frame_hook is not None)
+        symbol_key = _symbol_key(line, java, self.options.addrs, self.options.frame_hook is not None)
         name = self._symbols.get(symbol_key) if symbol_key is not None else None
         if name is None:
             name = self.frame_name(line.rstrip(b"\n"), java)
