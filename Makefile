@@ -73,12 +73,13 @@ render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH
 
 CORPUS ?= bench/corpus
 FLAMEGRAPH_DIR ?= $(abspath ../peer)
+# fp.perf.txt: ~74 MB of real frame-pointer stacks (recipe scale 4); fp-1G: 14 pid-shifted copies of it.
 BENCH_FILES ?= $(CORPUS)/example-perf-stacks.txt $(CORPUS)/fp-10M.perf.txt $(CORPUS)/fp.perf.txt \
-	$(CORPUS)/fp-100M.perf.txt $(CORPUS)/dwarf.perf.txt
+	$(CORPUS)/dwarf.perf.txt $(CORPUS)/fp-1G.perf.txt
 
 $(CORPUS)/fp.perf.txt:
 	mkdir -p $(CORPUS)
-	CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh
+	CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh 4
 	gunzip -c $(SHARED)/peer-tests/flamegraph-pl/example-perf-stacks.txt.gz > $(CORPUS)/example-perf-stacks.txt
 
 bench: venv perf-deps $(CORPUS)/fp.perf.txt ## fold benchmark against stackcollapse-perf.pl (FLAMEGRAPH_DIR=checkout of it)
