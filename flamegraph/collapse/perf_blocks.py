@@ -75,15 +75,18 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
     period_event = PERIOD_EVENT.search
     kept: dict[bytes | None, int] = {}  # records folded per profile key, added to the totals at the end
     seen = 0
+    periods: dict[bytes | None, int] = {None: 1, b"0": 1}  # period text -> weight (the reference's 0 -> 1)
+    counts: dict[bytes, int] | None = None  # the profile being added to (one, without --per-event)
     for record in text.split(b"\n\n"):
         lines = record.split(b"\n")
         size = len(lines) + 1  # its lines and the blank one after it
         header = lines[0]
         match = usual(header)
-        if match is not None and b" " not in match.group(1) and b"\t" not in match.group(1):
-            period_text = match.group(4)
-            event = match.group(5)
-        else:
+        if match is not None:
+            comm, _, _, period_text, event = match.groups()
+            if b" " in comm or b"\t" in comm:
+                match = None
+        if match is None:
             match = header_re.match(header) if header[:1] not in (b"\t", b" ", b"#", b"") else None
             if match is None:
                 line += collapser.feed([x + b"\n" for x in lines] + [b"\n"], path, line)
@@ -119,11 +122,15 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
         else:
             names = found_names  # type: ignore[assignment]
         key = event if per_event else None
-        counts = by_event.get(key)
-        if counts is None:
-            counts = by_event[key] = {}
+        if counts is None or per_event:
+            counts = by_event.get(key)
+            if counts is None:
+                counts = by_event[key] = {}
+        weight = periods.get(period_text)
+        if weight is None:
+            weight = periods[period_text] = int(period_text)  # type: ignore[arg-type]
         stack = root + b";" + b";".join(names[::-1]) if names else root
-        counts[stack] = counts.get(stack, 0) + (int(period_text) if period_text and period_text != b"0" else 1)
+        counts[stack] = counts.get(stack, 0) + weight
         kept[key] = kept.get(key, 0) + 1
         seen += 1
         line += size
