@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..collapse.perf_sched import OffCpuOptions
-from ..diagnostics import Diagnostics, FlamegraphError
-from ..folded import write_folded
+from ..diagnostics import Diagnostics
 from ..model import FoldedProfile
 from ..offcpu import (
     DEFAULT_CALL_GRAPH,
@@ -24,7 +21,7 @@ from ..offcpu import (
 from ..record import Recording, Status, parse_call_graph, parse_window
 from ..render import RenderOptions, render_svg
 from .app import app
-from .output import atomic_output, write_atomically
+from .output import ScratchRecording, write_results
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -103,38 +100,21 @@ def offcpu_command(
     options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=window_ns(window))
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
-    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-offcpu-"))
-    data_path = perf_data or scratch / "perf.data"
-    keep = perf_data is not None
     render = RenderOptions(
         title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
         subtitle=f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}",
     )
     render.check()  # a bad option must not cost a recording
-    recorded = False
-    try:
+    with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
-        recording = record_offcpu(spec, data_path, status)
-        recorded = True
+        recording = record_offcpu(spec, session.data_path, status)
+        session.recorded = True
         status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
         profile = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
-        if folded is not None:
-            write_atomically(folded, lambda out: write_folded(profile, out))
-            status.note(f"wrote {folded} ({len(profile.counts):,} stacks)")
-        if not no_svg:
-            with atomic_output(output) as out:
-                out.write(render_svg(profile, render))
-            status.note(f"wrote {output}")
+        svg = None if no_svg else output
+        write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note)
         report_totals(profile, status)
-    except FlamegraphError:
-        if recorded and not keep:
-            keep = True
-            status.note(f"flamegraph: the recording is kept in {data_path}")
-        raise
-    finally:
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _summary(recording: Recording, pid: int | None) -> str:

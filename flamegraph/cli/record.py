@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated
 
 import typer
 
 from ..collapse.perf import FoldOptions
 from ..color import HighlightRule, resolve_highlights
-from ..diagnostics import Diagnostics, FlamegraphError
-from ..folded import write_folded
+from ..diagnostics import Diagnostics
 from ..jit.recording import JIT_CALL_GRAPH, JitHook
 from ..model import FoldedProfile
 from ..record import (
@@ -31,7 +28,7 @@ from ..record import (
 from ..render import RenderOptions, render_svg
 from ..report import build_report, observer_for, report_lines, report_metadata
 from .app import app
-from .output import write_atomically
+from .output import ScratchRecording, write_results
 
 
 def _call_graph(text: str) -> str:
@@ -94,20 +91,6 @@ def render_options(
     options.check()
     resolve_highlights(options.highlights, options.preset, "hot")
     return options
-
-
-def write_svg(profile: FoldedProfile, svg: Path, options: RenderOptions) -> None:
-    data = render_svg(profile, options)
-
-    def write(out: BinaryIO) -> None:
-        out.write(data)
-
-    write_atomically(svg, write)
-
-
-def render_profile(profile: FoldedProfile, svg: Path, title: str, subtitle: str, preset: str | None) -> None:
-    """Render with a title, subtitle and preset (`flamegraph offcpu` uses it too)."""
-    write_svg(profile, svg, RenderOptions(title=title, subtitle=subtitle, preset=preset))
 
 
 @app.command("record", context_settings={"allow_interspersed_args": False})
@@ -206,31 +189,17 @@ def record_and_draw(
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/."""
     status = Status()
-    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-record-"))
-    data_path = perf_data or scratch / "perf.data"
-    keep = perf_data is not None
-    recorded = False
-    hooks = [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
-    try:
+    with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
+        data_path = session.data_path
+        hooks = [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
         recording = record(spec, data_path, hooks=hooks)
-        recorded = True
+        session.recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown)
-        if draw.folded is not None:
-            write_atomically(draw.folded, lambda out: write_folded(profile, out))
-            status.note(f"wrote {draw.folded} ({len(profile.counts):,} stacks)")
-        if draw.options is not None:
-            write_svg(profile, draw.svg, draw.options)
-            status.note(f"wrote {draw.svg}")
+        options = draw.options
+        svg = draw.svg if options is not None else None
+        write_results(profile, draw.folded, svg, lambda: render_svg(profile, options), status.note)  # type: ignore[arg-type]
         report_top(profile, status)
-    except FlamegraphError:
-        if recorded and not keep:
-            keep = True
-            status.note(f"flamegraph: the recording is kept in {data_path}")
-        raise
-    finally:
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
