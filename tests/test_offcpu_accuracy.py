@@ -129,8 +129,9 @@ def test_known_waits_are_measured_within_5_percent(tmp_path: Path) -> None:
     # The read blocks once; the sleeper's nanosleep waits are all in that stack and only there.
     assert total(counts, reader, containing=NANOSLEEP) == 0
     assert total(counts, sleeper, containing=READ) == 0
-    # Almost nothing for the spinner: it never blocks, and it is off-CPU only when the kernel preempts it,
-    # as much as the kernel's own run-queue accounting says (read just before the thread ends: one more
-    # preemption may follow the read on a busy machine).
-    assert voluntary <= 5_000
+    # Almost nothing for the spinner: it blocks only to hand the GIL over when the sleeper (10 times) or the
+    # reader wakes (seen in CI: 5.1 ms in ~12 handoffs), i.e. under 3 % of the sleeper's 500 ms; otherwise it
+    # is off-CPU only when the kernel preempts it, as much as the kernel's own run-queue accounting says
+    # (read just before the thread ends: one more preemption may follow the read on a busy machine).
+    assert voluntary <= 15_000
     assert 0.95 * run_delay_us - 1_000 <= preempted <= run_delay_us + 10_000
