@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .buildid import RecordedBuildIds
 from .collapse import tidy
 from .folded import decode
 from .model import FoldedProfile
@@ -36,8 +37,9 @@ def is_jit_dso(dso: bytes) -> bool:
 class FrameObserver:
     """The folder's frame hook: sees each distinct (address, symbol, DSO) once, may rename `[unknown]`.
 
-    Renaming is done by `namer` (grouping by function, `--group-unknown`); what it observes lets the
-    report tell JIT, kernel and grouped frames apart in the folded names.
+    Renaming is done by `namer` (grouping by function, `--group-unknown`; JIT code never goes to it,
+    it has its own names); what it observes lets the report tell JIT, kernel and grouped frames
+    apart in the folded names.
     """
 
     def __init__(self, namer: FunctionNamer | None = None) -> None:
@@ -155,9 +157,11 @@ def suggest(
     unreadable: dict[str, str] | None = None,
     call_graph: str | None = None,
     jit_unwound: bool = False,
+    refused: dict[str, str] | None = None,
 ) -> list[str]:
     """One line per gap, each with its fix (`call_graph`: how it was recorded, if known;
-    `jit_unwound`: the recording already had unwind info for its JIT kernels, i.e. --jit)."""
+    `jit_unwound`: the recording already had unwind info for its JIT kernels, i.e. --jit;
+    `refused`: DSOs whose file here could not be proven to be the recorded one)."""
     fixes = _cut_fixes(a, call_graph, jit_unwound) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
     if a.jit > a.jit_named:
         fixes.append(
@@ -165,13 +169,19 @@ def suggest(
             "(DNNL_JIT_DUMP=1 names oneDNN's kernels; --pid needs root)"
         )
     missing = sorted(path.rsplit("/", 1)[-1] for path, why in (unreadable or {}).items() if why == MISSING)
+    changed = sorted(path.rsplit("/", 1)[-1] for path in refused or {})
     if a.samples and a.share(a.unknown_left) >= 1.0:
         if not grouping:
-            fixes.append(f"{a.share(a.unknown_left):.1f} % of samples have [unknown] frames: fold with --group-unknown")
-        elif missing:
             fixes.append(
-                f"{a.share(a.unknown_left):.1f} % of samples keep [unknown] frames; DSOs not found here "
-                f"({', '.join(missing[:4])}): fold on the machine that recorded"
+                f"{a.share(a.unknown_left):.1f} % of samples have [unknown] frames: fold the perf.data file "
+                "(grouped by function where the build-ids match), or pass --group-unknown (unverified for text)"
+            )
+        elif missing or changed:
+            where = [f"DSOs not found here ({', '.join(missing[:4])})"] if missing else []
+            where += [f"DSOs here not proven to be the recorded builds ({', '.join(changed[:4])})"] if changed else []
+            fixes.append(
+                f"{a.share(a.unknown_left):.1f} % of samples keep [unknown] frames; {'; '.join(where)}: "
+                "fold on the machine that recorded"
             )
     return fixes
 
@@ -251,9 +261,10 @@ def report_metadata(a: Attribution, fixes: list[str]) -> dict[str, str]:
     return meta
 
 
-def observer_for(group_unknown: bool) -> FrameObserver:
-    """The frame hook for a fold: grouping by function when asked, observing always."""
-    return FrameObserver(FunctionNamer() if group_unknown else None)
+def observer_for(group_unknown: bool, recorded: RecordedBuildIds | None = None) -> FrameObserver:
+    """The frame hook for a fold: grouping by function when asked (checked against `recorded`, the
+    recording's build-ids; unverified without them), observing always. flamegraph.grouping decides."""
+    return FrameObserver(FunctionNamer(recorded) if group_unknown else None)
 
 
 def build_report(profile: FoldedProfile, observer: FrameObserver | None) -> tuple[Attribution, list[str]]:
@@ -261,6 +272,7 @@ def build_report(profile: FoldedProfile, observer: FrameObserver | None) -> tupl
     figures = attribute(profile, observer)
     namer = observer.namer if observer is not None else None
     unreadable = namer.unreadable if namer else None
+    refused = namer.refused if namer else None
     jit_unwound = "with unwind info" in profile.metadata.get("JIT kernels", "")
-    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"), jit_unwound)
+    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"), jit_unwound, refused)
     return figures, fixes

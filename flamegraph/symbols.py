@@ -10,6 +10,10 @@ perf script prints the address of a frame in a DSO as a file offset (`map_ip`), 
     \t    20f1 [unknown] (/tmp/dexp/libx.so)                 <- .text at file 0x2000, vaddr 0x40000
     \t         758ef98 [unknown] (/opt/mxnet/libmxnet.so)    <- offset == vaddr in this one
 so offsets are turned into virtual addresses through the PT_LOAD program headers first.
+
+A name is only as true as the file it came from: given the build-ids the recording stored
+(flamegraph.buildid), a DSO whose file here has another build-id, or none was recorded for it,
+is not read at all and its frames stay `[dso]`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from .buildid import RecordedBuildIds, same_build_id
 from .jit.dwarf import read_sleb128, read_uleb128
 
 # Pointer encodings (LSB 10.6.1.1): the low nibble is the format, the high one how it applies.
@@ -55,6 +60,7 @@ class EhFrameIndex:
     segments: list[Segment]
     little: bool = True
     pointer_size: int = 8
+    build_id: str | None = None  # hex, from the PT_NOTE segments of the same open file
     _cie_encoding: dict[int, int] = field(default_factory=dict)  # CIE vaddr -> FDE pointer encoding
 
     @classmethod
@@ -72,14 +78,17 @@ class EhFrameIndex:
         """The table through PT_GNU_EH_FRAME, as the runtime unwinder finds it: program headers only
         (pyelftools' section lookup would build every section, .gnu.hash included: 6x slower)."""
         from elftools.elf.elffile import ELFFile
+        from elftools.elf.segments import NoteSegment
 
         elf = ELFFile(f)
-        segments, hdr = [], None
+        segments, hdr, build_id = [], None, None
         for segment in elf.iter_segments():
             if segment["p_type"] == "PT_LOAD":
                 segments.append(Segment(segment["p_offset"], segment["p_vaddr"], segment["p_filesz"]))
             elif segment["p_type"] == "PT_GNU_EH_FRAME":
                 hdr = segment
+            elif isinstance(segment, NoteSegment) and build_id is None:
+                build_id = next((n["n_desc"] for n in segment.iter_notes() if n["n_type"] == "NT_GNU_BUILD_ID"), None)
         if hdr is None:
             raise NoIndex(f"{path}: no .eh_frame_hdr")
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -104,6 +113,7 @@ class EhFrameIndex:
             segments,
             elf.little_endian,
             elf.elfclass // 8,
+            build_id,
         )
 
     def vaddr_of_offset(self, offset: int) -> int | None:
@@ -205,45 +215,71 @@ def _encoded_size(encoding: int, pointer_size: int) -> int:
     return struct.calcsize(code)
 
 
+# Why a DSO's file here was not trusted to name the recording's frames.
+NOT_RECORDED = "no build-id recorded"
+DIFFERENT = "build-id differs from the recorded one"
+NO_LOCAL_ID = "the file here has no build-id"
+
+
 class FunctionNamer:
     """`[unknown]` frame in a readable DSO -> `<dso basename>+0x<function start>`; None otherwise.
 
+    With `recorded` (the recording's build-ids) only DSOs whose file here has the recorded build-id
+    are read; the others are `refused` with a reason and their frames counted. Without it (perf
+    script text) every readable DSO is used and the names are unverified: the caller says so.
     Indexes are loaded on first use and cached per DSO path (a failure too, with its reason).
-    Picklable: a copy sent to a worker process starts with an empty cache.
+    Picklable: a copy sent to a worker process keeps `recorded` and starts with an empty cache.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, recorded: RecordedBuildIds | None = None) -> None:
+        self.recorded = recorded
         self._indexes: dict[bytes, EhFrameIndex | None] = {}
         self.unreadable: dict[str, str] = {}  # DSO path -> why it could not be indexed
+        self.refused: dict[str, str] = {}  # DSO path -> why its file here is not the recorded one
+        self.refused_frames = 0  # distinct [unknown] frame lines left as [dso] for that
         self.named = 0  # distinct frame lines named
         self.unnamed = 0  # distinct [unknown] lines in indexed DSOs that no FDE covers
 
+    @property
+    def verified(self) -> bool:
+        return self.recorded is not None
+
     def __getstate__(self) -> dict[str, object]:
-        return {}
+        return {"recorded": self.recorded}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(state.get("recorded"))  # type: ignore[misc,arg-type]
 
     def index(self, dso: bytes) -> EhFrameIndex | None:
         if dso in self._indexes:
             return self._indexes[dso]
         index = None
         path = os.fsdecode(dso)
+        recorded_ids = self.recorded.by_path.get(dso) if self.recorded is not None else None
         if not dso.startswith(b"/") or dso.startswith(b"//"):
             pass  # [kernel.kallsyms], [vdso], //anon, [unknown]: nothing to read
         elif not os.path.isfile(path):
             self.unreadable[path] = "not found on this machine"
+        elif self.recorded is not None and not recorded_ids:
+            self.refused[path] = NOT_RECORDED
         else:
             try:
                 index = EhFrameIndex.load(path)
             except NoIndex as err:
                 self.unreadable[path] = str(err).removeprefix(f"{path}: ")
+            if index is not None and recorded_ids:
+                reason = _mismatch(index.build_id, recorded_ids)
+                if reason is not None:
+                    self.refused[path] = reason
+                    index = None
         self._indexes[dso] = index
         return index
 
     def __call__(self, pc: bytes, dso: bytes) -> bytes | None:
         index = self.index(dso)
         if index is None:
+            if self.refused and os.fsdecode(dso) in self.refused:
+                self.refused_frames += 1
             return None
         try:
             vaddr = index.vaddr_of_offset(int(pc, 16))
@@ -255,3 +291,10 @@ class FunctionNamer:
             return None
         self.named += 1
         return dso.rsplit(b"/", 1)[-1] + b"+" + hex(found[0]).encode()
+
+
+def _mismatch(local: str | None, recorded: frozenset[str]) -> str | None:
+    """Why the file here is not the recorded one (None: it is). Every recording folded must agree."""
+    if local is None:
+        return NO_LOCAL_ID
+    return None if all(same_build_id(local, other) for other in recorded) else DIFFERENT

@@ -12,7 +12,8 @@ from ..collapse.perf import FoldOptions
 from ..diagnostics import Diagnostics
 from ..fold import fold_perf
 from ..folded import write_folded
-from ..report import build_report, observer_for, report_lines
+from ..grouping import grouping_note, namer_for_inputs
+from ..report import FrameObserver, build_report, report_lines
 from .app import app
 from .output import write_atomically
 
@@ -49,12 +50,14 @@ def fold(
         typer.Option("--offcpu", help="sched:sched_switch recordings: blocked time per stack, in µs"),
     ] = False,
     group_unknown: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--group-unknown/--no-group-unknown",
-            help="name [unknown] frames of DSOs readable here per function (libmxnet.so+0x62333d0)",
+            help="name [unknown] frames per function from the DSOs here (libmxnet.so+0x62333d0); default: "
+            "for perf.data where the build-ids match the recording, never for text (no build-ids to check)",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     report: Annotated[
         bool,
         typer.Option("--report", help="print the attribution report (thread roots, [unknown], JIT) to stderr"),
@@ -64,7 +67,8 @@ def fold(
     if offcpu:
         _fold_offcpu(inputs or [], output, kernel or all_, strict)
         return
-    hook = observer_for(group_unknown and not addrs) if (group_unknown or report) and not compat else None
+    namer = namer_for_inputs(inputs or [], group_unknown) if not (addrs or compat) else None
+    hook = FrameObserver(namer) if (namer is not None or report) and not compat else None
     options = FoldOptions(
         pid=pid,
         tid=tid,
@@ -78,7 +82,11 @@ def fold(
     )
     if report and jobs > 1:
         jobs = 1  # the report needs what the frame hook saw, which worker processes keep to themselves
-    result = fold_perf(inputs or [], options, Diagnostics(strict=strict), jobs=jobs)
+    diagnostics = Diagnostics(strict=strict)
+    result = fold_perf(inputs or [], options, diagnostics, jobs=jobs)
+    note = grouping_note(namer)
+    if note is not None:
+        diagnostics.note(note)
     if report:
         for line in report_lines(*build_report(result.profile, hook)):
             typer.echo(line, err=True)

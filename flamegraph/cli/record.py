@@ -11,6 +11,7 @@ import typer
 from ..collapse.perf import FoldOptions
 from ..color import HighlightRule, resolve_highlights
 from ..diagnostics import Diagnostics
+from ..grouping import grouping_note, namer_for_recording
 from ..jit.recording import JIT_CALL_GRAPH, JitHook
 from ..model import FoldedProfile
 from ..record import (
@@ -26,7 +27,7 @@ from ..record import (
     record,
 )
 from ..render import RenderOptions, render_svg
-from ..report import build_report, observer_for, report_lines, report_metadata
+from ..report import FrameObserver, build_report, report_lines, report_metadata
 from .app import app
 from .output import ScratchRecording, write_results
 
@@ -63,11 +64,15 @@ def fold_with_report(
     threads: bool = False,
     group_unknown: bool = True,
 ) -> FoldedProfile:
-    """Fold (kernel/JIT annotated, [unknown] grouped by function), print the attribution report and
-    put its figures after the capture facts in the profile's metadata (the SVG header)."""
-    hook = observer_for(group_unknown)
+    """Fold (kernel/JIT annotated, [unknown] grouped by function where the build-ids match), print the
+    attribution report and put its figures after the capture facts in the profile's metadata (the SVG header)."""
+    namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
+    hook = FrameObserver(namer)
     options = FoldOptions.with_all(tid=threads, frame_hook=hook)
     profile = fold_recording(recording, options, window, Diagnostics(), status)
+    note = grouping_note(namer)
+    if note is not None:
+        status.note(note)
     figures, fixes = build_report(profile, hook)
     for line in report_lines(figures, fixes):
         status.note(line)
@@ -127,7 +132,10 @@ def record_command(
     threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
     group_unknown: Annotated[
         bool,
-        typer.Option("--group-unknown/--no-group-unknown", help="name [unknown] frames by function (.eh_frame)"),
+        typer.Option(
+            "--group-unknown/--no-group-unknown",
+            help="name [unknown] frames by function (.eh_frame) where the DSO's build-id matches the recording",
+        ),
     ] = True,
     no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
     jit: Annotated[

@@ -150,7 +150,7 @@ class PerfCollapser:
             if i > 0 or (dso == b"inlined" and not opts.compat):
                 if b"_[i]" not in name:
                     name += b"_[i]"
-            elif opts.kernel and tidy.is_kernel_dso(dso):
+            elif opts.kernel and tidy.is_kernel_dso(dso, opts.compat):
                 name += b"_[k]"
             elif opts.jit and tidy.is_jit_dso(dso, opts.compat) and b"_[j]" not in name:
                 name += b"_[j]"

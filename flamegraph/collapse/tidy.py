@@ -1,4 +1,5 @@
-"""Pure clean-ups of one perf frame: offsets, parameter lists, quotes, Java 'L' prefixes, annotations.
+"""Pure clean-ups of one perf frame: offsets, parameter lists, quotes, Java 'L' prefixes, Rust
+leftovers (flamegraph.collapse.rust), annotations.
 
 All functions take and return bytes (perf prints raw bytes; what goes in comes out).
 Two parameter-list rules exist: the reference's (cut at the first '(') for --compat, and
@@ -11,10 +12,16 @@ from __future__ import annotations
 
 import re
 
+from .rust import demangle_legacy
+
 OFFSET = re.compile(rb"\+0x[\da-f]+$")
 GO_METHOD = re.compile(rb"\.\(.*\)\.")  # net/http.(*Client).Do: the parens are part of the name
 REFERENCE_PARAMS = re.compile(rb"\((?!anonymous namespace\)).*")
-KERNEL_DSO = re.compile(rb"(^\[|vmlinux$)")
+KERNEL_DSO_REFERENCE = re.compile(rb"(^\[|vmlinux$)")
+# Ours adds the images Debian's debug packages install by version and module files:
+#   [kernel.kallsyms]  [vmlinux-6.1.0-27-amd64]  /usr/lib/debug/boot/vmlinux-6.1.0-27-amd64
+#   /lib/modules/6.1.0-27-amd64/build/vmlinux  /lib/modules/6.1.0-27-amd64/kernel/fs/ext4/ext4.ko
+KERNEL_DSO = re.compile(rb"^\[|vmlinux(?:-[^/]*)?$|\.ko(?:\.(?:xz|gz|zst))?$")
 PERF_MAP_DSO = re.compile(rb"/tmp/perf-\d+\.map")
 JITTED_DSO = re.compile(rb"(?:^|/)jitted-\d+-\d+\.so$")  # written by `perf inject --jit`
 
@@ -78,6 +85,8 @@ def cut_params_reference(name: bytes) -> bytes:
 
 
 def tidy_name(name: bytes, java: bool, compat: bool) -> bytes:
+    if not compat:
+        name = demangle_legacy(name)
     name = name.replace(b";", b":")  # ';' separates frames in folded text
     name = cut_params_reference(name) if compat else cut_params(name)
     name = name.replace(b'"', b"").replace(b"'", b"")
@@ -86,8 +95,10 @@ def tidy_name(name: bytes, java: bool, compat: bool) -> bytes:
     return name
 
 
-def is_kernel_dso(dso: bytes) -> bool:
-    return KERNEL_DSO.search(dso) is not None and b"unknown" not in dso
+def is_kernel_dso(dso: bytes, compat: bool = False) -> bool:
+    """Kernel code: the reference's rule with --compat, ours (versioned images, modules) otherwise."""
+    pattern = KERNEL_DSO_REFERENCE if compat else KERNEL_DSO
+    return pattern.search(dso) is not None and b"unknown" not in dso
 
 
 def is_jit_dso(dso: bytes, compat: bool) -> bool:
