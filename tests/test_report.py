@@ -12,6 +12,7 @@ from test_symbols import QUADMATH, full_parse
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
+from flamegraph.grouping import UNVERIFIED
 from flamegraph.model import FoldedProfile
 from flamegraph.report import (
     FrameObserver,
@@ -99,7 +100,10 @@ def test_without_grouping_the_fix_says_how_to_group() -> None:
     observer = observer_for(group_unknown=False)
     figures, fixes = build_report(fold(crafted(str(QUADMATH)), observer), observer)
     assert figures.share(figures.unknown_left) == 45.0
-    assert fixes[-1] == "45.0 % of samples have [unknown] frames: fold with --group-unknown"
+    assert fixes[-1] == (
+        "45.0 % of samples have [unknown] frames: fold the perf.data file (grouped by function where the "
+        "build-ids match), or pass --group-unknown (unverified for text)"
+    )
 
 
 def test_dsos_missing_here_are_named_in_the_fix() -> None:
@@ -188,22 +192,22 @@ def test_fold_report_prints_to_stderr(tmp_path: Path, jobs: str) -> None:
     assert QUADMATH is not None
     text = tmp_path / "perf.txt"
     text.write_text(crafted(str(QUADMATH)))
-    proc = subprocess.run(
-        [sys.executable, "-m", "flamegraph", "fold", "--report", "-j", jobs, str(text)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def fold_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "flamegraph", "fold", *args, str(text)]
+        return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+    grouped_name = f"{QUADMATH.name}+{full_parse(QUADMATH)[20][0]:#x}"
+    proc = fold_cli("--report", "-j", jobs)
     assert proc.returncode == 0, proc.stderr
     assert "   80.0 %  reach a thread root" in proc.stderr
     assert "   40.0 %  in JIT code: 75.0 % of it named, 75.0 % reach a root" in proc.stderr
-    assert f"{QUADMATH.name}+{full_parse(QUADMATH)[20][0]:#x}" in proc.stdout  # grouped by default
-    plain = subprocess.run(
-        [sys.executable, "-m", "flamegraph", "fold", "--no-group-unknown", str(text)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # Text carries no build-ids: not grouped unless asked, and the fix says how.
+    assert f"[{QUADMATH.name}]" in proc.stdout and grouped_name not in proc.stdout
+    assert "pass --group-unknown (unverified for text)" in proc.stderr
+    asked = fold_cli("--group-unknown", "-j", jobs)
+    assert grouped_name in asked.stdout
+    assert asked.stderr.splitlines() == [UNVERIFIED]
+    plain = fold_cli("--no-group-unknown")
     assert f"[{QUADMATH.name}]" in plain.stdout and "attribution" not in plain.stderr
+    assert plain.stderr == ""

@@ -85,13 +85,14 @@ def cut_params_reference(name: bytes) -> bytes:
 
 
 def tidy_name(name: bytes, java: bool, compat: bool) -> bytes:
-    if not compat:
-        name = demangle_legacy(name)
     name = name.replace(b";", b":")  # ';' separates frames in folded text
     name = cut_params_reference(name) if compat else cut_params(name)
     name = name.replace(b'"', b"").replace(b"'", b"")
     if java and b"/" in name and name.startswith(b"L"):
         name = name[1:]  # Lorg/mozilla/Foo:.call -> org/mozilla/Foo:.call
+    if not compat:
+        # Last, so that what the escapes stand for is kept: a lifetime's quote, a ( that is no parameter list.
+        name = demangle_legacy(name).replace(b";", b":")
     return name
 
 
