@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .buildid import RecordedBuildIds, read_recorded_build_ids
 from .inputs import STDIN, kind_of
-from .symbols import FunctionNamer
+from .symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, FunctionNamer
 
 UNVERIFIED = (
     "note: [unknown] frames grouped by function from the DSOs on this machine, unverified: perf script "
@@ -22,6 +22,7 @@ UNVERIFIED = (
     "perf.data file to have them checked)"
 )
 SHOWN_PER_REASON = 4
+REASON_ORDER = (DIFFERENT, NO_LOCAL_ID, NOT_RECORDED)  # the alarming one first
 
 
 def namer_for_inputs(inputs: Sequence[str], requested: bool | None) -> FunctionNamer | None:
@@ -53,9 +54,10 @@ def grouping_note(namer: FunctionNamer | None) -> str | None:
         return UNVERIFIED
     if not namer.refused:
         return None
-    by_reason: dict[str, list[str]] = {}
+    by_reason: dict[str, list[str]] = {reason: [] for reason in REASON_ORDER}
     for path, reason in sorted(namer.refused.items()):
         by_reason.setdefault(reason, []).append(os.path.basename(path))
+    by_reason = {reason: names for reason, names in by_reason.items() if names}
     parts = []
     for reason, names in by_reason.items():
         more = f" and {len(names) - SHOWN_PER_REASON} more" if len(names) > SHOWN_PER_REASON else ""
