@@ -20,7 +20,8 @@ from flamegraph.diagnostics import Diagnostics
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.record import RecordSpec, fold_recording, record
-from flamegraph.report import attribute, observer_for
+from flamegraph.grouping import namer_for_recording
+from flamegraph.report import FrameObserver, attribute, observer_for
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 
@@ -73,7 +74,8 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     assert recording.exit_status in (0, None), lines[-10:]
     assert not list(tmp_path.glob("dnnl_dump_*"))  # moved into the JIT directory at exit
     start, end = (float(line.split()[1]) for line in lines if line.startswith(("TRAIN_START", "TRAIN_END")))
-    observer = observer_for(group_unknown=True)
+    namer = namer_for_recording(str(recording.perf_data))  # as `record` and `make flamegraph` fold
+    observer = FrameObserver(namer)
     profile = fold_recording(recording, FoldOptions.with_all(frame_hook=observer), (start, end), Diagnostics())
     jit = jit_stacks(profile)
     figures = attribute(profile, observer)
@@ -89,6 +91,9 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
         assert "mxnet::MKLDNNStream::Submit" in frames
         assert any(f.startswith("mxnet::op::MKLDNNFC") for f in frames)
         assert "mxnet::engine::ThreadedEngine::ExecuteOprBlock" in frames
+    # perf inject --jit kept the build-ids: libmxnet.so's stripped frames are grouped, checked.
+    assert not any(path.endswith("libmxnet.so") for path in namer.refused), namer.refused
+    assert any(f.startswith("libmxnet.so+0x") for stack in gemm for f in stack.split(";")), sorted(gemm)[:3]
     assert recording.metadata["JIT kernels"].endswith("with unwind info")
     kernels, with_cfi = recording.metadata["JIT kernels"].split(" named, ")
     assert int(kernels) >= 20 and with_cfi == f"{kernels} with unwind info"
