@@ -50,8 +50,8 @@ class FrameObserver:
 
     def __call__(self, pc: bytes, symbol: bytes, dso: bytes) -> bytes | None:
         if symbol == b"[unknown]":
-            if self.namer is None or is_jit_dso(dso):
-                return None
+            if self.namer is None or is_jit_dso(dso) or tidy.is_kernel_dso(dso):
+                return None  # JIT code has its own names; the kernel's build-id is not filed under its path
             name = self.namer(pc, dso)
             if name is not None:
                 self.grouped.add(decode(tidy.tidy_name(name, False, False)))

@@ -137,15 +137,21 @@ def test_the_note_counts_dsos_and_frames_by_reason() -> None:
     assert grouping_note(None) is None and grouping_note(FunctionNamer()) == UNVERIFIED
 
 
-def test_jit_code_is_not_subject_to_the_build_id_rule() -> None:
-    """Perf maps and injected jitted-*.so have their own names; the namer is never asked about them."""
+def test_jit_and_kernel_code_are_not_subject_to_the_build_id_rule() -> None:
+    """Perf maps and injected jitted-*.so have their own names, the kernel's build-id is filed under
+    [kernel.kallsyms]: the namer is never asked about them, so no note blames them."""
     namer = FunctionNamer(RecordedBuildIds())
     text = (
         b"python 100 1.000001: 1 cpu-clock:\n\t7f01 [unknown] (/tmp/perf-100.map)\n"
         b"\t7f02 jit_gemm (/root/.debug/jit/jitted-100-1.so)\n\t7f03 [unknown] (/root/.debug/jit/jitted-100-2.so)\n\n"
     )
+    kernel = b"/usr/lib/debug/boot/vmlinux-6.1.0-27-amd64"
+    text += b"python 100 1.000002: 1 cpu-clock:\n\tffffffff81000010 [unknown] (%s)\n\n" % kernel
     counts = fold(text, FoldOptions(jit=True, frame_hook=FrameObserver(namer)))
-    assert counts == {"python;[jitted-100-2.so]_[j];jit_gemm_[j];[perf-100.map]_[j]": 1}
+    assert counts == {
+        "python;[jitted-100-2.so]_[j];jit_gemm_[j];[perf-100.map]_[j]": 1,
+        "python;[vmlinux-6.1.0-27-amd64]": 1,
+    }
     assert namer.refused == {} and namer.unreadable == {}
 
 

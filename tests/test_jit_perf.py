@@ -17,10 +17,10 @@ import pytest
 
 from flamegraph.collapse.perf import FoldOptions
 from flamegraph.diagnostics import Diagnostics
+from flamegraph.grouping import namer_for_recording
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.record import RecordSpec, fold_recording, record
-from flamegraph.grouping import namer_for_recording
 from flamegraph.report import FrameObserver, attribute, observer_for
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
