@@ -25,7 +25,7 @@ def test_there_are_on_and_off_cpu_recordings() -> None:
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
 def test_each_recording_says_how_it_was_made(path: Path) -> None:
     facts = json.loads(path.with_name(path.name.replace(".perf.txt.gz", ".json")).read_text())
-    assert facts["perf record"].startswith("perf record -N -k CLOCK_MONOTONIC -e ")
+    assert facts["perf record"].startswith("perf record -N ") and " -k CLOCK_MONOTONIC -e " in facts["perf record"]
     assert facts["perf script"].startswith("perf script -i perf.data --no-inline ")
     assert facts["gzip bytes"] == path.stat().st_size
     assert facts["text bytes"] == len(gzip.decompress(path.read_bytes()))

@@ -30,7 +30,7 @@ def test_default_command_line_is_the_measured_one() -> None:
     argv = record_command(RecordSpec(command=("python", "t.py", "--epochs", "1")), "/usr/bin/perf", OUT)
     mmap = ["-m", "16M"] if has_capability(CAP_IPC_LOCK) else []
     assert argv == [
-        "/usr/bin/perf", "record", "-N", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "499",
+        "/usr/bin/perf", "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "499",
         "--call-graph", "dwarf,16384", *mmap, "-o", str(OUT), "--", "python", "t.py", "--epochs", "1",
     ]  # fmt: skip
 

@@ -149,7 +149,7 @@ def record_command(
 ) -> None:
     """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
 
-    Records with `perf record -N -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
+    Records with `perf record -N --buildid-all -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
     Ctrl-C stops the recording and still draws the graph.
     """
     source = ctx.get_parameter_source("call_graph")

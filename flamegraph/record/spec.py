@@ -100,8 +100,10 @@ class RecordHook(Protocol):
 
 
 def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
-    """The `perf record` argv: -N (no ~/.debug copies), -k CLOCK_MONOTONIC (for --time windows)."""
-    argv = [perf, "record", "-N", "-k", "CLOCK_MONOTONIC", "-e", spec.event]
+    """The `perf record` argv: -N (no ~/.debug copies), --buildid-all (the build-id of every DSO, not only
+    of those samples landed in: a DSO seen only in call stacks is then checked too before its frames
+    are grouped by function), -k CLOCK_MONOTONIC (for --time windows)."""
+    argv = [perf, "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", spec.event]
     if spec.freq is not None:
         argv += ["-F", str(spec.freq)]
     if spec.call_graph == "fp":
