@@ -23,6 +23,8 @@ UNVERIFIED = (
 )
 SHOWN_PER_REASON = 4
 REASON_ORDER = (DIFFERENT, NO_LOCAL_ID, NOT_RECORDED)  # the alarming one first
+# perf stores build-ids only for the DSOs samples landed in, not for those seen only in call stacks.
+NOT_RECORDED_HINT = "perf record --buildid-all stores one for every DSO"
 
 
 def namer_for_inputs(inputs: Sequence[str], requested: bool | None) -> FunctionNamer | None:
@@ -69,4 +71,8 @@ def grouping_note(namer: FunctionNamer | None) -> str | None:
         f"({frames:,} distinct frame{'s' if frames != 1 else ''}): {'; '.join(parts)}"
     )
     problems = namer.recorded.problems
-    return line + (f" ({problems[0]})" if problems else "")
+    if problems:
+        line += f" ({problems[0]})"
+    elif NOT_RECORDED in by_reason:
+        line += f"; {NOT_RECORDED_HINT}"
+    return line

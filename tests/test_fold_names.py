@@ -22,7 +22,7 @@ from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.collapse.rust import demangle_legacy
 from flamegraph.collapse.tidy import is_kernel_dso, tidy_name
 from flamegraph.diagnostics import Diagnostics
-from flamegraph.grouping import UNVERIFIED, grouping_note
+from flamegraph.grouping import NOT_RECORDED_HINT, UNVERIFIED, grouping_note
 from flamegraph.report import FrameObserver
 from flamegraph.symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, EhFrameIndex, FunctionNamer
 
@@ -106,8 +106,9 @@ def test_a_dso_is_grouped_only_with_the_recorded_build_id(
         assert counts == {f"python;main;[{base}]": 3}
         assert namer.refused == {str(QUADMATH): reason}
         assert namer.refused_frames == 3  # three distinct addresses
+        hint = f"; {NOT_RECORDED_HINT}" if reason == NOT_RECORDED else ""
         assert grouping_note(namer) == (
-            f"note: 1 DSO kept as [dso], not grouped by function (3 distinct frames): {base} ({reason})"
+            f"note: 1 DSO kept as [dso], not grouped by function (3 distinct frames): {base} ({reason}){hint}"
         )
 
 
@@ -340,3 +341,12 @@ def test_a_binary_replaced_after_recording_does_not_name_its_frames(tmp_path: Pa
     # Asked for explicitly, perf.data is still checked: the user gets no wrong name.
     asked = run_cli("fold", "--group-unknown", str(data))
     assert "mydd+0x" not in asked.stdout and "kept as [dso]" in asked.stderr
+
+
+def test_the_note_says_how_to_record_missing_build_ids() -> None:
+    namer = FunctionNamer(RecordedBuildIds())
+    namer.refused, namer.refused_frames = {"/usr/bin/env": NOT_RECORDED}, 2
+    assert grouping_note(namer) == (
+        f"note: 1 DSO kept as [dso], not grouped by function (2 distinct frames): env ({NOT_RECORDED}); "
+        f"{NOT_RECORDED_HINT}"
+    )
