@@ -37,8 +37,8 @@ def is_jit_dso(dso: bytes) -> bool:
 class FrameObserver:
     """The folder's frame hook: sees each distinct (address, symbol, DSO) once, may rename `[unknown]`.
 
-    Renaming is done by `namer` (grouping by function, `--group-unknown`; JIT code never goes to it,
-    it has its own names); what it observes lets the report tell JIT, kernel and grouped frames
+    Renaming is done by `namer` (grouping by function, `--group-unknown`; JIT and kernel code never
+    go to it); what it observes lets the report tell JIT, kernel and grouped frames
     apart in the folded names.
     """
 

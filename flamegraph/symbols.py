@@ -12,8 +12,8 @@ perf script prints the address of a frame in a DSO as a file offset (`map_ip`), 
 so offsets are turned into virtual addresses through the PT_LOAD program headers first.
 
 A name is only as true as the file it came from: given the build-ids the recording stored
-(flamegraph.buildid), a DSO whose file here has another build-id, or none was recorded for it,
-is not read at all and its frames stay `[dso]`.
+(flamegraph.buildid), a DSO whose file here has another build-id (or none), or for which none
+was recorded, names nothing: its frames stay `[dso]`.
 """
 
 from __future__ import annotations
