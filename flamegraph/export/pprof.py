@@ -1,0 +1,142 @@
+"""FoldedProfile -> pprof's profile.proto, gzip'd: what `go tool pprof`, Pyroscope and Grafana read.
+
+Sample types: `samples/count`, plus `cpu/nanoseconds` when the event is a clock (cpu-clock,
+task-clock) sampled at a known frequency (the `frequency` capture fact, "499 Hz": one sample stands
+for 1e9/499 ns); off-CPU profiles hold `off_cpu/microseconds` (`off_cpu/nanoseconds` when a weight
+has a fraction of a microsecond). Each distinct frame is one Function and one Location (leaf first in
+each Sample, as pprof wants). A frame our folder named `libmxnet.so+0x62333d0` keeps its DSO as a
+Mapping and its address as the Location's address. Thread-rooted profiles label each sample
+`thread=comm-PID/TID`. The title and capture facts are the profile's comments.
+
+    python-42/43;main;libmxnet.so+0x62333d0 7   ->  Sample(location_id=[3, 2, 1], value=[7, 14028056],
+                                                    label=[thread=python-42/43])
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from datetime import datetime
+from typing import Any
+
+from ..folded import encode
+from ..model import FoldedProfile
+from . import EXPORTER, ExportError, capture_facts, describe, threaded
+from .names import export_name
+from .pprof_schema import message_classes
+
+MAPPED_FRAME = re.compile(r"^([^\s;+]+)\+0x([0-9a-f]+)$")  # `libmxnet.so+0x62333d0` (symbols.FunctionNamer)
+CLOCK_EVENTS = frozenset({"cpu-clock", "task-clock"})
+FREQUENCY = re.compile(r"^(\d+) Hz$")  # the `frequency` capture fact of a recording
+
+
+def sampling_period_ns(profile: FoldedProfile) -> int | None:
+    """Nanoseconds of CPU time one sample stands for, where the capture facts say; None otherwise."""
+    event = (profile.event or profile.metadata.get("event") or "").split(":")[0]
+    match = FREQUENCY.match(profile.metadata.get("frequency", ""))
+    if profile.unit != "samples" or event not in CLOCK_EVENTS or match is None or int(match.group(1)) == 0:
+        return None
+    return round(1e9 / int(match.group(1)))
+
+
+def _value_types(profile: FoldedProfile) -> tuple[list[tuple[str, str]], int]:
+    """(the sample types, the factor from a weight to the first value)."""
+    whole = all(float(weight).is_integer() for weight in profile.counts.values())
+    if profile.unit == "microseconds":
+        return ([("off_cpu", "microseconds")], 1) if whole else ([("off_cpu", "nanoseconds")], 1000)
+    if not whole:
+        raise ExportError(
+            f"pprof holds whole numbers: these {profile.unit} have fractions (convert them to a finer unit first)"
+        )
+    name = "samples" if profile.unit == "samples" else profile.unit
+    return [(name, "count")], 1
+
+
+class _Strings:
+    """pprof's string table: index 0 is ''."""
+
+    def __init__(self) -> None:
+        self.table = [""]
+        self.index = {"": 0}
+
+    def __call__(self, text: str) -> int:
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.table)
+            self.table.append(text)
+        return i
+
+
+def pprof_message(profile: FoldedProfile, title: str | None = None) -> Any:
+    """The perftools.profiles.Profile message of `profile`."""
+    classes = message_classes()
+    strings = _Strings()
+    message = classes["Profile"]()
+    types, factor = _value_types(profile)
+    period = sampling_period_ns(profile)
+    if period is not None:
+        types.append(("cpu", "nanoseconds"))
+        message.period_type.type, message.period_type.unit = strings("cpu"), strings("nanoseconds")
+        message.period = period
+    for kind, unit in types:
+        message.sample_type.add(type=strings(kind), unit=strings(unit))
+    message.default_sample_type = strings(types[-1][0])
+
+    mappings: dict[str, Any] = {}
+    locations: dict[str, int] = {}
+    label_threads = threaded(profile)
+    for stack, weight in sorted(profile.counts.items(), key=lambda item: encode(item[0])):
+        frames = stack.split(";")
+        ids = []
+        for frame in reversed(frames):  # leaf first
+            location = locations.get(frame)
+            if location is None:
+                location = locations[frame] = _add_location(message, frame, len(locations) + 1, strings, mappings)
+            ids.append(location)
+        value = round(weight * factor)
+        values = [value] if period is None else [value, value * period]
+        sample = message.sample.add(location_id=ids, value=values)
+        if label_threads:
+            sample.label.add(key=strings("thread"), str=strings(export_name(frames[0])))
+
+    comments = [describe(profile, title), *(f"{k}: {v}" for k, v in capture_facts(profile).items())]
+    message.comment.extend(strings(export_name(text)) for text in [*comments, f"exported by {EXPORTER}"])
+    started = _epoch_ns(profile.metadata.get("date"))
+    if started is not None:
+        message.time_nanos = started
+    message.string_table.extend(strings.table)
+    return message
+
+
+def _add_location(message: Any, frame: str, ident: int, strings: _Strings, mappings: dict[str, Any]) -> int:
+    name = strings(export_name(frame))
+    # No system_name: pprof then takes the name as already demangled and shows it whole (with
+    # system_name == name it strips template and parameter lists, merging distinct functions).
+    message.function.add(id=ident, name=name)
+    location = message.location.add(id=ident)
+    location.line.add(function_id=ident)
+    mapped = MAPPED_FRAME.match(frame)
+    if mapped is not None:
+        dso, address = mapped.group(1), int(mapped.group(2), 16)
+        mapping = mappings.get(dso)
+        if mapping is None:
+            mapping = mappings[dso] = message.mapping.add(
+                id=len(mappings) + 1, filename=strings(dso), has_functions=True
+            )
+        mapping.memory_limit = max(mapping.memory_limit, address + 1)
+        location.mapping_id, location.address = mapping.id, address
+    return ident
+
+
+def _epoch_ns(date: str | None) -> int | None:
+    """The `date` capture fact (ISO 8601, as the recorder writes it) in ns since the epoch."""
+    try:
+        stamp = datetime.fromisoformat(date) if date else None
+    except ValueError:
+        return None
+    return round(stamp.timestamp() * 1e9) if stamp is not None and stamp.tzinfo is not None else None
+
+
+def render_pprof(profile: FoldedProfile, title: str | None = None) -> bytes:
+    """The gzip'd profile.proto (mtime 0: the same profile gives the same bytes)."""
+    return gzip.compress(pprof_message(profile, title).SerializeToString(deterministic=True), mtime=0)

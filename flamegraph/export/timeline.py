@@ -1,0 +1,204 @@
+"""Samples in time order, for the one export that needs them (Chrome's Trace Event Format).
+
+Folded text has no time, so this reads `perf script` text itself: each record's thread, time and
+stack, with frames named by the folder's own `PerfCollapser.frame_name` (same names as `fold`, kernel
+and JIT annotations and `[unknown]` grouping included). On-CPU, a sample stands for the time until
+the thread's next sample, at most one sampling interval (from the `frequency` capture fact, from
+the period of a clock event, else the lower decile of the gaps between a thread's samples), so idle
+time stays empty. Off-CPU waits (collapse.perf_sched) are spans of their own: switch-out to switch-in.
+
+Records it reads (one sample per record; the first event in the text, as `fold` does):
+    python 19065/19130  1252.176183: cpu-clock:
+    \t         13a364b mxnet::engine::ThreadedEngine::ExecuteOprBlock (/venv/mxnet/libmxnet.so)
+    python 4242  100.000001:     1001001 cpu-clock:  7f12 PyEval_Eval+0x3 (/usr/bin/python3)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..collapse.perf import HEADER_OURS, FoldOptions, PerfCollapser
+from ..collapse.perf_sched import OffCpuOptions, SchedCollapser, parse_time_ns
+from ..diagnostics import Diagnostics
+from ..folded import decode
+
+# "<time>: [<period>] <event>: [<frame on the header line>]" after comm and pid/tid.
+TIMED = re.compile(rb"\s(\d+)\.(\d+):\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
+HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # '7f12 PyEval_Eval+0x3 (/usr/bin/python3)'
+CLOCK_EVENTS = (b"cpu-clock", b"task-clock")
+CONTIGUOUS = 1.5  # a gap up to 1.5 sampling intervals is the next sample, longer means the thread was off
+
+
+class Span(NamedTuple):
+    """One thread in one stack from `start` to `end` (perf's clock, ns)."""
+
+    start: int
+    end: int
+    pid: int
+    tid: int
+    stack: tuple[str, ...]  # root first: comm-PID/TID (comm-TID off-CPU), as `fold --tid` writes it
+
+
+@dataclass
+class Timeline:
+    """Spans of every thread, time ordered per thread, with the names of threads and processes."""
+
+    spans: list[Span] = field(default_factory=list)
+    threads: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> comm
+    processes: dict[int, str] = field(default_factory=dict)  # pid -> comm
+    unit: str = "samples"  # what a span counts: samples (on-CPU), or microseconds (off-CPU waits)
+    event: str | None = None
+    interval_ns: int | None = None  # on-CPU: the sampling interval a sample stands for
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class _Sample(NamedTuple):
+    ns: int
+    pid: int
+    tid: int
+    stack: tuple[str, ...]
+
+
+def read_timeline(
+    lines: Iterable[bytes],
+    path: str,
+    options: FoldOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    interval_ns: int | None = None,
+) -> Timeline:
+    """On-CPU samples of `perf script` text as spans; `interval_ns` when the sampling rate is known."""
+    diagnostics = diagnostics or Diagnostics()
+    namer = PerfCollapser(options or FoldOptions(), diagnostics)
+    timeline = Timeline()
+    samples: list[_Sample] = []
+    periods: list[int] = []
+    names: dict[bytes, str | None] = {}  # raw frame line -> name; '' dropped, None malformed
+    event: bytes | None = None
+    current: tuple[int, int, int] | None = None  # (ns, pid, tid) of the record being read
+    root = ""
+    frames: list[str] = []
+    java = False
+    bad = False
+
+    def finish() -> None:
+        if current is not None and not bad:
+            samples.append(_Sample(*current, (root, *reversed(frames))))
+        frames.clear()
+
+    for number, line in enumerate(lines, 1):
+        first = line[:1]
+        if first == b"\t" or (first == b" " and line.strip() and not _is_header(line.strip())):
+            if current is None:
+                continue  # a frame of a record we skip (another event, a bad header)
+            name = names.get(line, "?")
+            if name == "?":
+                raw = namer.frame_name(line.strip(), java)
+                name = names[line] = decode(raw) if raw is not None else None
+            if name is None:
+                diagnostics.report(path, number, "bad-frame-line", decode(line))
+                bad = True
+            elif name:
+                frames.append(name)
+            continue
+        if not line.strip() or first == b"#":
+            finish()
+            current = None
+            continue
+        finish()
+        current, bad = None, False
+        diagnostics.records += 1
+        stripped = line.strip()
+        header, timed = HEADER_OURS.match(stripped), TIMED.search(stripped)
+        if header is None or timed is None:
+            diagnostics.report(path, number, "bad-header", decode(line))
+            continue
+        this_event = timed.group(4)
+        event = event or this_event
+        if this_event != event:
+            continue
+        pid, tid = int(header.group(2)), int(header.group(3) or 0)
+        pid_text = header.group(2)
+        if not tid:
+            pid, tid, pid_text = 0, pid, b"?"  # perf printed one id: the thread's (`fold --tid` says ?)
+        comm = decode(header.group(1))
+        root = decode(header.group(1).replace(b" ", b"_") + b"-" + pid_text + b"/" + str(tid).encode())
+        timeline.threads.setdefault((pid, tid), comm)
+        if pid == tid or pid not in timeline.processes:
+            timeline.processes[pid] = comm
+        current = (parse_time_ns(timed.group(1), timed.group(2)), pid, tid)
+        java = header.group(1).startswith(b"java")
+        if timed.group(3) and this_event in CLOCK_EVENTS:
+            periods.append(int(timed.group(3)))  # a clock event's period is in ns
+        rest = timed.group(5).strip()
+        if rest and HEADER_FRAME.match(rest):  # sampled without -g: the one frame is on the header
+            raw = namer.frame_name(rest, java)
+            if raw:
+                frames.append(decode(raw))
+    finish()
+    timeline.event = decode(event) if event is not None else None
+    timeline.interval_ns = interval_ns or _median(periods) or _gap_decile(samples)
+    timeline.spans = _spans(samples, timeline.interval_ns)
+    return timeline
+
+
+def _is_header(stripped: bytes) -> bool:
+    """A sample header printed with leading spaces (perf right-aligns comm without -g)."""
+    return HEADER_OURS.match(stripped) is not None and TIMED.search(stripped) is not None
+
+
+def _median(values: list[int]) -> int | None:
+    return sorted(values)[len(values) // 2] if values else None
+
+
+def _gap_decile(samples: list[_Sample]) -> int | None:
+    """The lower decile of the gaps between a thread's consecutive samples: its sampling interval."""
+    last: dict[int, int] = {}
+    gaps = []
+    for sample in sorted(samples, key=lambda s: (s.tid, s.ns)):
+        before = last.get(sample.tid)
+        if before is not None and sample.ns > before:
+            gaps.append(sample.ns - before)
+        last[sample.tid] = sample.ns
+    return sorted(gaps)[len(gaps) // 10] if gaps else None
+
+
+def _spans(samples: list[_Sample], interval: int | None) -> list[Span]:
+    """Each sample lasts until its thread's next sample, or one interval when the thread went off-CPU."""
+    step = interval or 1000  # a lone sample of an unknown rate: 1 µs, so it is still drawn
+    spans = []
+    ordered = sorted(samples, key=lambda s: (s.pid, s.tid, s.ns))
+    for i, sample in enumerate(ordered):
+        after = ordered[i + 1] if i + 1 < len(ordered) else None
+        gap = after.ns - sample.ns if after is not None and after.tid == sample.tid else None
+        length = gap if gap is not None and 0 < gap <= CONTIGUOUS * step else step
+        spans.append(Span(sample.ns, sample.ns + length, sample.pid, sample.tid, sample.stack))
+    return spans
+
+
+def read_offcpu_timeline(
+    lines: Iterable[bytes],
+    path: str,
+    options: OffCpuOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    pid: int = 0,
+) -> Timeline:
+    """Off-CPU waits of sched_switch `perf script` text as spans (switch-out to switch-in), µs."""
+    collapser = SchedCollapser(options or OffCpuOptions(), diagnostics or Diagnostics())
+    timeline = Timeline(unit="microseconds", event="sched:sched_switch")
+    untimed = 0
+    for wait in collapser.iter_waits(lines, path):
+        if not wait.end:
+            untimed += 1  # spans the whole recording, time unknown: counted, not drawn
+            continue
+        comm, _, tid_text = decode(wait.thread).rpartition("-")
+        tid = int(tid_text) if tid_text.isdigit() else 0
+        timeline.threads.setdefault((pid, tid), comm)
+        timeline.spans.append(Span(wait.end - wait.ns, wait.end, pid, tid, tuple(decode(wait.stack).split(";"))))
+    timeline.processes.setdefault(pid, "off-CPU")
+    if untimed:
+        timeline.metadata["waits without a time (not drawn)"] = str(untimed)
+    timeline.spans.sort(key=lambda s: (s.pid, s.tid, s.start))
+    return timeline
