@@ -97,6 +97,12 @@ def render(
     meta: Meta = None,
     png: Png = None,
     strict: Strict = False,
+    format_: Annotated[
+        str,
+        typer.Option(
+            "--format", help="svg, or an export: speedscope, pprof (gzip'd profile.proto), folded (see `convert`)"
+        ),
+    ] = "svg",
 ) -> None:
     """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG."""
     diagnostics = Diagnostics(strict=strict)
@@ -105,6 +111,11 @@ def render(
     stacks = _read_in_order(paths, diagnostics) if flamechart else None
     diagnostics.finish()
     _describe(profile, event, unit, meta)
+    if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
+        from .convert import export_profile
+
+        export_profile(profile, format_, output, title, png)
+        return
     options = RenderOptions(
         title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
         min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,

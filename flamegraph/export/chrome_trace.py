@@ -3,15 +3,16 @@
 One track per thread (`pid`/`tid`, named by `process_name`/`thread_name` metadata events). Time runs
 along the x axis: consecutive samples of a thread that share a stack prefix become one "X" (complete)
 slice per frame, so a function running for 40 samples is one 80 ms slice with its callees nested
-inside. Slices nest strictly (a child starts and ends within its parent; parents come first), times
-are whole microseconds of perf's clock, and each slice says how many samples it covers. Frames get a
+inside. Slices nest strictly (a child starts and ends within its parent; parents come first) and
+times are whole microseconds of perf's clock. Slices carry no `args`: speedscope's importer makes
+them part of the frame's name, which would split one function into many. Frames get a
 category: `operator` for MXNet operator frames (`[op] FullyConnected`), `kernel` (`_[k]`), `jit`
 (`_[j]`), else `cpu` (`off-cpu` for waits). Capture facts go in `otherData`.
 
     {"traceEvents": [
       {"ph": "M", "name": "thread_name", "pid": 42, "tid": 43, "args": {"name": "python"}},
-      {"ph": "X", "name": "main", "cat": "cpu", "pid": 42, "tid": 43, "ts": 1252176183, "dur": 6012,
-       "args": {"samples": 3}}, ...],
+      {"ph": "X", "name": "main", "cat": "cpu", "pid": 42, "tid": 43, "ts": 1252176183, "dur": 6012},
+      ...],
      "displayTimeUnit": "ms", "otherData": {"title": "...", "event": "cpu-clock", ...}}
 """
 
@@ -39,7 +40,6 @@ def category(frame: str, unit: str) -> str:
 
 def iter_slices(spans: list[Span], unit: str) -> Iterator[dict[str, Any]]:
     """"X" events of one thread's spans (in time order): shared prefixes of touching spans merged."""
-    on_cpu = unit != "microseconds"
     opened: list[dict[str, Any]] = []  # the slices open now, root first
     emitted: list[dict[str, Any]] = []  # every slice, in the order opened (parents before children)
     end_us = 0
@@ -62,13 +62,8 @@ def iter_slices(spans: list[Span], unit: str) -> Iterator[dict[str, Any]]:
                 "ph": "X", "name": export_name(frame), "cat": category(frame, unit), "pid": span.pid,
                 "tid": span.tid, "ts": start_us, "dur": 0, "_frame": frame,
             }  # fmt: skip
-            if on_cpu:
-                event["args"] = {"samples": 0}
             opened.append(event)
             emitted.append(event)
-        if on_cpu:
-            for event in opened:
-                event["args"]["samples"] += 1
         end_us = max(span.end // 1000, start_us)
     close(0, end_us)
     for event in emitted:

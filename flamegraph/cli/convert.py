@@ -1,0 +1,173 @@
+"""`flamegraph convert IN OUT`: any input we read -> any output we write, formats from the file names.
+
+Also the writers behind `render --format` and the `--speedscope/--pprof/--chrome-trace` options of
+`record` and `offcpu`. Each format's module (and json, protobuf) is imported only when it is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..collapse.perf import FoldOptions
+from ..diagnostics import BadOption, Diagnostics, NoSamples
+from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
+from ..export.sources import Source, read_source_timeline, sniff
+from ..export.timeline import Timeline
+from ..model import FoldedProfile
+from .app import app
+from .output import atomic_output
+
+FormatName = Annotated[
+    str | None,
+    typer.Option("--to", metavar="FORMAT", help=f"output format, instead of OUT's ending: {', '.join(FORMATS)}"),
+]
+
+
+def render_profile_export(profile: FoldedProfile, fmt: str, title: str | None = None) -> bytes:
+    """The bytes of `profile` in a format made from folded stacks."""
+    if fmt == "speedscope":
+        from ..export.speedscope import render_speedscope
+
+        return render_speedscope(profile, title)
+    if fmt == "pprof":
+        from ..export.pprof import render_pprof
+
+        return render_pprof(profile, title)
+    if fmt == "folded":
+        from ..folded import iter_folded_lines
+
+        return b"".join(iter_folded_lines(profile))
+    if fmt == "svg":
+        from ..render import RenderOptions, render_svg
+
+        return render_svg(profile, RenderOptions(title=title or "Flame Graph"))
+    if fmt in TIMED_FORMATS:
+        raise BadOption(
+            f"{fmt} needs each sample's time, which folded stacks do not have: "
+            "convert the perf script text or perf.data instead (flamegraph convert perf.data OUT.json)"
+        )
+    raise BadOption(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
+
+
+def render_timeline_export(timeline: Timeline, fmt: str, title: str | None = None) -> bytes:
+    from ..export.chrome_trace import render_chrome_trace
+
+    assert fmt == "chrome-trace", fmt
+    return render_chrome_trace(timeline, title)
+
+
+def export_profile(profile: FoldedProfile, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
+    """`render --format FMT`: the export instead of the SVG (the same title; no PNG of it)."""
+    if png is not None:
+        raise BadOption("--png draws the SVG: it goes with --format svg")
+    write_bytes(output, render_profile_export(profile, fmt, None if title == "Flame Graph" else title))
+
+
+def write_bytes(path: Path | None, data: bytes) -> None:
+    with atomic_output(path) as out:
+        out.write(data)
+
+
+def output_format(output: str, to: str | None) -> str:
+    """--to, else the format OUT's name asks for; a name no format claims is a usage error."""
+    if to is not None:
+        if to not in FORMATS:
+            raise BadOption(f"--to {to!r}: expected one of {', '.join(FORMATS)}")
+        return to
+    fmt = format_of(output)
+    if fmt is None:
+        raise BadOption(f"{output}: cannot tell the format from the name (endings: {known_endings()}); use --to")
+    return fmt
+
+
+@app.command()
+def convert(
+    source: Annotated[
+        str, typer.Argument(help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")
+    ],
+    output: Annotated[str, typer.Argument(help="the file to write (its ending names the format), or - with --to")],
+    to: FormatName = None,
+    title: Annotated[str | None, typer.Option("--title", help="title / profile name in the output")] = None,
+    threads: Annotated[
+        bool, typer.Option("--threads/--no-threads", help="perf input: one root (profile, track) per thread")
+    ] = True,
+    group_unknown: Annotated[
+        bool,
+        typer.Option("--group-unknown/--no-group-unknown", help="perf input: name [unknown] frames per function"),
+    ] = True,
+    unit: Annotated[
+        str | None, typer.Option("--unit", help="folded input: the counts' unit (samples, microseconds)")
+    ] = None,
+    event: Annotated[str | None, typer.Option("--event", help="folded input: the sampled event")] = None,
+    meta: Annotated[
+        list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact to carry (repeatable)")
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")] = False,
+) -> None:
+    """Convert between formats: folded, svg, speedscope (.speedscope.json), pprof (.pb.gz), chrome-trace (.json).
+
+    IN is sniffed from its content (folded stacks, `perf script` text, gzip, perf.data; off-CPU
+    sched_switch recordings are paired into waits); OUT's format comes from its ending, or --to.
+    chrome-trace needs sample times, so it is made from perf script text or perf.data, not folded stacks.
+    """
+    fmt = output_format(output, to)
+    if output == "-" and to is None:
+        raise BadOption("writing to stdout needs --to FORMAT")
+    found = sniff(source)
+    diagnostics = Diagnostics(strict=strict)
+    options = fold_options(threads, group_unknown)
+    if fmt in TIMED_FORMATS:
+        if found.kind == "folded":
+            render_profile_export(FoldedProfile(), fmt)  # raises the explanation
+        data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
+    else:
+        profile = read_source_profile(found, options, diagnostics)
+        describe_profile(profile, event, unit, meta)
+        data = render_profile_export(profile, fmt, title)
+    write_bytes(None if output == "-" else Path(output), data)
+
+
+def fold_options(threads: bool, group_unknown: bool) -> FoldOptions:
+    """How convert folds perf input: as `record` does (kernel and JIT annotated), thread roots by default."""
+    from ..report import observer_for
+
+    hook = observer_for(group_unknown) if group_unknown else None
+    return FoldOptions.with_all(tid=threads, frame_hook=hook)
+
+
+def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedProfile:
+    """The folded profile of any input: folded text read as it is, perf input folded as `fold` does."""
+    if found.kind == "folded":
+        from ..folded import read_folded
+        from ..inputs import label, open_stream
+
+        with open_stream(found.path) as lines:
+            profile = read_folded(lines, label(found.path), diagnostics)
+        diagnostics.finish()
+        if not profile.counts:
+            raise NoSamples(f"{label(found.path)}: no stacks found (empty input, or not folded stacks)")
+        return profile
+    if found.kind == "offcpu":
+        from ..collapse.perf_sched import OffCpuOptions
+        from ..offcpu import fold_offcpu
+
+        return fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics)
+    from ..fold import fold_perf
+
+    return fold_perf([found.path], options, diagnostics).profile
+
+
+def describe_profile(profile: FoldedProfile, event: str | None, unit: str | None, meta: list[str] | None) -> None:
+    """--event, --unit and --meta KEY=VALUE onto a profile (folded text carries none of them)."""
+    if event is not None:
+        profile.event = event
+    if unit is not None:
+        profile.unit = unit
+    for item in meta or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadOption(f"--meta {item!r}: expected KEY=VALUE")
+        profile.metadata[key.strip()] = value

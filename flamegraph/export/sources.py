@@ -1,0 +1,127 @@
+"""What `flamegraph convert` reads: folded stacks, `perf script` text (plain or gzip) or perf.data,
+on-CPU or off-CPU, sniffed from the content (never trusted from the name).
+
+    python;main;compute 42                               <- folded
+    python 4242/4243 [001] 100.000001: cpu-clock:        <- perf script, on-CPU
+    python 4243 [001] 100.2: sched:sched_switch: prev_comm=python prev_pid=4243 ...   <- off-CPU
+
+Folded input gives a FoldedProfile only (no time); `perf script` input gives both a FoldedProfile
+(through the same folders as `flamegraph fold`) and a Timeline (for the Chrome trace).
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO
+
+from ..collapse.perf import HEADER_OURS, FoldOptions
+from ..diagnostics import Diagnostics, InputMissing, NoSamples
+from ..folded import parse_count
+from ..inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
+from ..perf import find_perf, script_command, stream_script
+from .timeline import TIMED, Timeline, read_offcpu_timeline, read_timeline
+
+OFFCPU_EVENT = b"sched:sched_switch"
+ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"  # as `flamegraph record` scripts its recordings
+SNIFF_LINES = 200
+SNIFF_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: its path and what it holds."""
+
+    path: str
+    kind: str  # "folded", "perf" (on-CPU perf script / perf.data) or "offcpu"
+    perf_data: bool = False
+
+
+def sniff(path: str) -> Source:
+    """What `path` holds: perf.data by its magic bytes; text by its first record."""
+    if path != STDIN and kind_of(path) == "perf.data":
+        return Source(path, "offcpu" if _records_sched_switch(path) else "perf", perf_data=True)
+    perf_script = False
+    for line in _head_lines(path):
+        text = line.strip()
+        if not text or text.startswith(b"#"):
+            continue
+        if line[:1] in (b"\t", b" ") and HEADER_OURS.match(text) is None:
+            perf_script = True  # a frame line
+            continue
+        if b"PERF_RECORD_" in text:
+            perf_script = True  # perf's own records (COMM, FORK, SWITCH) come before the first sample
+            continue
+        timed = TIMED.search(text)
+        if timed is not None and HEADER_OURS.match(text):
+            return Source(path, "offcpu" if timed.group(4) == OFFCPU_EVENT else "perf")
+        _, sep, count = text.rpartition(b" ")
+        if not perf_script and sep and parse_count(count) is not None:
+            return Source(path, "folded")
+    # Nothing recognisable: the reader that follows reports what it finds.
+    return Source(path, "perf" if perf_script else "folded")
+
+
+def _head_lines(path: str) -> list[bytes]:
+    """The first lines of a text input (gunzipped), read without consuming stdin."""
+    if path == STDIN:
+        data = sys.stdin.buffer.peek(SNIFF_BYTES)
+    else:
+        try:
+            with open(path, "rb") as raw:
+                data = raw.read(SNIFF_BYTES)
+        except OSError:
+            return []  # the reader that follows says what is wrong with it
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data, SNIFF_BYTES)
+        except zlib.error:
+            return []
+    return data.splitlines()[:SNIFF_LINES]
+
+
+def _records_sched_switch(path: str) -> bool:
+    """perf.data of an off-CPU recording: `perf evlist` names sched:sched_switch."""
+    try:
+        done = subprocess.run([find_perf(), "evlist", "-i", path], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return OFFCPU_EVENT in done.stdout
+
+
+@contextmanager
+def open_script(source: Source) -> Iterator[IO[bytes]]:
+    """The `perf script` text of an on-CPU source (perf.data scripted with record's fields)."""
+    if source.perf_data:
+        command = script_command(source.path, extra=["-F", ONCPU_FIELDS])
+        with stream_script(command, source.path) as stream:
+            yield stream
+        return
+    try:
+        with open_stream(source.path) as stream:
+            yield stream
+    except (EOFError, gzip.BadGzipFile) as err:
+        raise InputMissing(f"{label(source.path)}: truncated or corrupt gzip data: {err}") from None
+
+
+def read_source_timeline(
+    source: Source, options: FoldOptions, diagnostics: Diagnostics, interval_ns: int | None = None
+) -> Timeline:
+    """The samples (or waits) of a `perf script` source in time order."""
+    if source.kind == "offcpu":
+        from ..offcpu import open_offcpu
+
+        with open_offcpu(source.path) as stream:
+            timeline = read_offcpu_timeline(stream, label(source.path), diagnostics=diagnostics)
+    else:
+        with open_script(source) as stream:
+            timeline = read_timeline(stream, label(source.path), options, diagnostics, interval_ns)
+    diagnostics.finish()
+    if not timeline.spans:
+        raise NoSamples(f"{label(source.path)}: no samples with a time found")
+    return timeline
