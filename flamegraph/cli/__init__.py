@@ -16,7 +16,14 @@ from .app import app
 __all__ = ["app", "main", "register_commands"]
 
 # command name -> module under flamegraph/cli that registers it with @app.command
-COMMAND_MODULES = {"fold": "fold", "render": "render", "diff": "render", "record": "record", "offcpu": "offcpu", "convert": "convert"}
+COMMAND_MODULES = {
+    "fold": "fold",
+    "render": "render",
+    "diff": "render",
+    "record": "record",
+    "offcpu": "offcpu",
+    "convert": "convert",
+}
 
 
 def register_commands(argv: list[str] | None = None) -> None:

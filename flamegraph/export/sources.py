@@ -70,7 +70,8 @@ def sniff(path: str) -> Source:
 def _head_lines(path: str) -> list[bytes]:
     """The first lines of a text input (gunzipped), read without consuming stdin."""
     if path == STDIN:
-        data = sys.stdin.buffer.peek(SNIFF_BYTES)
+        peek = getattr(sys.stdin.buffer, "peek", None)
+        data = peek(SNIFF_BYTES) if peek is not None else b""
     else:
         try:
             with open(path, "rb") as raw:
