@@ -6,17 +6,20 @@ Also the writers behind `render --format` and the `--speedscope/--pprof/--chrome
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..collapse.perf import FoldOptions
+from ..collapse.perf_sched import OffCpuOptions
 from ..diagnostics import BadOption, Diagnostics, NoSamples
-from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
-from ..export.sources import Source, read_source_timeline, sniff
+from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
+from ..export.sources import Source, read_source_timeline, recording_timeline, sniff
 from ..export.timeline import Timeline
 from ..model import FoldedProfile
+from ..record import Recording
 from .app import app
 from .output import atomic_output
 
@@ -64,6 +67,29 @@ def export_profile(profile: FoldedProfile, fmt: str, output: Path | None, title:
     if png is not None:
         raise BadOption("--png draws the SVG: it goes with --format svg")
     write_bytes(output, render_profile_export(profile, fmt, None if title == "Flame Graph" else title))
+
+
+def write_exports(
+    request: ExportRequest,
+    profile: FoldedProfile,
+    recording: Recording,
+    note: Callable[[str], None],
+    timeline_options: FoldOptions | None = None,
+    window: tuple[float | None, float | None] | None = None,
+    offcpu: OffCpuOptions | None = None,
+    pid: int | None = None,
+) -> None:
+    """`record` / `offcpu` --speedscope/--pprof/--chrome-trace: each file written atomically and announced.
+    The Chrome trace re-reads the recording in time order with the options the fold used."""
+    for fmt, path in request.files:
+        if fmt in TIMED_FORMATS:
+            options = timeline_options or FoldOptions.with_all(tid=True)
+            timeline = recording_timeline(recording, options, window, offcpu, pid or 0)
+            data = render_timeline_export(timeline, fmt, request.title)
+        else:
+            data = render_profile_export(profile, fmt, request.title)
+        write_bytes(path, data)
+        note(f"wrote {path} ({fmt})")
 
 
 def write_bytes(path: Path | None, data: bytes) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from ..collapse.perf_sched import OffCpuOptions
 from ..diagnostics import Diagnostics
+from ..export import ExportRequest
 from ..model import FoldedProfile
 from ..offcpu import (
     DEFAULT_CALL_GRAPH,
@@ -84,7 +85,16 @@ def offcpu_command(
         Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
-    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
+    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")] = False,
+    speedscope: Annotated[
+        Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (µs, per thread)")
+    ] = None,
+    pprof: Annotated[
+        Path | None, typer.Option("--pprof", metavar="FILE", help="also write a pprof profile (off_cpu/microseconds)")
+    ] = None,
+    chrome_trace: Annotated[
+        Path | None, typer.Option("--chrome-trace", metavar="FILE", help="also write a Chrome trace of the waits")
+    ] = None,
 ) -> None:
     """Off-CPU flame graph: where the threads of a pid (`--pid PID`) or command (`-- CMD`) wait.
 
@@ -95,8 +105,9 @@ def offcpu_command(
     """
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
-    if no_svg and folded is None:
-        raise typer.BadParameter("--no-svg needs --folded")
+    exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
+    if no_svg and folded is None and not exports:
+        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
     options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=window_ns(window))
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
@@ -114,6 +125,11 @@ def offcpu_command(
         profile = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
         svg = None if no_svg else output
         write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note)
+        if exports:
+            from .convert import write_exports
+
+            request = ExportRequest(exports.files, render.title)
+            write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
         report_totals(profile, status)
 
 

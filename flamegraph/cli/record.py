@@ -11,6 +11,7 @@ import typer
 from ..collapse.perf import FoldOptions
 from ..color import HighlightRule, resolve_highlights
 from ..diagnostics import Diagnostics
+from ..export import ExportRequest
 from ..grouping import grouping_note, namer_for_recording
 from ..jit.recording import JIT_CALL_GRAPH, JitHook
 from ..model import FoldedProfile
@@ -137,7 +138,17 @@ def record_command(
             help="name [unknown] frames by function (.eh_frame) where the DSO's build-id matches the recording",
         ),
     ] = True,
-    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded")] = False,
+    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")] = False,
+    speedscope: Annotated[
+        Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (per thread)")
+    ] = None,
+    pprof: Annotated[
+        Path | None, typer.Option("--pprof", metavar="FILE", help="also write a pprof profile (gzip'd profile.proto)")
+    ] = None,
+    chrome_trace: Annotated[
+        Path | None,
+        typer.Option("--chrome-trace", metavar="FILE", help="also write a Chrome trace (samples in time order)"),
+    ] = None,
     jit: Annotated[
         bool,
         typer.Option(
@@ -157,8 +168,9 @@ def record_command(
         call_graph = JIT_CALL_GRAPH  # the gemm kernels' frames are 12-16 KB: a 16 KB copy cuts their stacks
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
-    if no_svg and folded is None:
-        raise typer.BadParameter("--no-svg needs --folded")
+    exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
+    if no_svg and folded is None and not exports:
+        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
     span = _window(window)
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
@@ -171,7 +183,8 @@ def record_command(
         call_graph=call_graph,
         duration=duration,
     )
-    draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown)
+    exports = ExportRequest(exports.files, options.title)
+    draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown, exports)
     record_and_draw(spec, span, draw, perf_data, jit)
 
 
@@ -184,6 +197,7 @@ class Drawing:
     folded: Path | None
     threads: bool = False
     group_unknown: bool = True
+    exports: ExportRequest = ExportRequest()  # --speedscope, --pprof, --chrome-trace
 
 
 def record_and_draw(
@@ -207,6 +221,13 @@ def record_and_draw(
         options = draw.options
         svg = draw.svg if options is not None else None
         write_results(profile, draw.folded, svg, lambda: render_svg(profile, options), status.note)  # type: ignore[arg-type]
+        if draw.exports:
+            from .convert import write_exports
+
+            # The trace's frames named as the fold named them (build-id checked grouping included).
+            namer = namer_for_recording(str(recording.perf_data)) if draw.group_unknown else None
+            fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
+            write_exports(draw.exports, profile, recording, status.note, fold, window)
         report_top(profile, status)
 
 

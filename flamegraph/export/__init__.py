@@ -16,6 +16,8 @@ a format only when it writes one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..diagnostics import FlamegraphError
 from ..model import FoldedProfile
@@ -34,6 +36,26 @@ PROFILE_FORMATS = ("svg", "folded", "speedscope", "pprof")  # made from folded s
 TIMED_FORMATS = ("chrome-trace",)  # need each sample's time: made from `perf script` text
 # A thread root as the folders write it: comm-PID/TID (--tid), comm-TID (off-CPU), comm-PID (--pid).
 THREAD_ROOT = re.compile(r"^.+-\d+(?:/\d+)?$")
+
+
+FREQUENCY = re.compile(r"^(\d+) Hz$")  # the `frequency` capture fact of a recording ("499 Hz")
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """The exports `record` / `offcpu` write beside the SVG: (format, path) pairs and the title."""
+
+    files: tuple[tuple[str, Path], ...] = ()
+    title: str | None = None
+
+    @classmethod
+    def of(cls, title: str | None, **paths: Path | None) -> ExportRequest:
+        """ExportRequest.of(title, speedscope=p, pprof=None, chrome_trace=q): the formats given a path."""
+        files = tuple((fmt.replace("_", "-"), path) for fmt, path in paths.items() if path is not None)
+        return cls(files, title)
+
+    def __bool__(self) -> bool:
+        return bool(self.files)
 
 
 class ExportError(FlamegraphError):
@@ -73,6 +95,12 @@ def capture_facts(profile: FoldedProfile) -> dict[str, str]:
         facts["event"] = profile.event
     facts.update(profile.metadata)
     return facts
+
+
+def sampling_interval_ns(metadata: dict[str, str]) -> int | None:
+    """1e9 / the sampling frequency, where the capture facts give one ("499 Hz"); None otherwise."""
+    match = FREQUENCY.match(metadata.get("frequency", ""))
+    return round(1e9 / int(match.group(1))) if match and int(match.group(1)) else None
 
 
 def threaded(profile: FoldedProfile) -> bool:

@@ -21,22 +21,20 @@ from typing import Any
 
 from ..folded import encode
 from ..model import FoldedProfile
-from . import EXPORTER, ExportError, capture_facts, describe, threaded
+from . import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
 from .names import export_name
 from .pprof_schema import message_classes
 
 MAPPED_FRAME = re.compile(r"^([^\s;+]+)\+0x([0-9a-f]+)$")  # `libmxnet.so+0x62333d0` (symbols.FunctionNamer)
 CLOCK_EVENTS = frozenset({"cpu-clock", "task-clock"})
-FREQUENCY = re.compile(r"^(\d+) Hz$")  # the `frequency` capture fact of a recording
 
 
 def sampling_period_ns(profile: FoldedProfile) -> int | None:
     """Nanoseconds of CPU time one sample stands for, where the capture facts say; None otherwise."""
     event = (profile.event or profile.metadata.get("event") or "").split(":")[0]
-    match = FREQUENCY.match(profile.metadata.get("frequency", ""))
-    if profile.unit != "samples" or event not in CLOCK_EVENTS or match is None or int(match.group(1)) == 0:
+    if profile.unit != "samples" or event not in CLOCK_EVENTS:
         return None
-    return round(1e9 / int(match.group(1)))
+    return sampling_interval_ns(profile.metadata)
 
 
 def _value_types(profile: FoldedProfile) -> tuple[list[tuple[str, str]], int]:

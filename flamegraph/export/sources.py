@@ -21,14 +21,16 @@ from dataclasses import dataclass
 from typing import IO
 
 from ..collapse.perf import HEADER_OURS, FoldOptions
+from ..collapse.perf_sched import OffCpuOptions
 from ..diagnostics import Diagnostics, InputMissing, NoSamples
 from ..folded import parse_count
 from ..inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from ..perf import find_perf, script_command, stream_script
+from ..record import ONCPU_FIELDS, Recording, script_args
+from . import sampling_interval_ns
 from .timeline import TIMED, Timeline, read_offcpu_timeline, read_timeline
 
 OFFCPU_EVENT = b"sched:sched_switch"
-ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"  # as `flamegraph record` scripts its recordings
 SNIFF_LINES = 200
 SNIFF_BYTES = 1 << 16
 
@@ -125,4 +127,28 @@ def read_source_timeline(
     diagnostics.finish()
     if not timeline.spans:
         raise NoSamples(f"{label(source.path)}: no samples with a time found")
+    return timeline
+
+
+def recording_timeline(
+    recording: Recording,
+    options: FoldOptions,
+    window: tuple[float | None, float | None] | None = None,
+    offcpu: OffCpuOptions | None = None,
+    pid: int = 0,
+) -> Timeline:
+    """The samples (or waits) of a fresh recording in time order: a second `perf script` pass with the
+    options the fold used (fields, --time window, what hooks asked for), so both see the same samples."""
+    path = str(recording.perf_data)
+    quiet = Diagnostics(echo=False)  # the fold has reported the input's problems already
+    if offcpu is not None:
+        from ..offcpu import open_offcpu
+
+        with open_offcpu(path) as stream:
+            timeline = read_offcpu_timeline(stream, path, offcpu, quiet, pid)
+    else:
+        command = script_command(path, extra=script_args(recording, window))
+        with stream_script(command, path) as stream:
+            timeline = read_timeline(stream, path, options, quiet, sampling_interval_ns(recording.metadata))
+    timeline.metadata.update(recording.metadata)
     return timeline
