@@ -139,9 +139,9 @@ def convert(
     sched_switch recordings are paired into waits); OUT's format comes from its ending, or --to.
     chrome-trace needs sample times, so it is made from perf script text or perf.data, not folded stacks.
     """
-    fmt = output_format(output, to)
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
+    fmt = output_format(output, to)
     found = sniff(source)
     diagnostics = Diagnostics(strict=strict)
     options = fold_options(threads, group_unknown)

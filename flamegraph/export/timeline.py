@@ -167,7 +167,7 @@ def _gap_decile(samples: list[_Sample]) -> int | None:
 
 def _spans(samples: list[_Sample], interval: int | None) -> list[Span]:
     """Each sample lasts until its thread's next sample, or one interval when the thread went off-CPU."""
-    step = interval or 1000  # a lone sample of an unknown rate: 1 µs, so it is still drawn
+    step = max(interval or 0, 1000)  # at least 1 µs (the trace's resolution), so every sample is drawn
     spans = []
     ordered = sorted(samples, key=lambda s: (s.pid, s.tid, s.ns))
     for i, sample in enumerate(ordered):
