@@ -58,11 +58,12 @@ def pprof(*args: str) -> str:
 
 
 def pprof_traces(path: Path, sample_index: str = "samples") -> Counter[tuple[str, ...]]:
-    """Root-first stacks and their values as `go tool pprof -traces` prints them (names unescaped).
+    """Root-first stacks and their values as `go tool pprof -traces` prints them (names unescaped;
+    time values in µs).
 
     Its layout (report.printTraces): a separator line per sample, label lines '%10s:  %s', then one
     line per frame '%10s   %s', the value in the first line's left column; leaf first."""
-    text = pprof("-traces", f"-sample_index={sample_index}", str(path))
+    text = pprof("-traces", "-unit=us", f"-sample_index={sample_index}", str(path))  # times as whole µs
     stacks: Counter[tuple[str, ...]] = Counter()
     frames: list[str] = []
     value = 0
@@ -79,7 +80,7 @@ def pprof_traces(path: Path, sample_index: str = "samples") -> Counter[tuple[str
             continue  # a label
         elif len(line) >= 13 and line[10:13] == "   ":
             if line[:10].strip():
-                value = int(line[:10].strip())
+                value = int(line[:10].strip().removesuffix("us"))
             frames.append(line[13:])
     return stacks
 
@@ -174,15 +175,14 @@ class Speedscope:
         assert text, "speedscope exported nothing"
         return dict(json.loads(text))
 
-    def sandwich(self) -> list[tuple[str, str, str]]:
-        """The Sandwich view's table: (total, self, name) per function, as displayed."""
-        from selenium.webdriver.common.by import By
-
-        self.driver.find_elements(By.XPATH, "//*[contains(text(),'Sandwich')]")[-1].click()
+    def profile_menu(self) -> list[tuple[str, str]]:
+        """The profile (thread) menu as the app builds it: (name, total weight as displayed), in order."""
         rows = self.driver.execute_script(
-            "return [...document.querySelectorAll('table tr')].map(r => [...r.cells].map(c => c.innerText));"
+            "const table = [...document.querySelectorAll('table')]"
+            "  .find(t => t.tHead && t.tHead.textContent.includes('Total Weight'));"
+            "return table ? [...table.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent)) : [];"
         )
-        return [tuple(row) for row in rows if len(row) == 3 and row[0] != "Total"]
+        return [(row[1], row[2]) for row in rows]
 
 
 @contextmanager

@@ -7,12 +7,13 @@ import gzip
 import json
 import subprocess
 import sys
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import REPO
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from flamegraph.export import ExportError, format_of, sampling_interval_ns, threaded
@@ -21,9 +22,10 @@ from flamegraph.export.names import export_name, import_name
 from flamegraph.export.pprof import pprof_message, render_pprof, sampling_period_ns
 from flamegraph.export.pprof_schema import message_classes
 from flamegraph.export.speedscope import render_speedscope
-from flamegraph.export.timeline import read_timeline
+from flamegraph.export.timeline import read_offcpu_timeline, read_timeline
 from flamegraph.folded import decode
 from flamegraph.model import FoldedProfile
+from flamegraph.offcpu import fold_offcpu
 
 SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
 OFFCPU_SAMPLE = REPO / "sample_data" / "mlp-offcpu.perf.txt.gz"
@@ -232,6 +234,18 @@ def test_chrome_trace_of_the_mlp_sample_follows_the_trace_event_format() -> None
     check_trace_event_format(doc)
     threads = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X"}
     assert len(threads) == 4
+
+
+def test_off_cpu_timeline_holds_the_folded_microseconds() -> None:
+    """The trace draws each wait the off-CPU folder counts, where it happened."""
+    with gzip.open(OFFCPU_SAMPLE) as lines:
+        timeline = read_offcpu_timeline(lines, str(OFFCPU_SAMPLE))
+    spans: Counter[str] = Counter()
+    for span in timeline.spans:
+        spans[";".join(span.stack)] += (span.end - span.start) / 1000
+    folded = fold_offcpu([str(OFFCPU_SAMPLE)]).counts
+    assert spans.keys() == folded.keys()
+    assert all(abs(spans[k] - folded[k]) < 1 for k in folded)
 
 
 # -- the command line -------------------------------------------------------------------------------------------

@@ -111,9 +111,7 @@ def output_format(output: str, to: str | None) -> str:
 
 @app.command()
 def convert(
-    source: Annotated[
-        str, typer.Argument(help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")
-    ],
+    source: Annotated[str, typer.Argument(help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")],
     output: Annotated[str, typer.Argument(help="the file to write (its ending names the format), or - with --to")],
     to: FormatName = None,
     title: Annotated[str | None, typer.Option("--title", help="title / profile name in the output")] = None,

@@ -39,7 +39,7 @@ def category(frame: str, unit: str) -> str:
 
 
 def iter_slices(spans: list[Span], unit: str) -> Iterator[dict[str, Any]]:
-    """"X" events of one thread's spans (in time order): shared prefixes of touching spans merged."""
+    """The "X" events of one thread's spans (in time order): shared prefixes of touching spans merged."""
     opened: list[dict[str, Any]] = []  # the slices open now, root first
     emitted: list[dict[str, Any]] = []  # every slice, in the order opened (parents before children)
     end_us = 0

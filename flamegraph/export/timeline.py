@@ -186,17 +186,24 @@ def read_offcpu_timeline(
     pid: int = 0,
 ) -> Timeline:
     """Off-CPU waits of sched_switch `perf script` text as spans (switch-out to switch-in), µs."""
-    collapser = SchedCollapser(options or OffCpuOptions(), diagnostics or Diagnostics())
+    options = options or OffCpuOptions()
+    collapser = SchedCollapser(options, diagnostics or Diagnostics())
     timeline = Timeline(unit="microseconds", event="sched:sched_switch")
+    # What the off-CPU folder (collapse.sched_totals.OffCpuFolder) keeps, the trace draws.
+    states = {state.encode() for state in options.states} if options.states else None
+    first, last = options.window or (0, 2**63)
     untimed = 0
     for wait in collapser.iter_waits(lines, path):
         if not wait.end:
             untimed += 1  # spans the whole recording, time unknown: counted, not drawn
             continue
+        start, end = max(wait.end - wait.ns, first), min(wait.end, last)
+        if end <= start or (states is not None and wait.state not in states) or end - start < options.min_us * 1000:
+            continue
         comm, _, tid_text = decode(wait.thread).rpartition("-")
         tid = int(tid_text) if tid_text.isdigit() else 0
         timeline.threads.setdefault((pid, tid), comm)
-        timeline.spans.append(Span(wait.end - wait.ns, wait.end, pid, tid, tuple(decode(wait.stack).split(";"))))
+        timeline.spans.append(Span(start, end, pid, tid, tuple(decode(wait.stack).split(";"))))
     timeline.processes.setdefault(pid, "off-CPU")
     if untimed:
         timeline.metadata["waits without a time (not drawn)"] = str(untimed)
