@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu render-bench
+.PHONY: help venv system-deps interop-deps interop test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu render-bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -36,11 +36,32 @@ system-deps: ## install perf, chromium, chromedriver and cairo (for --png) with 
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-test: venv system-deps ## run the whole suite (peer suite, perf, MXNet and browser tests included)
+# The exports' real clients (tests/test_export_clients.py): speedscope's npm package (its JSON schema and
+# the app), installed into .interop/ at a pinned version; `go tool pprof` from Debian's golang-go.
+INTEROP := .interop
+SPEEDSCOPE_VERSION := 1.25.0
+
+interop-deps: ## install the exports' clients: speedscope $(SPEEDSCOPE_VERSION) (npm, into .interop/), golang-go and npm (apt)
+	@missing=""; \
+	command -v go >/dev/null || missing="$$missing golang-go"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@grep -qs '"version": "$(SPEEDSCOPE_VERSION)"' $(INTEROP)/node_modules/speedscope/package.json || { \
+	  mkdir -p $(INTEROP) && \
+	  npm install --prefix $(INTEROP) --no-save --no-audit --no-fund --loglevel=error speedscope@$(SPEEDSCOPE_VERSION); }
+
+test: venv system-deps interop-deps ## run the whole suite (peer suite, perf, MXNet, browser and export-client tests included)
 	FLAMEGRAPH_SHARED=$(SHARED) $(PY) -m pytest -q $(PYTEST_ARGS)
 
-test-quick: venv ## the suite without perf, MXNet or a browser
-	FLAMEGRAPH_SHARED=$(SHARED) $(PY) -m pytest -q -m 'not perf and not mxnet and not browser' $(PYTEST_ARGS)
+test-quick: venv ## the suite without perf, MXNet, a browser or the export clients
+	FLAMEGRAPH_SHARED=$(SHARED) $(PY) -m pytest -q -m 'not perf and not mxnet and not browser and not interop' $(PYTEST_ARGS)
+
+interop: venv system-deps interop-deps ## only the exports read back by speedscope, go tool pprof and DevTools
+	FLAMEGRAPH_SHARED=$(SHARED) $(PY) -m pytest -q tests/test_export.py tests/test_export_clients.py $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(VENV)/bin/ruff check flamegraph collectors tests bench
@@ -85,5 +106,5 @@ $(CORPUS)/fp.perf.txt:
 bench: venv perf-deps $(CORPUS)/fp.perf.txt ## fold benchmark against stackcollapse-perf.pl (FLAMEGRAPH_DIR=checkout of it)
 	FLAMEGRAPH_DIR=$(FLAMEGRAPH_DIR) $(PY) bench/bench_fold.py --repeat 3 $(BENCH_FILES)
 
-clean: ## remove the venv, caches and outputs
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+clean: ## remove the venv, caches, the export clients and outputs
+	rm -rf $(VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache
