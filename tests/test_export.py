@@ -250,8 +250,10 @@ def test_off_cpu_timeline_holds_the_folded_microseconds() -> None:
 
 # -- the command line -------------------------------------------------------------------------------------------
 def test_convert_infers_formats_from_names(tmp_path: Path) -> None:
-    for name in ("m.speedscope.json", "m.pb.gz", "m.json", "m.svg", "m.folded"):
-        done = run("convert", str(SAMPLE), str(tmp_path / name))
+    conversions = [(SAMPLE, name) for name in ("m.speedscope.json", "m.json", "m.folded")]
+    conversions += [(tmp_path / "m.folded", name) for name in ("m.pb.gz", "m.svg")]  # folded in: no re-fold
+    for source, name in conversions:
+        done = run("convert", str(source), str(tmp_path / name))
         assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "m.speedscope.json").read_bytes())["$schema"].endswith("file-format-schema.json")
     assert "traceEvents" in json.loads((tmp_path / "m.json").read_bytes())

@@ -62,6 +62,73 @@ class _Sample(NamedTuple):
     stack: tuple[str, ...]
 
 
+class _Reader:
+    """One pass over `perf script` text: the record being read, and the samples so far."""
+
+    def __init__(self, path: str, options: FoldOptions, diagnostics: Diagnostics) -> None:
+        self.path, self.diagnostics = path, diagnostics
+        self.namer = PerfCollapser(options, diagnostics)  # frames named exactly as `fold` names them
+        self.names: dict[bytes, str | None] = {}  # raw frame line -> name; '' dropped, None malformed
+        self.timeline = Timeline()
+        self.samples: list[_Sample] = []
+        self.periods: list[int] = []
+        self.event: bytes | None = None  # the first event seen: the one we read
+        self.current: tuple[int, int, int] | None = None  # (ns, pid, tid) of the record being read
+        self.root = ""
+        self.frames: list[str] = []
+        self.java = False
+        self.bad = False
+
+    def finish(self) -> None:
+        if self.current is not None and not self.bad:
+            self.samples.append(_Sample(*self.current, (self.root, *reversed(self.frames))))
+        self.frames.clear()
+        self.current, self.bad = None, False
+
+    def frame(self, number: int, line: bytes) -> None:
+        if self.current is None:
+            return  # a frame of a record we skip (another event, a bad header)
+        name = self.names.get(line, "?")
+        if name == "?":
+            raw = self.namer.frame_name(line.strip(), self.java)
+            name = self.names[line] = decode(raw) if raw is not None else None
+        if name is None:
+            self.diagnostics.report(self.path, number, "bad-frame-line", decode(line))
+            self.bad = True
+        elif name:
+            self.frames.append(name)
+
+    def header(self, number: int, line: bytes) -> None:
+        self.finish()
+        self.diagnostics.records += 1
+        stripped = line.strip()
+        header, timed = HEADER_OURS.match(stripped), TIMED.search(stripped)
+        if header is None or timed is None:
+            self.diagnostics.report(self.path, number, "bad-header", decode(line))
+            return
+        event = timed.group(4)
+        self.event = self.event or event
+        if event != self.event:
+            return
+        comm, pid_text = header.group(1), header.group(2)
+        pid, tid = int(pid_text), int(header.group(3) or 0)
+        if not tid:
+            pid, tid, pid_text = 0, pid, b"?"  # perf printed one id: the thread's (`fold --tid` says ?)
+        self.root = decode(comm.replace(b" ", b"_") + b"-" + pid_text + b"/" + str(tid).encode())
+        self.timeline.threads.setdefault((pid, tid), decode(comm))
+        if pid == tid or pid not in self.timeline.processes:
+            self.timeline.processes[pid] = decode(comm)
+        self.current = (parse_time_ns(timed.group(1), timed.group(2)), pid, tid)
+        self.java = comm.startswith(b"java")
+        if timed.group(3) and event in CLOCK_EVENTS:
+            self.periods.append(int(timed.group(3)))  # a clock event's period is in ns
+        rest = timed.group(5).strip()
+        if rest and HEADER_FRAME.match(rest):  # sampled without -g: the one frame is on the header
+            raw = self.namer.frame_name(rest, self.java)
+            if raw:
+                self.frames.append(decode(raw))
+
+
 def read_timeline(
     lines: Iterable[bytes],
     path: str,
@@ -70,77 +137,22 @@ def read_timeline(
     interval_ns: int | None = None,
 ) -> Timeline:
     """On-CPU samples of `perf script` text as spans; `interval_ns` when the sampling rate is known."""
-    diagnostics = diagnostics or Diagnostics()
-    namer = PerfCollapser(options or FoldOptions(), diagnostics)
-    timeline = Timeline()
-    samples: list[_Sample] = []
-    periods: list[int] = []
-    names: dict[bytes, str | None] = {}  # raw frame line -> name; '' dropped, None malformed
-    event: bytes | None = None
-    current: tuple[int, int, int] | None = None  # (ns, pid, tid) of the record being read
-    root = ""
-    frames: list[str] = []
-    java = False
-    bad = False
-
-    def finish() -> None:
-        if current is not None and not bad:
-            samples.append(_Sample(*current, (root, *reversed(frames))))
-        frames.clear()
-
+    reader = _Reader(path, options or FoldOptions(), diagnostics or Diagnostics())
     for number, line in enumerate(lines, 1):
         first = line[:1]
         if first == b"\t" or (first == b" " and line.strip() and not _is_header(line.strip())):
-            if current is None:
-                continue  # a frame of a record we skip (another event, a bad header)
-            name = names.get(line, "?")
-            if name == "?":
-                raw = namer.frame_name(line.strip(), java)
-                name = names[line] = decode(raw) if raw is not None else None
-            if name is None:
-                diagnostics.report(path, number, "bad-frame-line", decode(line))
-                bad = True
-            elif name:
-                frames.append(name)
-            continue
-        if not line.strip() or first == b"#":
-            finish()
-            current = None
-            continue
-        finish()
-        current, bad = None, False
-        diagnostics.records += 1
-        stripped = line.strip()
-        header, timed = HEADER_OURS.match(stripped), TIMED.search(stripped)
-        if header is None or timed is None:
-            diagnostics.report(path, number, "bad-header", decode(line))
-            continue
-        this_event = timed.group(4)
-        event = event or this_event
-        if this_event != event:
-            continue
-        pid, tid = int(header.group(2)), int(header.group(3) or 0)
-        pid_text = header.group(2)
-        if not tid:
-            pid, tid, pid_text = 0, pid, b"?"  # perf printed one id: the thread's (`fold --tid` says ?)
-        comm = decode(header.group(1))
-        root = decode(header.group(1).replace(b" ", b"_") + b"-" + pid_text + b"/" + str(tid).encode())
-        timeline.threads.setdefault((pid, tid), comm)
-        if pid == tid or pid not in timeline.processes:
-            timeline.processes[pid] = comm
-        current = (parse_time_ns(timed.group(1), timed.group(2)), pid, tid)
-        java = header.group(1).startswith(b"java")
-        if timed.group(3) and this_event in CLOCK_EVENTS:
-            periods.append(int(timed.group(3)))  # a clock event's period is in ns
-        rest = timed.group(5).strip()
-        if rest and HEADER_FRAME.match(rest):  # sampled without -g: the one frame is on the header
-            raw = namer.frame_name(rest, java)
-            if raw:
-                frames.append(decode(raw))
-    finish()
-    timeline.event = decode(event) if event is not None else None
-    timeline.interval_ns = interval_ns or _median(periods) or _gap_decile(samples)
-    timeline.spans = _spans(samples, timeline.interval_ns)
+            reader.frame(number, line)
+        elif first == b"#":
+            continue  # perf's header comments
+        elif not line.strip():
+            reader.finish()
+        else:
+            reader.header(number, line)
+    reader.finish()
+    timeline = reader.timeline
+    timeline.event = decode(reader.event) if reader.event is not None else None
+    timeline.interval_ns = interval_ns or _median(reader.periods) or _gap_decile(reader.samples)
+    timeline.spans = _spans(reader.samples, timeline.interval_ns)
     return timeline
 
 
