@@ -16,8 +16,9 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flamegraph.collapse.perf import FoldOptions
 from flamegraph.export import ExportError, format_of, sampling_interval_ns, threaded
-from flamegraph.export.chrome_trace import render_chrome_trace
+from flamegraph.export.chrome_trace import category, render_chrome_trace
 from flamegraph.export.names import export_name, import_name
 from flamegraph.export.pprof import pprof_message, render_pprof, sampling_period_ns
 from flamegraph.export.pprof_schema import message_classes
@@ -200,6 +201,18 @@ def test_chrome_trace_merges_runs_nests_and_leaves_idle_time_empty() -> None:
     names = {(e["name"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
     assert names == {("process_name", 0): "python", ("thread_name", 11): "python", ("thread_name", 12): "worker"}
     assert doc["otherData"]["sampling interval"] == "2.000 ms"
+
+
+def test_chrome_trace_categories_mark_operators_kernel_and_jit_frames() -> None:
+    text = PERF_SCRIPT.replace(b"gemm (/lib/libx.so)", b"[op] FullyConnected (/lib/libx.so)").replace(
+        b"io (/lib/libx.so)", b"schedule ([kernel.kallsyms])"
+    )
+    timeline = read_timeline(text.splitlines(keepends=True), "t", FoldOptions.with_all(tid=True), interval_ns=2_000_000)
+    doc = json.loads(render_chrome_trace(timeline))
+    categories = {e["name"]: e["cat"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert categories["[op] FullyConnected"] == "operator" and categories["schedule_[k]"] == "kernel"
+    assert categories["main"] == "cpu" and category("jit_avx512_gemm_[j]", "samples") == "jit"
+    assert category("[S]", "microseconds") == "off-cpu"
 
 
 def test_chrome_trace_interval_from_the_gaps_when_the_rate_is_unknown() -> None:
