@@ -111,8 +111,12 @@ def output_format(output: str, to: str | None) -> str:
 
 @app.command()
 def convert(
-    source: Annotated[str, typer.Argument(help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")],
-    output: Annotated[str, typer.Argument(help="the file to write (its ending names the format), or - with --to")],
+    source: Annotated[
+        str, typer.Argument(metavar="IN", help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")
+    ],
+    output: Annotated[
+        str, typer.Argument(metavar="OUT", help="the file to write (its ending names the format), or - with --to")
+    ],
     to: FormatName = None,
     title: Annotated[str | None, typer.Option("--title", help="title / profile name in the output")] = None,
     threads: Annotated[
