@@ -307,6 +307,7 @@ def test_convert_reads_stdin_and_writes_stdout_with_to() -> None:
         (["IN", "x.svg", "--to", "png"], 2, "--to 'png'"),
         (["missing.folded", "x.svg"], 4, "missing.folded: no such file"),
         (["EMPTY", "x.svg"], 3, "no stacks found"),
+        (["TRUNCATED", "x.svg"], 4, "truncated or corrupt gzip data"),
     ],
 )
 def test_convert_mistakes_are_one_line_with_the_documented_code(
@@ -315,7 +316,9 @@ def test_convert_mistakes_are_one_line_with_the_documented_code(
     folded = tmp_path / "in.folded"
     folded.write_bytes(b"a;b 3\n")
     (tmp_path / "empty.folded").write_bytes(b"")
-    args = [str(folded) if a == "IN" else str(tmp_path / "empty.folded") if a == "EMPTY" else a for a in args]
+    (tmp_path / "cut.folded.gz").write_bytes(gzip.compress(b"a;b 3\n" * 1000)[:40])
+    named = {"IN": folded, "EMPTY": tmp_path / "empty.folded", "TRUNCATED": tmp_path / "cut.folded.gz"}
+    args = [str(named[a]) if a in named else a for a in args]
     args = [str(tmp_path / a) if a.startswith(("out", "x.", "missing")) else a for a in args]
     done = run("convert", *args)
     assert done.returncode == code, done.stderr

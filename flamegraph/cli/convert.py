@@ -169,10 +169,11 @@ def fold_options(threads: bool, group_unknown: bool) -> FoldOptions:
 def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedProfile:
     """The folded profile of any input: folded text read as it is, perf input folded as `fold` does."""
     if found.kind == "folded":
+        from ..export.sources import open_text
         from ..folded import read_folded
-        from ..inputs import label, open_stream
+        from ..inputs import label
 
-        with open_stream(found.path) as lines:
+        with open_text(found.path) as lines:
             profile = read_folded(lines, label(found.path), diagnostics)
         diagnostics.finish()
         if not profile.counts:

@@ -105,11 +105,20 @@ def open_script(source: Source) -> Iterator[IO[bytes]]:
         with stream_script(command, source.path) as stream:
             yield stream
         return
+    with open_text(source.path) as stream:
+        yield stream
+
+
+@contextmanager
+def open_text(path: str) -> Iterator[IO[bytes]]:
+    """A text input (plain, gzip or stdin); a corrupt gzip or a failed read is one clear error (exit 4)."""
     try:
-        with open_stream(source.path) as stream:
+        with open_stream(path) as stream:
             yield stream
     except (EOFError, gzip.BadGzipFile) as err:
-        raise InputMissing(f"{label(source.path)}: truncated or corrupt gzip data: {err}") from None
+        raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
+    except OSError as err:
+        raise InputMissing(f"{label(path)}: read failed: {err.strerror or err}") from None
 
 
 def read_source_timeline(
