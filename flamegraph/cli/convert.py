@@ -18,8 +18,11 @@ from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
 from ..export.sources import Source, read_source_timeline, recording_timeline, sniff
 from ..export.timeline import Timeline
+from ..grouping import grouping_note, namer_for_inputs
 from ..model import FoldedProfile
 from ..record import Recording
+from ..report import FrameObserver
+from ..symbols import FunctionNamer
 from .app import app
 from .output import atomic_output
 
@@ -123,9 +126,14 @@ def convert(
         bool, typer.Option("--threads/--no-threads", help="perf input: one root (profile, track) per thread")
     ] = True,
     group_unknown: Annotated[
-        bool,
-        typer.Option("--group-unknown/--no-group-unknown", help="perf input: name [unknown] frames per function"),
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--group-unknown/--no-group-unknown",
+            help="perf input: name [unknown] frames per function, as `fold` does (default: perf.data where the "
+            "build-ids match, never text)",
+            show_default=False,
+        ),
+    ] = None,
     unit: Annotated[
         str | None, typer.Option("--unit", help="folded input: the counts' unit (samples, microseconds)")
     ] = None,
@@ -146,24 +154,28 @@ def convert(
     fmt = output_format(output, to)
     found = sniff(source)
     diagnostics = Diagnostics(strict=strict)
-    options = fold_options(threads, group_unknown)
+    if fmt in TIMED_FORMATS and found.kind == "folded":
+        render_profile_export(FoldedProfile(), fmt)  # raises the explanation
+    namer = grouping_namer(found, group_unknown)
+    options = FoldOptions.with_all(tid=threads, frame_hook=FrameObserver(namer) if namer is not None else None)
     if fmt in TIMED_FORMATS:
-        if found.kind == "folded":
-            render_profile_export(FoldedProfile(), fmt)  # raises the explanation
         data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
     else:
         profile = read_source_profile(found, options, diagnostics)
         describe_profile(profile, event, unit, meta)
         data = render_profile_export(profile, fmt, title)
+    note = grouping_note(namer)
+    if note is not None:
+        typer.echo(note, err=True)
     write_bytes(None if output == "-" else Path(output), data)
 
 
-def fold_options(threads: bool, group_unknown: bool) -> FoldOptions:
-    """How convert folds perf input: as `record` does (kernel and JIT annotated), thread roots by default."""
-    from ..report import observer_for
-
-    hook = observer_for(group_unknown) if group_unknown else None
-    return FoldOptions.with_all(tid=threads, frame_hook=hook)
+def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer | None:
+    """`[unknown]` frames of perf input grouped by function under `fold`'s rule: perf.data where the
+    build-ids match (by default), text only on request (then unverified, and the note says so)."""
+    if found.kind == "folded":
+        return None
+    return namer_for_inputs([found.path], group_unknown)
 
 
 def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedProfile:

@@ -225,7 +225,8 @@ def record_and_draw(
             from .convert import write_exports
 
             # The trace's frames named as the fold named them (build-id checked grouping included).
-            namer = namer_for_recording(str(recording.perf_data)) if draw.group_unknown else None
+            timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
+            namer = namer_for_recording(str(recording.perf_data)) if timed else None
             fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
             write_exports(draw.exports, profile, recording, status.note, fold, window)
         report_top(profile, status)
