@@ -8,6 +8,8 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -21,12 +23,10 @@ from ..color import (
     Painter,
     background,
     diff_color,
-    format_palette,
-    read_palette,
     resolve_highlights,
     strip_annotation,
 )
-from ..diagnostics import NoSamples
+from ..diagnostics import BadCounts, NoSamples
 from ..layout import Columns, Frame, Layout, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
@@ -58,6 +58,18 @@ def coordinate_divisor(total: float) -> int:
 
 
 ROOT_TITLE = "all"
+
+
+def check_total(total: float, factor: float) -> None:
+    """Counts that add up past a float's range (or do once multiplied by --factor) cannot be drawn honestly."""
+    try:
+        whole = float(total)
+    except OverflowError:
+        whole = math.inf
+    if not math.isfinite(whole):
+        raise BadCounts(f"the counts add up to more than the largest float ({sys.float_info.max:.3g})")
+    if not math.isfinite(whole * factor):
+        raise BadCounts(f"--factor {factor:g} times the total ({whole:.6g}) is past the largest float")
 
 
 @cache
@@ -213,14 +225,14 @@ def render_svg(
     items = source.items() if isinstance(source, Mapping) else source  # (text, weight), not copied
     texts, weights = order_stacks(source, options.reverse, keep_order=options.flamechart)
     total = sum(weights)
+    check_total(total, options.factor)
     if not total > 0:
         raise NoSamples("nothing to draw: the profile holds no samples")
     plot_width = options.width - 2 * XPAD
     minimum = min_weight_for(options.min_width, total, plot_width)
     layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart)
     del texts, weights
-    fixed = read_palette(options.palette_file) if options.palette_file is not None else None
-    painter = Painter(palette, options.hash, options.random, fixed)
+    painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
     highlighter = Highlighter(rules) if rules else None
     count_name = options.count_name_for(profile)
@@ -248,10 +260,8 @@ def render_svg(
     page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
     drawing = _draw(layout, options, page, fill, title)
     svg = _document(options, page, drawing, options.title_for(profile), palette, count_name, diff=False)
-    if options.palette_file is not None:
-        colors = {**(fixed or {}), **painter.cache}
-        colors.pop("", None)
-        options.palette_file.write_bytes(format_palette(colors))
+    if options.palette_map is not None:  # extended in memory; the caller saves it
+        options.palette_map.update((name, color) for name, color in painter.cache.items() if name)
     return svg
 
 
@@ -278,8 +288,11 @@ def _page(
 def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOptions) -> bytes:
     """Differential flame graph: red frames grew from BEFORE to AFTER, blue ones shrank."""
     options.check()
+    for side in (before, after):
+        check_total(side.total, options.factor)
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
     total = sum(stacks.columns.width)
+    check_total(total, options.factor)
     if not total > 0:
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
