@@ -12,7 +12,7 @@ from typing import Annotated, BinaryIO
 import typer
 
 from ..color import format_palette
-from ..diagnostics import BadOption, Diagnostics
+from ..diagnostics import BadOption, Diagnostics, InputMissing
 from ..folded import decode, has_two_counts, parse_count, read_folded
 from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
@@ -171,8 +171,7 @@ def diff(
     if before == "-" and after == "-":
         raise BadOption("BEFORE and AFTER cannot both be stdin")
     diagnostics = Diagnostics(strict=strict)
-    old = _read([before], diagnostics).profile
-    new = _read([after], diagnostics).profile
+    old, new = (_one_count(_read([path], diagnostics), path) for path in (before, after))
     diagnostics.finish()
     for profile in (old, new):
         _describe(profile, event, unit, meta)
@@ -207,6 +206,14 @@ def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) 
                 read.stacks.extend(_iter_records(kept, read.before is not None))
             read_folded(lines, label(path), diagnostics, read.profile, read.before)
     return read
+
+
+def _one_count(read: Read, path: str) -> FoldedProfile:
+    if read.before is not None:
+        raise InputMissing(
+            f"{label(path)}: two counts per line (a differential profile already); draw it with `flamegraph render`"
+        )
+    return read.profile
 
 
 def _iter_records(lines: Iterable[bytes], two_counts: bool) -> Iterable[tuple[str, float]]:

@@ -41,7 +41,7 @@ from .summary import (
     top_changes,
     top_self,
 )
-from .text import display_name, fit_label, format_count, format_number, format_percent, format_signed
+from .text import display_name, display_text, fit_label, format_count, format_number, format_percent, format_signed
 
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
@@ -142,8 +142,8 @@ def _draw(
 def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
-        "nameType": options.name_type,
-        "countName": count_name,
+        "nameType": display_text(options.name_type),  # inside JSON, \u escapes would hide them from display_text
+        "countName": display_text(count_name),
         "factor": options.factor,
         "xpad": XPAD,
         "plotWidth": page.plot_width,
@@ -183,8 +183,8 @@ def _document(
         "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)
-    # Titles, metadata, labels...: any undecodable byte or control character left becomes \xNN.
-    return display_name(text).encode("utf-8")
+    # Titles, metadata, legend...: any undecodable byte, control or invisible character left is escaped.
+    return display_text(text).encode("utf-8")
 
 
 def _legend_shares(
@@ -254,7 +254,7 @@ def render_svg(
     info = [profile_facts(profile, count_name, factor), *metadata_lines(profile)]
     legend = _legend_shares(highlighter, items, total)
     table = [
-        (f"{format_percent(weight, total)}%", format_count(weight * factor), name)
+        (f"{format_percent(weight, total)}%", format_count(weight * factor), display_name(name))
         for name, weight in top_self(items, options.top)
     ]
     page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
@@ -318,7 +318,11 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     if rules:
         legend += _diff_shares(Highlighter(rules), before, after)
     rows = [
-        (change_text(old * factor, new * factor), f"{format_count(old * factor)} -> {format_count(new * factor)}", name)
+        (
+            change_text(old * factor, new * factor),
+            f"{format_count(old * factor)} -> {format_count(new * factor)}",
+            display_name(name),
+        )
         for name, old, new in top_changes(before.counts.items(), after.counts.items(), stacks.scale, options.top)
     ]
     page = _page(options, layout, info, legend, f"Largest changes of self {count_name} (before -> after)", rows)
