@@ -3,8 +3,8 @@
 - `-` (or no path) is stdout;
 - a regular file, or a new one, is written to a temporary file beside it and renamed over it only
   when complete; an existing file keeps its mode (and, as root, its owner and group);
-- a symlink is followed and its target written that way; the link itself is never replaced (links
-  through /proc, such as /dev/stdout, are written through like the stream they stand for);
+- a symlink is followed and its target written that way; the link itself is never replaced;
+  /dev/stdout and /dev/fd/N write to that open file as it is (a `>>` log is appended to, not replaced);
 - a character device or a FIFO (/dev/null, /dev/full, a named pipe) is written through, never replaced;
 - a directory, block device or socket is refused with one line.
 A failed write (a full disk, no permission) is `OutputFailed`: one line, exit 4, the old file intact.
@@ -45,7 +45,11 @@ def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
             yield out
         return
     target = _link_target(path)
-    if target is None:  # a link through /proc to a regular file: the caller's own stream
+    if isinstance(target, int):  # /dev/stdout, /dev/fd/N: our own open file, its offset and O_APPEND kept
+        with _write_errors(str(path)), os.fdopen(os.dup(target), "wb") as out:
+            yield out
+        return
+    if target is None:  # another process's file through /proc: written through like a shell's `>`
         with _write_through(path, stat.S_IFREG) as out:
             yield out
         return
@@ -68,13 +72,16 @@ def _stat(path: Path) -> os.stat_result | None:
         raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
 
 
-def _link_target(path: Path) -> Path | None:
-    """Where `path` leads after every symlink (itself if it is none); None if a link goes through /proc."""
+def _link_target(path: Path) -> Path | int | None:
+    """Where `path` leads after every symlink (itself if it is none); a link through /proc is no path:
+    our own file descriptor N for /proc/self/fd/N (what /dev/stdout and /dev/fd/N lead to), else None."""
     current = Path(os.path.abspath(path))
     for _ in range(MAX_LINKS):
         if not current.is_symlink():
             return current
         parent = os.path.realpath(current.parent)
+        if parent == f"/proc/{os.getpid()}/fd" and current.name.isdigit():
+            return int(current.name)
         if parent == "/proc" or parent.startswith("/proc/"):
             return None
         current = Path(os.path.normpath(os.path.join(parent, os.readlink(current))))
