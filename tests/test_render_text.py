@@ -1,0 +1,65 @@
+"""A name must not display as another: bidi controls and invisible characters are shown escaped."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+
+import pytest
+from test_render_tools import SVG, frames, parse, settings, texts
+
+from flamegraph.model import FoldedProfile
+from flamegraph.render import RenderOptions, render_diff, render_svg
+from flamegraph.render.text import display_name, display_text
+
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u200e", "\u200f", "\u2066", "\u2067", "\u2068",
+        "\u2069", "\u061c"]  # fmt: skip
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u00a0", "\u3000", "\u2028", "\u0085",
+             "\U000e0041", "\u3164", "\t", "\r"]  # fmt: skip
+
+
+def escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def test_every_invisible_character_of_the_unicode_database_is_escaped() -> None:
+    """The hand-written class in text.py against this Python's Unicode data (a newer one may add some)."""
+    missed = [
+        f"U+{code:04X} {unicodedata.category(chr(code))}"
+        for code in range(sys.maxunicode + 1)
+        if (unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp", "Zs", "Cs") and code != 0x20)
+        and display_name(chr(code)) == chr(code)
+    ]
+    assert missed == []
+
+
+@pytest.mark.parametrize("char", BIDI + INVISIBLE, ids=[f"U+{ord(c):04X}" for c in BIDI + INVISIBLE])
+def test_name_with_a_hidden_character_is_shown_escaped(char: str) -> None:
+    name = f"gnp{char}.exe<T>&"
+    svg = render_svg(FoldedProfile({f"main;{name}": 90, "main;other": 10}), RenderOptions(top=5))
+    assert char not in svg.decode("utf-8")
+    shown = f"gnp{escaped(char)}.exe<T>&"  # XML escaping intact: parse() gives back '<', '>', '&'
+    assert shown in {f.name for f in frames(svg)}  # tooltip (<title>), which the script's names come from
+    assert any(text == shown for text in texts(svg, "labels"))  # the label drawn without JavaScript
+    assert any(text.endswith(shown) for text in texts(svg, "top"))  # the static self-time table
+    assert b"gnp" + escaped(char).encode() + b".exe&lt;T&gt;&amp;" in svg
+
+
+def test_diff_and_options_are_escaped_too() -> None:
+    before = FoldedProfile({"main;\u202eevil": 5})
+    after = FoldedProfile({"main;\u202eevil": 9})
+    svg = render_diff(before, after, RenderOptions(name_type="Fn\u202e:", count_name="s\u200bamples"))
+    assert "\u202e" not in svg.decode() and "\u200b" not in svg.decode()
+    assert "\\u202eevil" in {f.name for f in frames(svg)}
+    assert settings(svg)["nameType"] == "Fn\\u202e:"  # JSON would carry the character to the script as \u202e
+    assert settings(svg)["countName"] == "s\\u200bamples"
+    root = parse(svg)
+    assert root.find(f".//{SVG}script[@id='settings']") is not None
+
+
+def test_document_keeps_line_breaks_and_plain_names() -> None:
+    assert display_text("a\n\tb\u202e") == "a\n\tb\\u202e"
+    assert display_name("std::vector<int>::push_back") == "std::vector<int>::push_back"
+    assert display_name("名前 ü") == "名前 ü"
+    assert display_name("a\udcffb") == "a\\xffb"  # a raw byte, as before
