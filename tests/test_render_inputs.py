@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_render_tools import frames, settings
+from test_render_tools import frames
+from test_render_tools import settings as svg_settings
 
 from flamegraph.diagnostics import BadCounts, BadOption, Diagnostics
 from flamegraph.folded import format_count, parse_count, read_folded
@@ -137,7 +138,7 @@ def test_two_count_lines_draw_a_differential_graph() -> None:
     assert drawn["b"].width == 30 and drawn["c"].width == 5  # flamegraph.pl's geometry: AFTER's counts
     assert drawn["b"].title.startswith("b (before 10, after 30 samples: +20 / +200.0%")
     assert drawn["b"].fill.startswith("#ff") and drawn["c"].fill.endswith("ff")  # grew red, shrank blue
-    assert settings(result.stdout)["diff"] is True
+    assert svg_settings(result.stdout)["diff"] is True
 
 
 def test_two_count_lines_after_one_count_lines_are_reported() -> None:
@@ -180,3 +181,14 @@ def test_corrupt_gzip_is_one_line(data: bytes, command: str, tmp_path: Path) -> 
     result = run(command, *args)
     assert result.returncode == 4
     assert one_line(result.stderr).startswith(f"flamegraph: {bad}: truncated or corrupt gzip data: ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=20), st.booleans())
+def test_any_bytes_only_add_diagnostics(lines: list[bytes], two_counts: bool) -> None:
+    profile, before = FoldedProfile(), FoldedProfile()
+    diagnostics = Diagnostics(echo=False)
+    read_folded([line + b"\n" for line in lines], "fuzz", diagnostics, profile, before if two_counts else None)
+    for side in (profile, before):
+        assert all(0 <= count <= sys.float_info.max for count in side.counts.values())
+    assert diagnostics.skipped + (len(profile.counts) > 0) <= max(diagnostics.records, 1)

@@ -6,11 +6,15 @@ import sys
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 from test_render_tools import SVG, frames, parse, settings, texts
 
+from flamegraph.color import BadPalette, format_palette, parse_palette
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff, render_svg
-from flamegraph.render.text import display_name, display_text
+from flamegraph.render.text import UNSAFE_IN_DOCUMENT, display_name, display_text
 
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u200e", "\u200f", "\u2066", "\u2067", "\u2068",
         "\u2069", "\u061c"]  # fmt: skip
@@ -63,3 +67,39 @@ def test_document_keeps_line_breaks_and_plain_names() -> None:
     assert display_name("std::vector<int>::push_back") == "std::vector<int>::push_back"
     assert display_name("名前 ü") == "名前 ü"
     assert display_name("a\udcffb") == "a\\xffb"  # a raw byte, as before
+
+
+# What a decoded name can hold: any character but the separators, and the surrogateescape of a raw byte.
+NAMES = st.text(
+    alphabet=st.characters(blacklist_characters="\n;", blacklist_categories=("Cs",))
+    | st.characters(min_codepoint=0xDC80, max_codepoint=0xDCFF),
+    max_size=12,
+)
+HEX = st.tuples(*[st.integers(0, 255)] * 3).map(lambda rgb: "#{:02x}{:02x}{:02x}".format(*rgb))
+
+
+@settings_(max_examples=60, deadline=None)
+@given(st.dictionaries(st.lists(NAMES, min_size=1, max_size=4).map(";".join), st.integers(1, 10**6), min_size=1))
+def test_any_names_give_well_formed_svg_without_hidden_characters(counts: dict[str, int]) -> None:
+    svg = render_svg(FoldedProfile(counts), RenderOptions(min_width="0", top=20))
+    text = svg.decode("utf-8")
+    assert UNSAFE_IN_DOCUMENT.search(text) is None
+    drawn = frames(svg)  # parses as XML
+    assert len(drawn) >= 2
+
+
+@settings_(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(NAMES, st.tuples(*[st.integers(0, 255)] * 3).map(lambda rgb: "#{:02x}{:02x}{:02x}".format(*rgb)))
+)
+def test_palette_text_round_trips(colors: dict[str, str]) -> None:
+    assert parse_palette(format_palette(colors).decode("utf-8", "surrogateescape")) == colors
+
+
+@settings_(max_examples=300, deadline=None)
+@given(st.text())
+def test_palette_parser_raises_only_bad_palette(text: str) -> None:
+    try:
+        parse_palette(text)
+    except BadPalette as bad:
+        assert 1 <= bad.line <= text.count("\n") + 1
