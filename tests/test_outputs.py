@@ -271,3 +271,15 @@ def test_palette_file_cannot_be_the_output(folded: Path, tmp_path: Path) -> None
 def test_palette_names_survive_a_round_trip() -> None:
     colors = {"a\u2028b": "#010203", "c\x0cd": "#040506", "x->y": "#070809", "\udcff": "#0a0b0c"}
     assert parse_palette(format_palette(colors).decode("utf-8", "surrogateescape")) == colors
+
+
+def test_closed_stdout_is_one_line(folded: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "render", str(folded)],
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # `>&-`
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 4
+    assert one_line(result.stderr) == "flamegraph: <stdout>: cannot write: it is closed\n"

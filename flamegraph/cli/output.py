@@ -35,6 +35,8 @@ MAX_LINKS = 40  # as the kernel's ELOOP limit
 def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
     """A binary stream for `path`; what is written reaches `path` only if the block ends normally."""
     if path is None or str(path) == "-":
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OutputFailed(f"{STDOUT}: cannot write: it is closed")
         with _write_errors(STDOUT):
             yield sys.stdout.buffer
             sys.stdout.buffer.flush()
