@@ -13,7 +13,6 @@ no sign, exponent, '_' or 'inf', and never more than a float holds.
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -37,7 +36,8 @@ def encode(text: str) -> bytes:
 
 
 DECIMAL = re.compile(rb"[0-9]+\.[0-9]*")
-MAX_DIGITS = len(str(int(sys.float_info.max)))  # 309: an integer count with more digits overflows a float
+FLOAT_MAX = sys.float_info.max
+MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
 
 
 def format_count(count: float) -> str:
@@ -63,14 +63,17 @@ def write_folded(profile: FoldedProfile, out: BinaryIO) -> None:
 def parse_count(text: bytes) -> float | None:
     """`17` -> 17, `3.5` -> 3.5; None for anything else (`-1`, `1e3`, `1_000`, `inf`) or past a float's range."""
     if text.isdigit():  # bytes: ASCII digits only
-        if len(text.lstrip(b"0")) > MAX_DIGITS:
+        if len(text) < MAX_DIGITS:  # the common case: certainly within a float's range
+            return int(text)
+        text = text.lstrip(b"0") or b"0"
+        if len(text) > MAX_DIGITS:
             return None
         value = int(text)
-        return value if value <= sys.float_info.max else None
+        return value if value <= FLOAT_MAX else None
     if DECIMAL.fullmatch(text) is None:
         return None
     number = float(text)
-    return number if math.isfinite(number) else None
+    return number if number <= FLOAT_MAX else None
 
 
 def read_folded(
@@ -100,7 +103,7 @@ def read_folded(
             diagnostics.report(path, number, "bad-folded-line", decode(line))
             continue
         count = parse_count(count_text)
-        old = parse_count(before_text)
+        old = parse_count(before_text) if before is not None else 0
         if count is None or old is None:
             diagnostics.report(path, number, "bad-count", decode(line))
             continue
