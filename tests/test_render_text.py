@@ -103,3 +103,16 @@ def test_palette_parser_raises_only_bad_palette(text: str) -> None:
         parse_palette(text)
     except BadPalette as bad:
         assert 1 <= bad.line <= text.count("\n") + 1
+
+
+def test_every_text_option_is_escaped() -> None:
+    bad = "x\u202ey\udcff"
+    profile = FoldedProfile({f"main;{bad}": 3, "main;b": 1}, event=bad, metadata={bad: bad})
+    options = RenderOptions(
+        title=bad, subtitle=bad, notes=bad, font_type=bad, name_type=bad, count_name=bad, highlights=[f"y=aqua:{bad}"]
+    )
+    for svg in (render_svg(profile, options), render_diff(profile, profile, options)):
+        text = svg.decode("utf-8")
+        assert UNSAFE_IN_DOCUMENT.search(text) is None
+        assert "x\\u202ey\\xff" in text
+        frames(svg)  # still well-formed XML

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
@@ -142,8 +142,8 @@ def _draw(
 def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
-        "nameType": display_text(options.name_type),  # inside JSON, \u escapes would hide them from display_text
-        "countName": display_text(count_name),
+        "nameType": display_name(options.name_type),
+        "countName": count_name,  # escaped where it was made
         "factor": options.factor,
         "xpad": XPAD,
         "plotWidth": page.plot_width,
@@ -168,10 +168,16 @@ def _document(
     count_name: str,
     diff: bool,
 ) -> bytes:
+    shown = replace(
+        options,
+        subtitle=display_text(options.subtitle) if options.subtitle else options.subtitle,
+        notes=display_text(options.notes),
+        font_type=display_text(options.font_type),
+    )
     context = {
-        "o": options,
+        "o": shown,
         "page": page,
-        "title": title,
+        "title": display_text(title),
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
@@ -183,8 +189,9 @@ def _document(
         "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)
-    # Titles, metadata, legend...: any undecodable byte, control or invisible character left is escaped.
-    return display_text(text).encode("utf-8")
+    # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
+    # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _legend_shares(
@@ -235,7 +242,7 @@ def render_svg(
     painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
     highlighter = Highlighter(rules) if rules else None
-    count_name = options.count_name_for(profile)
+    count_name = display_name(options.count_name_for(profile))  # in every title
     factor = options.factor
 
     def fill(frame: Frame) -> str:
@@ -254,7 +261,7 @@ def render_svg(
     info = [profile_facts(profile, count_name, factor), *metadata_lines(profile)]
     legend = _legend_shares(highlighter, items, total)
     table = [
-        (f"{format_percent(weight, total)}%", format_count(weight * factor), display_name(name))
+        (f"{format_percent(weight, total)}%", format_count(weight * factor), name)
         for name, weight in top_self(items, options.top)
     ]
     page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
@@ -273,15 +280,16 @@ def _page(
     heading: str,
     table: list[tuple[str, str, str]],
 ) -> Page:
+    """The page around the frames, its texts escaped (display_text) before they are measured and cut."""
     return build_page(
         options.width,
         options.font_size,
         bool(options.subtitle),
-        info,
-        legend,
+        [display_text(line) for line in info],
+        [(fill, display_text(text)) for fill, text in legend],
         (layout.max_depth + 1) * options.frame_height,
-        heading,
-        table,
+        display_text(heading),
+        [(left, middle, display_name(name)) for left, middle, name in table],
     )
 
 
@@ -297,7 +305,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
     layout = layout_stacks(stacks.texts, stacks.columns, minimum)
-    count_name = options.count_name_for(after)
+    count_name = display_name(options.count_name_for(after))  # in every title
     factor = options.factor
     sign = -1.0 if options.negate else 1.0
     rules = resolve_highlights(options.highlights, options.preset, "hot")
@@ -318,11 +326,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     if rules:
         legend += _diff_shares(Highlighter(rules), before, after)
     rows = [
-        (
-            change_text(old * factor, new * factor),
-            f"{format_count(old * factor)} -> {format_count(new * factor)}",
-            display_name(name),
-        )
+        (change_text(old * factor, new * factor), f"{format_count(old * factor)} -> {format_count(new * factor)}", name)
         for name, old, new in top_changes(before.counts.items(), after.counts.items(), stacks.scale, options.top)
     ]
     page = _page(options, layout, info, legend, f"Largest changes of self {count_name} (before -> after)", rows)
