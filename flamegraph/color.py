@@ -13,7 +13,6 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from .diagnostics import BadOption
 
@@ -217,23 +216,37 @@ def diff_color(delta: float, max_delta: float) -> str:
 
 
 # --- palette files (--cp) ----------------------------------------------------------------------
+# The text only: the CLI reads and writes the file (flamegraph/cli/palette.py); the renderer extends
+# the map in memory with every colour it picks.
 
-PALETTE_LINE = re.compile(r"^(.*)->(rgb\(\d{1,3},\d{1,3},\d{1,3}\)|#[0-9a-fA-F]{6})$")
+PALETTE_LINE = re.compile(r"(.*)->rgb\(([0-9]{1,3}),([0-9]{1,3}),([0-9]{1,3})\)")
 
 
-def read_palette(path: Path) -> dict[str, str]:
-    """name->colour lines (flamegraph.pl's palette.map); a missing file is an empty palette."""
+class BadPalette(ValueError):
+    """A line that is not `name->rgb(r,g,b)`: its number and text."""
+
+    def __init__(self, line: int, text: str) -> None:
+        super().__init__(f"line {line}: {text!r}")
+        self.line = line
+        self.text = text
+
+
+def parse_palette(text: str) -> dict[str, str]:
+    """flamegraph.pl's palette.map lines -> name: '#rrggbb'; blank lines are allowed, anything else raises.
+
+        mxnet::engine::ThreadedEngine::ExecuteOprBlock->rgb(229,101,29)
+        do_syscall_64_[k]->rgb(223,149,0)
+    """
     colors: dict[str, str] = {}
-    try:
-        text = path.read_bytes().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return colors
-    except OSError as err:
-        raise BadOption(f"{path}: cannot read palette file: {err.strerror}") from None
-    for line in text.splitlines():
-        match = PALETTE_LINE.match(line)
-        if match:
-            colors[match.group(1)] = css_color(match.group(2))
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): names may hold \x0c or U+2028
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        match = PALETTE_LINE.fullmatch(line)
+        parts = tuple(int(part) for part in match.groups()[1:]) if match else ()
+        if match is None or max(parts) > 255:
+            raise BadPalette(number, line)
+        colors[match.group(1)] = hex_color((parts[0], parts[1], parts[2]))
     return colors
 
 
@@ -246,6 +259,7 @@ def css_color(text: str) -> str:
 
 
 def format_palette(colors: dict[str, str]) -> bytes:
+    """name: '#rrggbb' -> palette.map lines, sorted by name (what parse_palette reads back)."""
     lines = []
     for name in sorted(colors):
         value = colors[name]

@@ -42,6 +42,19 @@ class StrictFailure(FlamegraphError):
     exit_code = EXIT_BAD_INPUT
 
 
+class OutputFailed(FlamegraphError):
+    """An output could not be written (full disk, no permission, not a file we write to); the
+    existing file, if any, is left as it was."""
+
+    exit_code = EXIT_NO_INPUT  # the documented "output not writable" code
+
+
+class BadCounts(FlamegraphError):
+    """Counts, or a total, or a total times --factor, too large for a float: nothing to draw honestly."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 class PerfMissing(FlamegraphError):
     exit_code = EXIT_NO_PERF
 
@@ -78,8 +91,9 @@ PROBLEM_KINDS: dict[str, str] = {
     "bad-header": "expected a sample header '<comm> <pid>[/<tid>] [<cpu>] <time>: [<period>] <event>:'",
     "orphan-frame": "frame line outside any sample (no header since the last blank line)",
     "bad-folded-line": "expected '<frame>;<frame>;... <count>'",
-    "bad-count": "count is not a non-negative number",
+    "bad-count": "count is not a plain number (digits, optionally '.' and digits) that fits a float",
     "bad-switch": "sched_switch fields not understood",
+    "bad-palette-line": "expected '<name>->rgb(<r>,<g>,<b>)'",
     "unpaired-switch-out": "thread switched out twice without a switch-in (events lost?); first wait not counted",
 }
 

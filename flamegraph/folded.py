@@ -3,13 +3,21 @@
 Lines this reader handles (ours, flamegraph.pl's and inferno's):
     python-4242;_start;main;compute 17
     java;Lorg/Foo:.bar_[j] 3.5
-    swapper;[unknown];cpu_idle 1e3
+    swapper;[unknown];cpu_idle 0.25
+and, for a differential graph, difffolded.pl's two counts (BEFORE AFTER):
+    python-4242;_start;main;compute 17 23
+
+A count is plain digits, optionally with a '.' and more digits (what flamegraph.pl accepts):
+no sign, exponent, '_' or 'inf', and never more than a float holds.
 """
 
 from __future__ import annotations
 
-import math
+import re
+import sys
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from itertools import chain
 from typing import BinaryIO
 
 from .diagnostics import Diagnostics
@@ -27,12 +35,18 @@ def encode(text: str) -> bytes:
     return text.encode(ENCODING, ERRORS)
 
 
+DECIMAL = re.compile(rb"[0-9]+\.[0-9]*")
+FLOAT_MAX = sys.float_info.max
+MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
+
+
 def format_count(count: float) -> str:
+    """A count as the folded format spells it: digits, and a '.' only for a fraction (never 1e-05)."""
     if isinstance(count, int):
         return str(count)
-    if float(count).is_integer() and abs(count) < 2**63:
+    if float(count).is_integer():
         return str(int(count))
-    return repr(float(count))
+    return format(Decimal(repr(float(count))), "f")
 
 
 def iter_folded_lines(profile: FoldedProfile) -> Iterator[bytes]:
@@ -47,22 +61,33 @@ def write_folded(profile: FoldedProfile, out: BinaryIO) -> None:
 
 
 def parse_count(text: bytes) -> float | None:
-    try:
+    """`17` -> 17, `3.5` -> 3.5; None for anything else (`-1`, `1e3`, `1_000`, `inf`) or past a float's range."""
+    if text.isdigit():  # bytes: ASCII digits only
+        if len(text) < MAX_DIGITS:  # the common case: certainly within a float's range
+            return int(text)
+        text = text.lstrip(b"0") or b"0"
+        if len(text) > MAX_DIGITS:
+            return None
         value = int(text)
-    except ValueError:
-        try:
-            value = float(text)  # type: ignore[assignment]
-        except ValueError:
-            return None
-        if not math.isfinite(value):
-            return None
-    return value if value >= 0 else None
+        return value if value <= FLOAT_MAX else None
+    if DECIMAL.fullmatch(text) is None:
+        return None
+    number = float(text)
+    return number if number <= FLOAT_MAX else None
 
 
 def read_folded(
-    lines: Iterable[bytes], path: str, diagnostics: Diagnostics, profile: FoldedProfile | None = None
+    lines: Iterable[bytes],
+    path: str,
+    diagnostics: Diagnostics,
+    profile: FoldedProfile | None = None,
+    before: FoldedProfile | None = None,
 ) -> FoldedProfile:
-    """Merge folded lines into `profile` (a new one by default); bad lines are reported and skipped."""
+    """Merge folded lines into `profile` (a new one by default); bad lines are reported and skipped.
+
+    With `before`, every line holds two counts (difffolded.pl's `stack BEFORE AFTER`): the first goes
+    to `before`, the second to `profile`.
+    """
     profile = profile if profile is not None else FoldedProfile()
     counts = profile.counts
     for number, line in enumerate(lines, 1):
@@ -71,13 +96,34 @@ def read_folded(
             continue
         diagnostics.records += 1
         stack, sep, count_text = line.rpartition(b" ")
+        before_text = b"0"
+        if before is not None:
+            stack, sep, before_text = stack.rpartition(b" ")
         if not sep or not stack.strip():
             diagnostics.report(path, number, "bad-folded-line", decode(line))
             continue
         count = parse_count(count_text)
-        if count is None:
+        old = parse_count(before_text) if before is not None else 0
+        if count is None or old is None:
             diagnostics.report(path, number, "bad-count", decode(line))
             continue
         key = decode(stack)
         counts[key] = counts.get(key, 0) + count
+        if before is not None:
+            before.counts[key] = before.counts.get(key, 0) + old
     return profile
+
+
+def has_two_counts(lines: Iterator[bytes]) -> tuple[bool, Iterator[bytes]]:
+    """Whether the first record holds two counts (a differential file), and the lines, none lost."""
+    seen = []
+    for line in lines:
+        seen.append(line)
+        text = line.rstrip(b"\r\n")
+        if not text.strip() or text.startswith(b"#"):
+            continue
+        stack, _, last = text.rpartition(b" ")
+        rest, sep, first = stack.rpartition(b" ")
+        two = bool(sep and rest.strip()) and parse_count(first) is not None and parse_count(last) is not None
+        return two, chain(seen, lines)
+    return False, iter(seen)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import IO, BinaryIO
@@ -75,3 +76,16 @@ def open_stream(path: str, with_pid: bool = False) -> Iterator[IO[bytes]]:
             yield stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type,misc]
         else:
             yield raw
+
+
+@contextmanager
+def gzip_errors(path: str) -> Iterator[None]:
+    """A truncated or corrupt .gz found while reading `path` -> one line (exit 4), not a traceback.
+
+        with open_stream(path) as lines, gzip_errors(path):
+            read_folded(lines, label(path), diagnostics)
+    """
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None

@@ -169,7 +169,8 @@ class _Merge:
             child_exact, start, end, resume = self._child(text, k, hi, sep)
             if start > k + 1:
                 held.append((start, end))
-            weight = (widths[child_exact] if child_exact >= 0 else 0.0) + cum[end] - cum[start]
+            # the run's width first: (w + cum[end]) - cum[start] rounds, and overflows near a float's limit
+            weight = (widths[child_exact] if child_exact >= 0 else 0.0) + (cum[end] - cum[start])
             if weight > 0 and weight >= self.min_weight:
                 children.append((start, end, child_exact, sep if sep >= 0 else len(text), depth + 1,
                                  text[first:sep] if sep >= 0 else text[first:], offset))  # fmt: skip

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_render_tools import SVG, frames, parse, paths, texts
 
-from flamegraph.color import Painter, random_namehash
+from flamegraph.color import Painter, format_palette, parse_palette, random_namehash
 from flamegraph.diagnostics import BadOption, Diagnostics, NoSamples
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
@@ -153,16 +153,17 @@ def test_every_palette(palette: str) -> None:
         assert fills["--"] == "#a0a0a0"
 
 
-def test_hash_and_palette_file(tmp_path: Path) -> None:
+def test_hash_and_palette_map() -> None:
     profile = FoldedProfile({"main;alpha": 2, "main;beta": 1})
     hashed = {f.name: f.fill for f in frames(render_svg(profile, RenderOptions(hash=True)))}
     assert hashed["main"] == "#f7532e"  # flamegraph.pl --hash: rgb(247,83,46)
-    palette = tmp_path / "palette.map"
-    palette.write_text("alpha->rgb(1,2,3)\n")
-    svg = render_svg(profile, RenderOptions(palette_file=palette))
+    palette = parse_palette("alpha->rgb(1,2,3)\n")
+    svg = render_svg(profile, RenderOptions(palette_map=palette))  # the library edits the map in memory
     assert {f.name: f.fill for f in frames(svg)}["alpha"] == "#010203"
-    assert palette.read_text().splitlines() == ["alpha->rgb(1,2,3)", "beta->rgb(252,216,51)", "main->rgb(243,179,42)"]
-    other = render_svg(FoldedProfile({"beta": 1}), RenderOptions(palette_file=palette))
+    assert format_palette(palette).decode().splitlines() == [
+        "alpha->rgb(1,2,3)", "beta->rgb(252,216,51)", "main->rgb(243,179,42)"
+    ]  # fmt: skip
+    other = render_svg(FoldedProfile({"beta": 1}), RenderOptions(palette_map=palette))
     assert frames(other)[1].fill == "#fcd833"  # the same colour in the next graph
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -91,10 +93,14 @@ def fold(
         for line in report_lines(*build_report(result.profile, hook)):
             typer.echo(line, err=True)
     if per_event is not None:
+        names = per_event_file_names(list(result.per_event))
         for event, profile in result.per_event.items():
-            target = per_event / f"{SAFE_FILE_NAME.sub('_', event)}.folded"
+            target = per_event / names[event]
             write_atomically(target, lambda out, p=profile: write_folded(p, out))  # type: ignore[misc]
-            typer.echo(f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}", err=True)
+            renamed = "" if names[event] == f"{event}.folded" else f" (event {event})"
+            typer.echo(
+                f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}{renamed}", err=True
+            )
         if output is None:
             return
     write_atomically(output, lambda out: write_folded(result.profile, out))
@@ -109,3 +115,21 @@ def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, 
     write_atomically(output, lambda out: write_folded(profile, out))
     for key, value in profile.metadata.items():
         typer.echo(f"{key}: {value}", err=True)
+
+
+def per_event_file_names(events: list[str]) -> dict[str, str]:
+    """EVENT.folded per event, its unsafe characters as '_'; names that would clash get a hash of the event.
+
+    `cycles` -> cycles.folded, `sched:sched_switch` -> sched:sched_switch.folded; `a/b` and `a_b`
+    -> a_b-c14cddc0.folded and a_b.folded (a name that needed no change keeps it).
+    """
+    safe = {event: SAFE_FILE_NAME.sub("_", event) or "_" for event in events}
+    taken = Counter(safe.values())
+    names = {}
+    for event, name in safe.items():
+        if taken[name] > 1 and name != event:
+            name = f"{name}-{hashlib.sha256(event.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+        names[event] = f"{name}.folded"
+    if len(set(names.values())) < len(names):  # only an event literally named like another's hashed name
+        names = {event: f"{index}-{name}" for index, (event, name) in enumerate(sorted(names.items()), 1)}
+    return names

@@ -1,9 +1,21 @@
-"""Writing results without losing what the user had: atomic replace, '-' for stdout."""
+"""The one safe writer: every output file goes through `atomic_output`, so nothing the user had is destroyed.
+
+- `-` (or no path) is stdout;
+- a regular file, or a new one, is written to a temporary file beside it and renamed over it only
+  when complete; an existing file keeps its mode (and, as root, its owner and group);
+- a symlink is followed and its target written that way; the link itself is never replaced;
+  /dev/stdout and /dev/fd/N write to that open file as it is (a `>>` log is appended to, not replaced);
+- a character device or a FIFO (/dev/null, /dev/full, a named pipe) is written through, never replaced;
+- a directory, block device or socket is refused with one line.
+A failed write (a full disk, no permission) is `OutputFailed`: one line, exit 4, the old file intact.
+A reader that leaves early (`| head`) is left to the CLI, which exits quietly.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -11,43 +23,152 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from ..diagnostics import FlamegraphError, InputMissing
+from ..diagnostics import FlamegraphError, OutputFailed
 from ..folded import write_folded
 from ..model import FoldedProfile
+
+STDOUT = "<stdout>"
+MAX_LINKS = 40  # as the kernel's ELOOP limit
 
 
 @contextmanager
 def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
-    """Write to a temporary file next to `path` and rename it over `path` only on success."""
+    """A binary stream for `path`; what is written reaches `path` only if the block ends normally."""
     if path is None or str(path) == "-":
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OutputFailed(f"{STDOUT}: cannot write: it is closed")
+        with _write_errors(STDOUT):
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
         return
-    directory = path.parent if str(path.parent) else Path(".")
+    status = _stat(path)
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        with _write_through(path, status.st_mode) as out:
+            yield out
+        return
+    target = _link_target(path)
+    if isinstance(target, int):  # /dev/stdout, /dev/fd/N: our own open file, its offset and O_APPEND kept
+        with _write_errors(str(path)), os.fdopen(os.dup(target), "wb") as out:
+            yield out
+        return
+    if target is None:  # another process's file through /proc: written through like a shell's `>`
+        with _write_through(path, stat.S_IFREG) as out:
+            yield out
+        return
+    with _replace(path, target, status) as out:
+        yield out
+
+
+def write_atomically(path: Path | None, write: Callable[[BinaryIO], None]) -> None:
+    with atomic_output(path) as out:
+        write(out)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """The file `path` names (symlinks followed), None if there is none yet."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
+
+
+def _link_target(path: Path) -> Path | int | None:
+    """Where `path` leads after every symlink (itself if it is none); a link through /proc is no path:
+    our own file descriptor N for /proc/self/fd/N (what /dev/stdout and /dev/fd/N lead to), else None."""
+    current = Path(os.path.abspath(path))
+    for _ in range(MAX_LINKS):
+        if not current.is_symlink():
+            return current
+        parent = os.path.realpath(current.parent)
+        if parent == f"/proc/{os.getpid()}/fd" and current.name.isdigit():
+            return int(current.name)
+        if parent == "/proc" or parent.startswith("/proc/"):
+            return None
+        current = Path(os.path.normpath(os.path.join(parent, os.readlink(current))))
+    raise OutputFailed(f"{path}: cannot write: too many levels of symbolic links")
+
+
+REFUSED = {stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+@contextmanager
+def _write_through(path: Path, mode: int) -> Iterator[BinaryIO]:
+    """Devices and FIFOs are written in place (as a shell's `>` does); disks and directories are refused."""
+    refused = REFUSED.get(stat.S_IFMT(mode))
+    if refused is not None:
+        raise OutputFailed(f"{path}: is {refused}, not a file to write to")
+    with _write_errors(str(path)):
+        with open(path, "wb") as out:
+            yield out
+
+
+@contextmanager
+def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterator[BinaryIO]:
+    """Write a temporary file beside `target`, give it `target`'s mode and owner, rename it over `target`."""
+    if status is not None and not os.access(target, os.W_OK):
+        raise OutputFailed(f"{path}: cannot write: permission denied")
+    directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
     except OSError as err:
-        raise InputMissing(f"{path}: cannot write: {err.strerror}") from None
+        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
     try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are meant to be shared
-        os.replace(tmp, path)
+        with _write_errors(str(path)):
+            with os.fdopen(fd, "wb") as out:
+                yield out
+            _copy_owner_and_mode(tmp, status)
+            os.replace(tmp, target)
     except BaseException:
-        os.unlink(tmp)
+        _remove(tmp)
         raise
+
+
+def _copy_owner_and_mode(tmp: str, status: os.stat_result | None) -> None:
+    if status is None:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a new output is meant to be shared
+        return
+    if (status.st_uid, status.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(tmp, status.st_uid, status.st_gid)  # before chmod: chown clears set-id bits
+        except PermissionError:
+            pass  # not root: the file becomes ours, as any editor's save would make it
+    os.chmod(tmp, stat.S_IMODE(status.st_mode))
+
+
+def _remove(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+@contextmanager
+def _write_errors(name: str) -> Iterator[None]:
+    """OSError while writing -> OutputFailed; a closed pipe (BrokenPipeError) stays for the CLI."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        if name == STDOUT:
+            _discard_stdout()
+        raise OutputFailed(f"{name}: cannot write: {err.strerror or err}") from None
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def write_atomically(path: Path | None, write: Callable[[BinaryIO], None]) -> None:
-    with atomic_output(path) as out:
-        write(out)
 
 
 class ScratchRecording:

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 
-from ..diagnostics import BadOption, Diagnostics
-from ..folded import decode, parse_count, read_folded
-from ..inputs import label, open_stream
+from ..color import format_palette
+from ..diagnostics import BadOption, Diagnostics, InputMissing
+from ..folded import decode, has_two_counts, parse_count, read_folded
+from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
 from ..render import RenderOptions, render_diff, render_png, render_svg
 from .app import app
 from .output import write_atomically
+from .palette import load_palette
 
 # Options shared by both commands (flamegraph.pl's names).
 Output = Annotated[Path | None, typer.Option("-o", "--output", help="write the SVG here instead of stdout")]
@@ -104,26 +108,41 @@ def render(
         ),
     ] = "svg",
 ) -> None:
-    """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG."""
+    """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG.
+
+    Two counts per line (difffolded.pl's `stack BEFORE AFTER`) draw a differential graph, as flamegraph.pl does.
+    """
     diagnostics = Diagnostics(strict=strict)
-    paths = inputs or ["-"]
-    profile = _read(paths, diagnostics)
-    stacks = _read_in_order(paths, diagnostics) if flamechart else None
+    read = _read(inputs or ["-"], diagnostics, keep_order=flamechart)
     diagnostics.finish()
-    _describe(profile, event, unit, meta)
+    _describe(read.profile, event, unit, meta)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
-        export_profile(profile, format_, output, title, png)
+        export_profile(read.profile, format_, output, title, png)
         return
+    palette_path = palette_file or (Path("palette.map") if cp else None)
+    if palette_path is not None:
+        _check_distinct(palette_path, output, png)
+    palette_map = load_palette(palette_path) if palette_path is not None and read.before is None else None
     options = RenderOptions(
         title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
         min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,
-        palette_file=palette_file or (Path("palette.map") if cp else None), inverted=inverted, reverse=reverse,
+        palette_map=palette_map, inverted=inverted, reverse=reverse,
         flamechart=flamechart, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []),
         preset=preset, top=top,
     )  # fmt: skip
-    _write(render_svg(profile, options, stacks), output, png)
+    if read.before is not None:
+        if flamechart:
+            raise BadOption("--flamechart: two-count (differential) input has no time order to keep")
+        options.diff_width = "after"  # flamegraph.pl's geometry for difffolded input
+        _describe(read.before, event, unit, meta)
+        svg = render_diff(read.before, read.profile, options)
+    else:
+        svg = render_svg(read.profile, options, read.stacks)
+    _write(svg, output, png)
+    if palette_path is not None and palette_map is not None:
+        write_atomically(palette_path, partial(_put, format_palette(palette_map)))
 
 
 @app.command()
@@ -163,8 +182,7 @@ def diff(
     if before == "-" and after == "-":
         raise BadOption("BEFORE and AFTER cannot both be stdin")
     diagnostics = Diagnostics(strict=strict)
-    old = _read([before], diagnostics)
-    new = _read([after], diagnostics)
+    old, new = (_one_count(_read([path], diagnostics), path) for path in (before, after))
     diagnostics.finish()
     for profile in (old, new):
         _describe(profile, event, unit, meta)
@@ -177,36 +195,60 @@ def diff(
     _write(render_diff(old, new, options), output, png)
 
 
-def _read(paths: list[str], diagnostics: Diagnostics) -> FoldedProfile:
-    profile = FoldedProfile()
-    for path in paths:
-        with open_stream(path) as lines:
-            read_folded(lines, label(path), diagnostics, profile)
-    return profile
+@dataclass
+class Read:
+    """What `render`/`diff` read: the profile, BEFORE for two-count input, the stacks in input order."""
+
+    profile: FoldedProfile
+    before: FoldedProfile | None = None
+    stacks: list[tuple[str, float]] | None = None  # --flamechart
 
 
-def _read_in_order(paths: list[str], diagnostics: Diagnostics) -> list[tuple[str, float]]:
-    """Folded lines in input order, repeats kept (a flame chart's time order); problems were already reported.
+def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) -> Read:
+    """Each input read once (stdin cannot be read twice); the first record decides one or two counts."""
+    read = Read(FoldedProfile(), stacks=[] if keep_order else None)
+    for index, path in enumerate(paths):
+        with open_stream(path) as stream, gzip_errors(path):
+            two, lines = has_two_counts(iter(stream))
+            if index == 0 and two:
+                read.before = FoldedProfile()
+            if read.stacks is not None:
+                lines = iter(kept := list(lines))
+                read.stacks.extend(_iter_records(kept, read.before is not None))
+            read_folded(lines, label(path), diagnostics, read.profile, read.before)
+    return read
+
+
+def _one_count(read: Read, path: str) -> FoldedProfile:
+    if read.before is not None:
+        raise InputMissing(
+            f"{label(path)}: two counts per line (a differential profile already); draw it with `flamegraph render`"
+        )
+    return read.profile
+
+
+def _iter_records(lines: Iterable[bytes], two_counts: bool) -> Iterable[tuple[str, float]]:
+    """Folded lines in input order, repeats kept (a flame chart's time order); read_folded reports the bad ones.
 
     Lines it reads, as read_folded does:
         python;main;step 3
         python;main;wait 1
         python;main;step 2
     """
-    quiet = Diagnostics(echo=False)
-    stacks: list[tuple[str, float]] = []
-    for path in paths:
-        with open_stream(path) as lines:
-            stacks.extend(_iter_records(lines, quiet))
-    return stacks
-
-
-def _iter_records(lines: Iterable[bytes], diagnostics: Diagnostics) -> Iterable[tuple[str, float]]:
     for line in lines:
         stack, sep, count_text = line.rstrip(b"\r\n").rpartition(b" ")
+        if two_counts:
+            stack, sep, _ = stack.rpartition(b" ")
         count = parse_count(count_text) if sep and stack.strip() and not stack.startswith(b"#") else None
         if count is not None:
             yield decode(stack), count
+
+
+def _check_distinct(palette: Path, *outputs: Path | None) -> None:
+    """The palette file must not be the SVG or the PNG: one would overwrite the other."""
+    for output in outputs:
+        if output is not None and str(output) != "-" and os.path.realpath(output) == os.path.realpath(palette):
+            raise BadOption(f"--palette-file {palette}: is also an output of this run")
 
 
 def _describe(profile: FoldedProfile, event: str | None, unit: str | None, meta: list[str] | None) -> None:

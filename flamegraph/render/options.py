@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
@@ -31,7 +31,9 @@ class RenderOptions:
     colors: str | None = None  # a palette; default "hot", or "io" for off-CPU time (microseconds)
     hash: bool = False  # colour by a hash of the name (--hash)
     random: bool = False  # random colours (--random; seeded, so still reproducible)
-    palette_file: Path | None = None  # consistent colours across graphs (--cp); read and extended
+    # Consistent colours across graphs (--cp): name -> '#rrggbb', used first and extended in place with
+    # every colour render_svg picks (inferno's palette map; the CLI loads and saves palette.map).
+    palette_map: dict[str, str] | None = None
     inverted: bool = False  # icicle graph
     reverse: bool = False  # stacks reversed: merge from the leaf
     flamechart: bool = False  # keep input order, merge only neighbours
@@ -56,8 +58,8 @@ class RenderOptions:
             raise BadOption(f"--minwidth {self.min_width!r}: a number of pixels, or a percentage like 0.5%")
         if self.colors is not None and self.colors not in PALETTES:
             raise BadOption(f"--colors {self.colors!r}: choose one of {', '.join(PALETTES)}")
-        if not self.factor > 0:
-            raise BadOption(f"--factor {self.factor}: must be positive")
+        if not (math.isfinite(self.factor) and self.factor > 0):
+            raise BadOption(f"--factor {self.factor}: must be a positive, finite number")
         if self.top < 0:
             raise BadOption(f"--top {self.top}: must be zero or more")
         if self.diff_width not in DIFF_WIDTHS:

@@ -8,8 +8,10 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
@@ -21,12 +23,10 @@ from ..color import (
     Painter,
     background,
     diff_color,
-    format_palette,
-    read_palette,
     resolve_highlights,
     strip_annotation,
 )
-from ..diagnostics import NoSamples
+from ..diagnostics import BadCounts, NoSamples
 from ..layout import Columns, Frame, Layout, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
@@ -41,7 +41,7 @@ from .summary import (
     top_changes,
     top_self,
 )
-from .text import display_name, fit_label, format_count, format_number, format_percent, format_signed
+from .text import display_name, display_text, fit_label, format_count, format_number, format_percent, format_signed
 
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
@@ -58,6 +58,18 @@ def coordinate_divisor(total: float) -> int:
 
 
 ROOT_TITLE = "all"
+
+
+def check_total(total: float, factor: float) -> None:
+    """Counts that add up past a float's range (or do once multiplied by --factor) cannot be drawn honestly."""
+    try:
+        whole = float(total)
+    except OverflowError:
+        whole = math.inf
+    if not math.isfinite(whole):
+        raise BadCounts(f"the counts add up to more than the largest float ({sys.float_info.max:.3g})")
+    if not math.isfinite(whole * factor):
+        raise BadCounts(f"--factor {factor:g} times the total ({whole:.6g}) is past the largest float")
 
 
 @cache
@@ -130,8 +142,8 @@ def _draw(
 def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
-        "nameType": options.name_type,
-        "countName": count_name,
+        "nameType": display_name(options.name_type),
+        "countName": count_name,  # escaped where it was made
         "factor": options.factor,
         "xpad": XPAD,
         "plotWidth": page.plot_width,
@@ -156,10 +168,16 @@ def _document(
     count_name: str,
     diff: bool,
 ) -> bytes:
+    shown = replace(
+        options,
+        subtitle=display_text(options.subtitle) if options.subtitle else options.subtitle,
+        notes=display_text(options.notes),
+        font_type=display_text(options.font_type),
+    )
     context = {
-        "o": options,
+        "o": shown,
         "page": page,
-        "title": title,
+        "title": display_text(title),
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
@@ -171,8 +189,9 @@ def _document(
         "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)
-    # Titles, metadata, labels...: any undecodable byte or control character left becomes \xNN.
-    return display_name(text).encode("utf-8")
+    # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
+    # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _legend_shares(
@@ -213,17 +232,17 @@ def render_svg(
     items = source.items() if isinstance(source, Mapping) else source  # (text, weight), not copied
     texts, weights = order_stacks(source, options.reverse, keep_order=options.flamechart)
     total = sum(weights)
+    check_total(total, options.factor)
     if not total > 0:
         raise NoSamples("nothing to draw: the profile holds no samples")
     plot_width = options.width - 2 * XPAD
     minimum = min_weight_for(options.min_width, total, plot_width)
     layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart)
     del texts, weights
-    fixed = read_palette(options.palette_file) if options.palette_file is not None else None
-    painter = Painter(palette, options.hash, options.random, fixed)
+    painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
     highlighter = Highlighter(rules) if rules else None
-    count_name = options.count_name_for(profile)
+    count_name = display_name(options.count_name_for(profile))  # in every title
     factor = options.factor
 
     def fill(frame: Frame) -> str:
@@ -248,10 +267,8 @@ def render_svg(
     page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
     drawing = _draw(layout, options, page, fill, title)
     svg = _document(options, page, drawing, options.title_for(profile), palette, count_name, diff=False)
-    if options.palette_file is not None:
-        colors = {**(fixed or {}), **painter.cache}
-        colors.pop("", None)
-        options.palette_file.write_bytes(format_palette(colors))
+    if options.palette_map is not None:  # extended in memory; the caller saves it
+        options.palette_map.update((name, color) for name, color in painter.cache.items() if name)
     return svg
 
 
@@ -263,28 +280,32 @@ def _page(
     heading: str,
     table: list[tuple[str, str, str]],
 ) -> Page:
+    """The page around the frames, its texts escaped (display_text) before they are measured and cut."""
     return build_page(
         options.width,
         options.font_size,
         bool(options.subtitle),
-        info,
-        legend,
+        [display_text(line) for line in info],
+        [(fill, display_text(text)) for fill, text in legend],
         (layout.max_depth + 1) * options.frame_height,
-        heading,
-        table,
+        display_text(heading),
+        [(left, middle, display_name(name)) for left, middle, name in table],
     )
 
 
 def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOptions) -> bytes:
     """Differential flame graph: red frames grew from BEFORE to AFTER, blue ones shrank."""
     options.check()
+    for side in (before, after):
+        check_total(side.total, options.factor)
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
     total = sum(stacks.columns.width)
+    check_total(total, options.factor)
     if not total > 0:
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
     layout = layout_stacks(stacks.texts, stacks.columns, minimum)
-    count_name = options.count_name_for(after)
+    count_name = display_name(options.count_name_for(after))  # in every title
     factor = options.factor
     sign = -1.0 if options.negate else 1.0
     rules = resolve_highlights(options.highlights, options.preset, "hot")

@@ -1,8 +1,11 @@
 """Text in the SVG: safe display names, numbers, and labels cut to fit a width without a browser.
 
 Frame names are whatever the profiled program holds; they may carry bytes that are not UTF-8
-(kept as surrogate escapes by the folded reader) or control characters that XML 1.0 forbids even
-as character references. Those are shown as `\\xNN`, everything else is left to autoescaping.
+(kept as surrogate escapes by the folded reader), control characters that XML 1.0 forbids even as
+character references, or characters that change how the text around them displays: bidirectional
+controls (U+202E makes `gnp.exe` read as `exe.png`), zero-width and other invisible format
+characters, and spaces other than ' '. A name must not display as another name, so each of those
+is shown as an escape (`\\xNN`, `\\uNNNN`, `\\UNNNNNNNN`); everything else is left to autoescaping.
 """
 
 from __future__ import annotations
@@ -10,8 +13,21 @@ from __future__ import annotations
 import math
 import re
 
-# Characters XML 1.0 cannot carry, plus lone surrogates (undecodable bytes from surrogateescape).
-UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+# Shown escaped: C1 controls, Unicode format characters (Cf: the bidi controls U+061C, U+200E/F,
+# U+202A-E, U+2066-9; zero-width U+200B-D, U+2060, U+FEFF; tags U+E0000...), line and paragraph
+# separators, spaces other than U+0020 (Zs), invisible fillers (U+034F, U+115F, U+1160, U+3164,
+# U+FFA0), lone surrogates (undecodable bytes) and the non-characters U+FFFE/F; C0 controls below.
+# tests/test_render_text.py checks this class against the running Python's Unicode database.
+INVISIBLE = (
+    "\x7f-\x9f\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u1680\u180e"
+    "\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f\ud800-\udfff\ufffe\uffff"
+)
+UNSAFE = re.compile(f"[\x00-\x1f{INVISIBLE}]")  # in a name, tab, CR and LF too: they would pass for spaces
+# In the whole document (titles, metadata, the template's own line breaks): what XML carries stays.
+UNSAFE_IN_DOCUMENT = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{INVISIBLE}]")
+ASCII_UNSAFE = re.compile("[\x00-\x1f\x7f]")  # the same for ASCII text (str.isascii() is O(1)): 3x faster
 
 # Advance widths in em, on the wide side of Verdana and DejaVu Sans, so a label fitted here never
 # overflows its frame; the script refits labels with the browser's own measurements.
@@ -29,14 +45,24 @@ def _escape_char(match: re.Match[str]) -> str:
         return f"\\x{code - 0xDC00:02x}"
     if code <= 0xFF:
         return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 def display_name(name: str) -> str:
-    """The name as the SVG shows it: unchanged unless it holds bytes XML cannot carry."""
-    if UNSAFE.search(name) is None:
+    """The name as the SVG shows it: unchanged unless it holds characters that would hide or disguise text."""
+    unsafe = ASCII_UNSAFE if name.isascii() else UNSAFE
+    if unsafe.search(name) is None:
         return name
-    return UNSAFE.sub(_escape_char, name)
+    return unsafe.sub(_escape_char, name)
+
+
+def display_text(text: str) -> str:
+    """`display_name` for a whole document: tabs and line breaks, which XML carries, are kept."""
+    if UNSAFE_IN_DOCUMENT.search(text) is None:
+        return text
+    return UNSAFE_IN_DOCUMENT.sub(_escape_char, text)
 
 
 def format_count(value: float) -> str:

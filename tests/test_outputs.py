@@ -1,0 +1,285 @@
+"""Outputs never destroy anything: the one safe writer, full disks, palette files, --per-event names.
+
+Nothing here points `-o` at a real device node: on a build without the fix, that would replace the
+node (as root, /dev/full became a regular file). Devices are reached through a symlink in tmp_path,
+so a regression replaces only that link.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from flamegraph.cli.output import write_atomically
+from flamegraph.color import format_palette, parse_palette
+from flamegraph.diagnostics import OutputFailed
+
+FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
+PERF_TEXT = REPO / "tests" / "golden" / "fold" / "cxx-names.perf.txt"
+
+
+def run(*args: str, stdin: bytes | None = None, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "flamegraph", *args],
+        input=stdin,
+        stdout=stdout,  # type: ignore[arg-type]
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+def one_line(stderr: bytes) -> str:
+    text = stderr.decode()
+    assert "Traceback" not in text and "Exception ignored" not in text, text
+    assert text.count("\n") == 1, text
+    return text
+
+
+@pytest.fixture
+def folded(tmp_path: Path) -> Path:
+    path = tmp_path / "in.folded"
+    path.write_bytes(FOLDED)
+    return path
+
+
+def commands(folded: Path) -> dict[str, list[str]]:
+    return {
+        "fold": ["fold", "--no-group-unknown", str(PERF_TEXT)],
+        "render": ["render", str(folded)],
+        "diff": ["diff", str(folded), str(folded)],
+    }
+
+
+# --- full disk: one line, exit 4 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["fold", "render", "diff"])
+def test_full_disk_on_stdout_is_one_line(command: str, folded: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        result = run(*commands(folded)[command], stdout=full)
+    assert result.returncode == 4
+    assert one_line(result.stderr) == "flamegraph: <stdout>: cannot write: No space left on device\n"
+
+
+@pytest.mark.parametrize("command", ["fold", "render", "diff"])
+def test_full_disk_on_output_keeps_the_device(command: str, folded: Path, tmp_path: Path) -> None:
+    link = tmp_path / "full.svg"
+    link.symlink_to("/dev/full")
+    result = run(*commands(folded)[command], "-o", str(link))
+    assert result.returncode == 4
+    assert one_line(result.stderr) == f"flamegraph: {link}: cannot write: No space left on device\n"
+    assert link.is_symlink() and os.readlink(link) == "/dev/full"  # written through, never replaced
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full.svg", "in.folded"]  # no temporary left
+
+
+def test_full_disk_while_writing_a_file_keeps_the_old_one(tmp_path: Path) -> None:
+    out = tmp_path / "out.svg"
+    out.write_bytes(b"what the user had")
+
+    def write(stream: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(OutputFailed, match=r"out.svg: cannot write: No space left on device"):
+        write_atomically(out, write)
+    assert out.read_bytes() == b"what the user had"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.svg"]
+
+
+# --- what -o writes to ------------------------------------------------------------------------
+
+
+def test_fifo_is_written_through(folded: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "graph.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = run("render", str(folded), "-o", str(fifo))
+    reader.join(timeout=60)
+    if reader.is_alive():  # the FIFO was replaced: release the reader still waiting for a writer
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)) if stat.S_ISFIFO(os.lstat(fifo).st_mode) else None
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert received and received[0].startswith(b"<?xml") and received[0].rstrip().endswith(b"</svg>")
+
+
+def test_symlink_target_is_written_and_the_link_kept(folded: Path, tmp_path: Path) -> None:
+    target = tmp_path / "graphs" / "real.svg"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    link = tmp_path / "latest.svg"
+    link.symlink_to(Path("graphs") / "real.svg")
+    result = run("render", str(folded), "-o", str(link))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == str(Path("graphs") / "real.svg")
+    assert target.read_bytes().startswith(b"<?xml")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == ["real.svg"]
+
+
+def test_dangling_symlink_creates_its_target(folded: Path, tmp_path: Path) -> None:
+    link = tmp_path / "out.svg"
+    link.symlink_to("made.svg")
+    assert run("render", str(folded), "-o", str(link)).returncode == 0
+    assert link.is_symlink() and (tmp_path / "made.svg").read_bytes().startswith(b"<?xml")
+
+
+def test_existing_file_keeps_its_mode_and_owner(folded: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.folded"
+    out.write_bytes(b"old")
+    out.chmod(0o640)
+    owner = (65534, 65534) if os.geteuid() == 0 else (os.geteuid(), os.getegid())  # root: give it to nobody
+    os.chown(out, *owner)
+    result = run("fold", "--no-group-unknown", str(PERF_TEXT), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    status = out.stat()
+    assert stat.S_IMODE(status.st_mode) == 0o640
+    assert (status.st_uid, status.st_gid) == owner
+    assert out.read_bytes() != b"old"
+
+
+def test_directory_is_refused(folded: Path, tmp_path: Path) -> None:
+    result = run("render", str(folded), "-o", str(tmp_path))
+    assert result.returncode == 4
+    assert one_line(result.stderr) == f"flamegraph: {tmp_path}: is a directory, not a file to write to\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.folded"]
+
+
+def test_dev_stdout_is_our_stdout_as_it_is(tmp_path: Path) -> None:
+    """`-o /dev/stdout >> log` appends to the log, as without -o; the log is never renamed over."""
+    log = tmp_path / "all.folded"
+    log.write_bytes(b"kept;from;before 1\n")
+    inode = log.stat().st_ino
+    stdout = tmp_path / "stdout"
+    stdout.symlink_to("/dev/stdout")  # not /dev/stdout itself: a regression replaces only this link
+    with open(log, "ab") as out:
+        result = run("fold", "--no-group-unknown", str(PERF_TEXT), "-o", str(stdout), stdout=out)
+    assert result.returncode == 0, result.stderr
+    assert log.stat().st_ino == inode
+    alone = run("fold", "--no-group-unknown", str(PERF_TEXT))
+    assert log.read_bytes() == b"kept;from;before 1\n" + alone.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["all.folded", "stdout"] and stdout.is_symlink()
+
+
+def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
+    big = tmp_path / "big.folded"
+    big.write_text("".join(f"a;b{i};c{i} {i + 1}\n" for i in range(5000)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flamegraph", "render", "--minwidth", "0", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(100)
+    process.stdout.close()  # `| head -c 100`
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 0
+    assert stderr == b""
+
+
+# --- --per-event names ------------------------------------------------------------------------
+
+CLASHING_EVENTS = (
+    b"noploop 21796 [001] 1410597.984841:     100 a/b: \n"
+    b"\t          4004d4 main (/tmp/noploop)\n\n"
+    b"noploop 21796 [001] 1410597.984842:     200 a_b: \n"
+    b"\t          4004d8 loop (/tmp/noploop)\n"
+    b"\t          4004d8 main (/tmp/noploop)\n\n"
+)
+
+
+def test_per_event_names_that_sanitise_alike_do_not_overwrite(tmp_path: Path) -> None:
+    source = tmp_path / "events.perf.txt"
+    source.write_bytes(CLASHING_EVENTS)
+    result = run("fold", "--no-group-unknown", str(source), "--per-event", str(tmp_path / "ev"))
+    assert result.returncode == 0, result.stderr
+    written = {p.name: p.read_bytes() for p in (tmp_path / "ev").iterdir()}
+    assert written == {"a_b.folded": b"noploop;main;loop 200\n", "a_b-c14cddc0.folded": b"noploop;main 100\n"}
+    assert "a_b-c14cddc0.folded: 1 stacks, 100 samples (event a/b)" in result.stderr.decode()
+
+
+# --- palette files ----------------------------------------------------------------------------
+
+
+def test_palette_file_that_is_not_a_palette_is_left_unchanged(folded: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_bytes(b"# notes\n\nkeep me\n")
+    for victim, line, text in ((folded, 1, "python;main;compute;gemm 50"), (readme, 1, "# notes")):
+        before = victim.read_bytes()
+        result = run("render", str(folded), "--palette-file", str(victim), "-o", str(tmp_path / "out.svg"))
+        assert result.returncode == 4
+        assert one_line(result.stderr) == (
+            f"flamegraph: {victim}:{line}: bad-palette-line: expected '<name>->rgb(<r>,<g>,<b>)', got {text!r}"
+            " (not a palette file; it is left unchanged)\n"
+        )
+        assert victim.read_bytes() == before
+    assert not (tmp_path / "out.svg").exists()
+
+
+def test_palette_file_with_one_bad_line_reports_it(folded: Path, tmp_path: Path) -> None:
+    palette = tmp_path / "palette.map"
+    palette.write_bytes(b"gemm->rgb(1,2,3)\nrelu->rgb(4,5,6)\nread->rgb(300,0,0)\n")
+    result = run("render", str(folded), "--palette-file", str(palette))
+    assert result.returncode == 4
+    assert f"{palette}:3: bad-palette-line" in one_line(result.stderr)
+    assert palette.read_bytes() == b"gemm->rgb(1,2,3)\nrelu->rgb(4,5,6)\nread->rgb(300,0,0)\n"
+
+
+def test_palette_file_empty_or_a_palette_is_extended_atomically(folded: Path, tmp_path: Path) -> None:
+    palette = tmp_path / "palette.map"
+    palette.write_bytes(b"")
+    palette.chmod(0o600)
+    assert run("render", str(folded), "--palette-file", str(palette)).returncode == 0
+    first = palette.read_text()
+    assert "gemm->rgb(" in first and "read->rgb(" in first
+    assert stat.S_IMODE(palette.stat().st_mode) == 0o600
+    palette.write_text(first.replace(first.split("gemm->")[1].split("\n")[0], "rgb(1,2,3)") + "\n")
+    second = run("render", str(folded), "--palette-file", str(palette))
+    assert second.returncode == 0
+    assert b'fill="#010203"' in second.stdout
+    assert "gemm->rgb(1,2,3)\n" in palette.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.folded", "palette.map"]
+
+
+def test_palette_file_in_a_missing_directory_is_created(folded: Path, tmp_path: Path) -> None:
+    palette = tmp_path / "colours" / "mxnet.map"
+    result = run("render", str(folded), "--palette-file", str(palette))
+    assert result.returncode == 0, result.stderr
+    assert parse_palette(palette.read_text())["gemm"].startswith("#")
+
+
+def test_palette_file_cannot_be_the_output(folded: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.svg"
+    result = run("render", str(folded), "--palette-file", str(out), "-o", str(out))
+    assert result.returncode == 2
+    assert "is also an output of this run" in one_line(result.stderr)
+    assert not out.exists()
+
+
+def test_palette_names_survive_a_round_trip() -> None:
+    colors = {"a\u2028b": "#010203", "c\x0cd": "#040506", "x->y": "#070809", "\udcff": "#0a0b0c"}
+    assert parse_palette(format_palette(colors).decode("utf-8", "surrogateescape")) == colors
+
+
+def test_closed_stdout_is_one_line(folded: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "render", str(folded)],
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # `>&-`
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 4
+    assert one_line(result.stderr) == "flamegraph: <stdout>: cannot write: it is closed\n"
