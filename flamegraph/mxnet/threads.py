@@ -135,10 +135,10 @@ def learn_thread_map(threads: dict[int, SpanIndex], samples: dict[int, list[floa
         length = intervals[-1][1] - intervals[0][0] if intervals else 0.0
         coverage = sum(end - start for start, end in intervals) / length if length > 0 else 1.0
         candidates = []
-        for tid, times in samples.items():
+        for linux_tid, times in samples.items():
             n, inside = count_inside(times, intervals)
             if n >= MIN_SAMPLES:
-                candidates.append(Candidate(tid, n, inside))
+                candidates.append(Candidate(linux_tid, n, inside))
         candidates.sort(key=lambda c: (-c.share, -c.inside, c.tid))
         evidence[profiler_tid] = (coverage, candidates)
     # One to one, the strongest evidence first; a choice must lead every competitor.
