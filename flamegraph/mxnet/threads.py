@@ -146,15 +146,15 @@ def learn_thread_map(threads: dict[int, SpanIndex], samples: dict[int, list[floa
     order = sorted(share.items(), key=lambda item: (-item[1], item[0]))
     chosen: dict[int, tuple[int, float]] = {}
     taken: set[int] = set()
-    for (profiler_tid, tid), value in order:
-        if profiler_tid in chosen or tid in taken or value < MIN_SHARE:
+    for (profiler_tid, linux_tid), value in order:
+        if profiler_tid in chosen or linux_tid in taken or value < MIN_SHARE:
             continue
-        rivals = [v for (p, t), v in share.items() if (p == profiler_tid) != (t == tid)]
+        rivals = [v for (p, t), v in share.items() if (p == profiler_tid) != (t == linux_tid)]
         lead = value - max(rivals, default=0.0)
         if lead < MIN_MARGIN:
             continue
-        chosen[profiler_tid] = (tid, lead)
-        taken.add(tid)
+        chosen[profiler_tid] = (linux_tid, lead)
+        taken.add(linux_tid)
     result = ThreadMap()
     for profiler_tid, (coverage, candidates) in sorted(evidence.items(), key=lambda item: -len(threads[item[0]])):
         tid: int | None = None
