@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from .clock import Alignment
 from .dnnl import VerboseLog
+from .oncpu import OffCpu
 from .profile import ProfilerTrace, Span
 from .threads import ThreadMap
 
@@ -101,6 +102,8 @@ class Joiner:
         self.primitive_times = Thinned()  # samples executing a primitive (for the clock check)
         self.operator_times = Thinned()  # samples inside ExecuteOprBlock on a mapped thread
         self._names: dict[str, bytes] = {}
+        self.off_cpu: dict[int, OffCpu] = {}  # Linux TID -> when it was off the CPU (--switch-events)
+        self.period_us: float | None = None  # the sampling period, for CPU time from sample counts
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)

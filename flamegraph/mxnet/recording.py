@@ -4,10 +4,12 @@ prepare: a Python command runs through the in-process hook with `--mxnet-dir DIR
          --jit's hook: one wrapper), and DNNL_VERBOSE=1, DNNL_VERBOSE_TIMESTAMP=1 and bulk
          execution off are added to its environment unless the user set them. With --pid nothing
          can be switched on: MXNet 1.9 starts its profiler only from inside the process.
-finish:  reads the sidecar the process left (clocks, file names, the profiler's aggregate).
+         perf also records context switches (--switch-events, a few hundred KB/s) so that the
+         profiler's wall-clock time can be split into on- and off-CPU time (oncpu.py).
+finish:  reads the sidecar the process left (clocks, file names, notes).
 joiner:  loads the trace and the verbose log (a missing, empty, truncated or garbled one is one
-         line and no frames of that kind), learns the thread map from the sample times
-         (`perf script -F tid,time`, a pass without stacks), returns the fold's sample hook.
+         line and no frames of that kind), learns the thread map from a first `perf script` pass
+         (which TIDs sample ExecuteOprBlock when; their switches), returns the fold's sample hook.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .inprocess import ENVIRONMENT
 from .join import Joiner
+from .oncpu import SWITCH, off_cpu_intervals
 from .profile import ProfilerTrace, read_profile
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
 from .threads import learn_thread_map
@@ -37,6 +40,7 @@ SIDECAR = re.compile(r"^mxnet-(\d+)\.json$")
 PREVIOUS = re.compile(r"^(mxnet-\d+\.json|profile-\d+\.json|dnnl-verbose-\d+\.log)$")
 TID_TIME = re.compile(rb"^\s*(\d+)\s+(\d+\.\d+):")  # `perf script -F tid,time,...`: "  14964   459.672705: "
 EXECUTE_TEXT = b"ThreadedEngine::ExecuteOprBlock"
+SWITCH_EVENTS = "--switch-events"  # context switches: the profiler's time split into on- and off-CPU
 ATTACH_NOTE = (
     "--mxnet with --pid: MXNet 1.9 starts its profiler only from inside the process "
     "(mx.profiler.set_state, or MXNET_PROFILER_AUTOSTART at start-up) and offers no outside switch; "
@@ -108,28 +112,43 @@ def load_process(facts: dict[str, Any]) -> ProcessInputs:
     return inputs
 
 
-def engine_sample_times(
+@dataclass
+class Evidence:
+    """From the first pass: each TID's samples in ExecuteOprBlock, and its context switches."""
+
+    engine_times: dict[int, list[float]] = field(default_factory=dict)  # µs of CLOCK_REALTIME, sorted
+    switches: dict[int, list[tuple[float, bool]]] = field(default_factory=dict)  # (time, switched out?)
+    last: float = 0.0  # the last time seen
+
+
+def read_evidence(
     recording: Recording, window: tuple[float | None, float | None] | None, alignment: Alignment
-) -> dict[int, list[float]]:
-    """Per TID, the times (µs of CLOCK_REALTIME, sorted) of its samples inside ExecuteOprBlock: a
-    first `perf script` pass over the same window, read for nothing but that (the thread map's
-    evidence must be complete before the fold adds the first frame)."""
-    extra = ["-F", "tid,time,ip,sym"]
+) -> Evidence:
+    """A first `perf script` pass over the same window, read for the thread map's evidence only
+    (it must be complete before the fold adds the first frame) and the context switches."""
+    extra = ["-F", "tid,time,ip,sym", "--show-switch-events"]
     if window is not None:
         extra += ["--time", ",".join("" if b is None else f"{b:.6f}" for b in window)]
-    times: dict[int, list[float]] = {}
+    evidence = Evidence()
     header: re.Match[bytes] | None = None
     counted = False
     with stream_script(script_command(str(recording.perf_data), extra=extra), str(recording.perf_data)) as lines:
         for line in lines:
-            if line[:1] != b"\t":  # a sample header, or the blank line after a record
+            if line[:1] != b"\t":  # a sample header, a switch record, or the blank line after a record
                 header, counted = TID_TIME.match(line), False
+                if header is not None and b"PERF_RECORD_SWITCH" in line and (switch := SWITCH.match(line)):
+                    t = alignment.realtime_us(float(switch.group(2)))
+                    evidence.switches.setdefault(int(switch.group(1)), []).append((t, switch.group(3) == b"OUT"))
+                    evidence.last = max(evidence.last, t)
+                    header = None
             elif header is not None and not counted and EXECUTE_TEXT in line:
-                times.setdefault(int(header.group(1)), []).append(alignment.realtime_us(float(header.group(2))))
+                t = alignment.realtime_us(float(header.group(2)))
+                evidence.engine_times.setdefault(int(header.group(1)), []).append(t)
+                evidence.last = max(evidence.last, t)
                 counted = True
-    for values in times.values():
+    for values in evidence.engine_times.values():
         values.sort()
-    return times
+    return evidence
 
 
 @dataclass
@@ -141,6 +160,7 @@ class MxnetHook:
     hooked: bool = False
     summary: dict[str, str] = field(default_factory=dict)  # metadata for the SVG header
     processes: list[dict[str, Any]] = field(default_factory=list)
+    last: JoinSummary | None = None  # what the last `report` found
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         if spec.pid is not None:
@@ -158,7 +178,8 @@ class MxnetHook:
         self.hooked = True
         self.summary.setdefault("command", shlex.join(spec.command))
         env = {k: v for k, v in ENVIRONMENT.items() if k not in os.environ and k not in spec.env}
-        return spec.replace(command=wrapped, env={**spec.env, **env})
+        extra = spec.extra_args if SWITCH_EVENTS in spec.extra_args else (*spec.extra_args, SWITCH_EVENTS)
+        return spec.replace(command=wrapped, env={**spec.env, **env}, extra_args=extra)
 
     def finish(self, recording: Recording) -> Recording:
         if self.hooked:
@@ -187,9 +208,14 @@ class MxnetHook:
             return None
         inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose.primitives) if c.verbose else 0))
         assert inputs.alignment is not None
-        times = engine_sample_times(recording, window, inputs.alignment)
-        thread_map = learn_thread_map(inputs.trace.threads, times)
-        return Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
+        evidence = read_evidence(recording, window, inputs.alignment)
+        thread_map = learn_thread_map(inputs.trace.threads, evidence.engine_times)
+        joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
+        if evidence.switches:
+            joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
+        freq = recording.spec.freq
+        joiner.period_us = 1e6 / freq if freq else None
+        return joiner
 
     def report(self, joiner: Joiner, profile: FoldedProfile) -> JoinSummary:
         """After the fold: print coverage, clock, threads and both tables; put them in the header."""
@@ -197,6 +223,7 @@ class MxnetHook:
         for line in summary_lines(summary):
             self.note(line)
         profile.metadata.update(summary_metadata(summary))
+        self.last = summary
         return summary
 
 

@@ -1,5 +1,11 @@
 """What the join found, as typed facts: coverage, the per-operator and per-primitive tables (samples
-beside the profiler's own time), the clock check; and their text for the CLI and the SVG header."""
+beside the profiler's own time), the clock check; and their text for the CLI and the SVG header.
+
+The operator table puts three measures side by side: the share of engine-thread samples under each
+`[op]` frame (CPU time, sampled), the profiler's own time for that operator in the same window (the
+sum of its spans: what `mx.profiler.dumps()` adds up; wall-clock), and, when perf recorded context
+switches, the on-CPU part of that time. Agreement compares the first with the last: like with like.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +26,19 @@ class Row:
     samples: int
     sample_share: float  # % of engine-thread samples (operators) or of primitive samples
     calls: int
-    timed_us: float  # the profiler's (or oneDNN's verbose) time inside the window
+    timed_us: float  # the profiler's (or oneDNN's verbose) wall-clock time inside the window
     timed_share: float  # % of all timed operators (primitives)
+    on_cpu_us: float | None = None  # the part of timed_us its thread was on the CPU (context switches)
+    on_cpu_share: float | None = None  # % of all operators' on-CPU time
+
+    @property
+    def reference_share(self) -> float:
+        """What the sample share should match: on-CPU time when known, else the profiler's time."""
+        return self.on_cpu_share if self.on_cpu_share is not None else self.timed_share
 
     @property
     def gap(self) -> float:
-        return self.sample_share - self.timed_share
+        return self.sample_share - self.reference_share
 
 
 @dataclass
@@ -34,6 +47,7 @@ class JoinSummary:
     primitives: list[Row] = field(default_factory=list)
     engine_samples: int = 0
     op_named: int = 0  # engine-thread samples under a named operator (or segment)
+    completions: int = 0  # ... of them in a completion callback after the operator's span
     jit_samples: int = 0
     jit_named: int = 0  # JIT-leaf samples under exactly one primitive
     window_s: float = 0.0
@@ -53,14 +67,19 @@ class JoinSummary:
 
     @property
     def worst_gap(self) -> Row | None:
-        """The operator above AGREEMENT_ABOVE % whose sample share differs most from its timed share."""
-        rows = [r for r in self.operators if max(r.sample_share, r.timed_share) > AGREEMENT_ABOVE and r.calls]
+        """The named operator above AGREEMENT_ABOVE % whose sample share differs most from its reference share."""
+        rows = [
+            r
+            for r in self.operators
+            if r.calls and not is_unnamed(r.frame) and max(r.sample_share, r.reference_share) > AGREEMENT_ABOVE
+        ]
         return max(rows, key=lambda r: abs(r.gap)) if rows else None
 
 
 def summarize(joiner: Joiner) -> JoinSummary:
     counts = joiner.counts
     summary = JoinSummary(engine_samples=counts.engine, jit_samples=counts.jit, jit_named=counts.jit_named)
+    summary.completions = counts.completions
     summary.alignment = joiner.alignment
     summary.threads = joiner.threads.describe()
     summary.problems = list(joiner.trace.problems) + (list(joiner.verbose.problems) if joiner.verbose else [])
@@ -70,22 +89,11 @@ def summarize(joiner: Joiner) -> JoinSummary:
     if last < first:
         return summary
     summary.window_s = (last - first) / 1e6
-    mapped = set(joiner.threads.by_tid.values())
-    timed: dict[str, tuple[int, float]] = {}
-    for profiler_tid, index in joiner.trace.threads.items():
-        if profiler_tid not in mapped:
-            continue
-        for span in index.spans:
-            length = min(span.end, last) - max(span.start, first)
-            if length >= 0:
-                calls, time = timed.get(op_frame(span.name), (0, 0.0))
-                timed[op_frame(span.name)] = (calls + 1, time + length)
     summary.op_named = sum(n for name, n in counts.ops.items() if name not in (OP_NONE, OP_UNMAPPED))
-    summary.operators = _rows(counts.ops, counts.engine, timed)
+    summary.operators = _rows(counts.ops, counts.engine, operator_times(joiner, first, last))
     if joiner.verbose is not None:
-        executed = joiner.verbose.aggregate(first, last)
-        total = sum(counts.primitives.values())
-        summary.primitives = _rows(counts.primitives, total, executed)
+        executed = {k: (calls, time, None) for k, (calls, time) in joiner.verbose.aggregate(first, last).items()}
+        summary.primitives = _rows(counts.primitives, sum(counts.primitives.values()), executed)
         verbose = joiner.verbose
         summary.primitive_check = check_shift(joiner.primitive_times.values, lambda t: bool(verbose.at(t)))
     indexes = list(joiner.by_tid.values())
@@ -95,19 +103,42 @@ def summarize(joiner: Joiner) -> JoinSummary:
     return summary
 
 
+def operator_times(joiner: Joiner, first: float, last: float) -> dict[str, tuple[int, float, float | None]]:
+    """frame -> (calls, wall-clock µs, on-CPU µs or None) of the mapped threads' spans in [first, last]."""
+    timed: dict[str, tuple[int, float, float | None]] = {}
+    for tid, profiler_tid in joiner.threads.by_tid.items():
+        index = joiner.trace.threads.get(profiler_tid)
+        if index is None:
+            continue
+        off = joiner.off_cpu.get(tid) if joiner.off_cpu else None
+        for span in index.spans:
+            start, end = max(span.start, first), min(span.end, last)
+            if end < start:
+                continue
+            frame = op_frame(span.name)
+            calls, time, on = timed.get(frame, (0, 0.0, 0.0 if joiner.off_cpu else None))
+            if on is not None:
+                on += (end - start) - (off.off_between(start, end) if off is not None else 0.0)
+            timed[frame] = (calls + 1, time + end - start, on)
+    return timed
+
+
 def is_unnamed(frame: str) -> bool:
     """`[op] (none)`, `[dnnl] (ambiguous: ...)`...: frames that say no single name fits."""
     return frame.partition("] ")[2].startswith("(")
 
 
-def _rows(samples: dict[str, int], total: int, timed: dict[str, tuple[int, float]]) -> list[Row]:
+def _rows(samples: dict[str, int], total: int, timed: dict[str, tuple[int, float, float | None]]) -> list[Row]:
     """Named rows by samples, then by timed share; the unnamed ones last."""
-    all_time = sum(time for _, time in timed.values()) or 1.0
+    all_time = sum(time for _, time, _ in timed.values()) or 1.0
+    all_on = sum(on or 0.0 for _, _, on in timed.values()) or 1.0
     rows = []
     for name in set(samples) | set(timed):
-        calls, time = timed.get(name, (0, 0.0))
+        calls, time, on = timed.get(name, (0, 0.0, None))
         n = samples.get(name, 0)
-        rows.append(Row(name, n, 100.0 * n / total if total else 0.0, calls, time, 100.0 * time / all_time))
+        share = 100.0 * n / total if total else 0.0
+        on_share = 100.0 * on / all_on if on is not None else None
+        rows.append(Row(name, n, share, calls, time, 100.0 * time / all_time, on, on_share))
     rows.sort(key=lambda r: (is_unnamed(r.frame), -r.samples, -r.timed_us, r.frame))
     return rows
 
@@ -131,20 +162,26 @@ def agreement_text(summary: JoinSummary) -> str:
     worst = summary.worst_gap
     if worst is None:
         return f"no operator above {AGREEMENT_ABOVE:.0f} %"
+    measure = "of the profiler's time on CPU" if worst.on_cpu_share is not None else "of the profiler's time"
     return (
         f"largest gap {abs(worst.gap):.1f} points ({worst.frame}: {worst.sample_share:.1f} % of samples, "
-        f"{worst.timed_share:.1f} % of the profiler's time) among operators above {AGREEMENT_ABOVE:.0f} %"
+        f"{worst.reference_share:.1f} % {measure}) among operators above {AGREEMENT_ABOVE:.0f} %"
     )
 
 
 def table_lines(rows: list[Row], what: str, timed_by: str, limit: int | None = None) -> list[str]:
     shown = rows if limit is None else rows[:limit]
-    lines = [f"  {'samples':>8} {'share':>7} {timed_by:>11} {'share':>7} {'calls':>8}  {what}"]
+    on_cpu = any(r.on_cpu_us is not None for r in rows)
+    extra = f" {'on-CPU':>10} {'share':>7}" if on_cpu else ""
+    lines = [f"  {'samples':>8} {'share':>7} {timed_by:>10} {'share':>7}{extra} {'calls':>8}  {what}"]
     for r in shown:
-        lines.append(
-            f"  {r.samples:>8,} {r.sample_share:>6.1f}% {r.timed_us / 1000:>9.1f}ms {r.timed_share:>6.1f}% "
-            f"{r.calls:>8,}  {r.frame}"
-        )
+        cells = f"  {r.samples:>8,} {r.sample_share:>6.1f}% {r.timed_us / 1000:>8.1f}ms {r.timed_share:>6.1f}%"
+        if on_cpu:
+            if r.on_cpu_us is not None and r.on_cpu_share is not None:
+                cells += f" {r.on_cpu_us / 1000:>8.1f}ms {r.on_cpu_share:>6.1f}%"
+            else:
+                cells += f" {'-':>10} {'-':>7}"
+        lines.append(f"{cells} {r.calls:>8,}  {r.frame}")
     if limit is not None and len(rows) > limit:
         lines.append(f"  ... {len(rows) - limit} more")
     return lines
@@ -153,6 +190,10 @@ def table_lines(rows: list[Row], what: str, timed_by: str, limit: int | None = N
 def summary_lines(summary: JoinSummary) -> list[str]:
     """The CLI's report: facts first, then both tables."""
     lines = [f"mxnet: {coverage_text(summary)}"]
+    if summary.completions:
+        lines.append(
+            f"mxnet: {summary.completions:,} of them in an operator's completion callback, after its span ended"
+        )
     if summary.alignment is not None:
         lines.append(f"mxnet: clock {summary.alignment.describe()}")
     if summary.primitive_check:
@@ -164,7 +205,8 @@ def summary_lines(summary: JoinSummary) -> list[str]:
     if summary.operators:
         lines.append(f"mxnet: agreement: {agreement_text(summary)}")
         lines.append(
-            f"MXNet operators ({summary.window_s:.2f} s; share of engine-thread samples vs the profiler's time):"
+            f"MXNet operators ({summary.window_s:.2f} s; share of engine-thread samples vs the profiler's time, "
+            "all of it and the part on CPU):"
         )
         lines.extend(table_lines(summary.operators, "operator", "profiler"))
     if summary.primitives:
@@ -183,9 +225,12 @@ def summary_metadata(summary: JoinSummary) -> dict[str, str]:
         meta["MXNet clock"] = f"residual ≤ {summary.alignment.residual * 1e6:.1f} µs{check}"
     meta["MXNet threads"] = summary.threads
     for r in summary.operators[:HEADER_ROWS]:
+        on_cpu = ""
+        if r.on_cpu_us is not None and r.on_cpu_share is not None:
+            on_cpu = f", on CPU {r.on_cpu_us / 1000:,.1f} ms ({r.on_cpu_share:.1f} %)"
         meta[r.frame] = (
             f"{r.samples:,} samples ({r.sample_share:.1f} % of engine-thread samples) · profiler "
-            f"{r.timed_us / 1000:,.1f} ms ({r.timed_share:.1f} %), {r.calls:,} calls"
+            f"{r.timed_us / 1000:,.1f} ms ({r.timed_share:.1f} %){on_cpu}, {r.calls:,} calls"
         )
     for r in summary.primitives[:HEADER_ROWS]:
         meta[r.frame] = (

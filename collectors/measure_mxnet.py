@@ -1,0 +1,88 @@
+"""Measure what `--mxnet` costs the MLP: throughput with the profiler and oneDNN's verbose log on.
+
+    python -m collectors.measure_mxnet [--epochs 2] [--rounds 3]
+
+No perf here: each round trains once plainly, once with bulk execution off only (what `--mxnet`
+changes in MXNet's scheduling), and once through the in-process hook with `--mxnet-dir` (profiler +
+verbose log + bulk off), interleaved so that drifts of a shared machine hit all three alike.
+Reported per setting: mean per-epoch samples/s and the loss against the plain runs, the bytes the
+profilers wrote (trace + verbose log) per second of training, and the time the profiler's dump
+took at exit (the extra time after the run, inside the process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from flamegraph.jit.recording import hook_command
+
+from .mlp_log import parse_log
+from .mnist import prepare_mnist
+from .recipe import MlpRun
+
+BULK_OFF = {"MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0"}
+
+
+def train(command: tuple[str, ...], env: dict[str, str]) -> tuple[float, float]:
+    """(mean samples/s, training seconds) of one run; its output is not shown."""
+    proc = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"measure_mxnet: training failed (exit {proc.returncode}): {tail}")
+    log = parse_log(proc.stdout)
+    window = log.window
+    return log.mean_rate() or 0.0, (window[1] - window[0]) if window else 0.0
+
+
+def with_profilers(mlp: MlpRun, directory: Path) -> dict[str, float]:
+    command = hook_command(mlp.command(), ("--mxnet-dir", str(directory)))
+    assert command is not None
+    rate, seconds = train(command, mlp.environment())
+    (sidecar,) = directory.glob("mxnet-*.json")
+    facts = json.loads(sidecar.read_text())
+    written = sum(os.path.getsize(facts[key]) for key in ("profile", "verbose"))
+    for path in directory.iterdir():
+        path.unlink()
+    return {"rate": rate, "mb_per_s": written / 1e6 / max(seconds, 1e-9), "dump_s": facts["dump_seconds"] or 0.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m collectors.measure_mxnet", description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args(argv)
+    mlp = MlpRun(prepare_mnist(), args.epochs)
+    plain: list[float] = []
+    bulk_off: list[float] = []
+    profiled: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="flamegraph-mxnet-") as tmp:
+        for n in range(args.rounds):
+            plain.append(train(mlp.command(), mlp.environment())[0])
+            bulk_off.append(train(mlp.command(), {**mlp.environment(), **BULK_OFF})[0])
+            profiled.append(with_profilers(mlp, Path(tmp)))
+            print(f"round {n + 1}: plain {plain[-1]:,.0f}, bulk off {bulk_off[-1]:,.0f}, "
+                  f"--mxnet {profiled[-1]['rate']:,.0f} samples/s", flush=True)  # fmt: skip
+    base = statistics.mean(plain)
+
+    def cost(rate: float) -> str:
+        return f"{100 * (base - rate) / base:+.1f} %"
+
+    off = statistics.mean(bulk_off)
+    on = statistics.mean(r["rate"] for r in profiled)
+    print(f"plain (bulk on, no profiler): {base:,.0f} samples/s ({', '.join(f'{r:,.0f}' for r in plain)})")
+    print(f"bulk execution off:           {off:,.0f} samples/s, cost {cost(off)}")
+    print(f"--mxnet (profiler + verbose): {on:,.0f} samples/s, cost {cost(on)}; "
+          f"{statistics.mean(r['mb_per_s'] for r in profiled):.1f} MB/s written, "
+          f"dump at exit {statistics.mean(r['dump_s'] for r in profiled):.2f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
