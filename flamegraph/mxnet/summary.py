@@ -9,6 +9,7 @@ switches, the on-CPU part of that time. Agreement compares the first with the la
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .clock import Alignment, check_shift
@@ -128,7 +129,7 @@ def is_unnamed(frame: str) -> bool:
     return frame.partition("] ")[2].startswith("(")
 
 
-def _rows(samples: dict[str, int], total: int, timed: dict[str, tuple[int, float, float | None]]) -> list[Row]:
+def _rows(samples: Mapping[str, int], total: int, timed: Mapping[str, tuple[int, float, float | None]]) -> list[Row]:
     """Named rows by samples, then by timed share; the unnamed ones last."""
     all_time = sum(time for _, time, _ in timed.values()) or 1.0
     all_on = sum(on or 0.0 for _, _, on in timed.values()) or 1.0
