@@ -41,7 +41,7 @@ Highlight = Annotated[
         "--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="colour matching frames, with a legend (repeatable)"
     ),
 ]
-Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn")]
+Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn, mxnet-ops")]
 Top = Annotated[int, typer.Option("--top", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
 Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")]
@@ -103,11 +103,21 @@ def render(
             "--format", help="svg, or an export: speedscope, pprof (gzip'd profile.proto), folded (see `convert`)"
         ),
     ] = "svg",
+    group_by: Annotated[
+        str | None,
+        typer.Option("--group-by", help="op: re-root stacks at their [op] frame (profiles recorded with --mxnet)"),
+    ] = None,
 ) -> None:
     """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG."""
+    if group_by not in (None, "op"):
+        raise BadOption(f"--group-by {group_by!r}: the only grouping is op")
     diagnostics = Diagnostics(strict=strict)
     paths = inputs or ["-"]
     profile = _read(paths, diagnostics)
+    if group_by == "op":
+        from ..mxnet.views import group_by_op  # only for this option: start-up stays lean
+
+        profile = group_by_op(profile)
     stacks = _read_in_order(paths, diagnostics) if flamechart else None
     diagnostics.finish()
     _describe(profile, event, unit, meta)

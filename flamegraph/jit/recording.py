@@ -53,6 +53,15 @@ def hook_command(command: tuple[str, ...], options: tuple[str, ...]) -> tuple[st
     return (*command[:i], str(HOOK), *options, "--", *program)
 
 
+def user_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """The command as the user gave it: `python [opts] HOOK OPTIONS -- PROGRAM` -> `python [opts] PROGRAM`."""
+    if str(HOOK) not in command:
+        return command
+    at = command.index(str(HOOK))
+    end = command.index("--", at) if "--" in command[at:] else len(command) - 1
+    return (*command[:at], *command[end + 1 :])
+
+
 STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+)$")
 
 
@@ -111,7 +120,7 @@ class JitHook:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
             return spec
         self.hooked = True
-        self.summary["command"] = shlex.join(spec.command)  # the user's, not the wrapped one
+        self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
 
     def finish(self, recording: Recording) -> Recording:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jit.recording import hook_command
+from ..jit.recording import hook_command, user_command
 from ..model import FoldedProfile
 from ..perf import script_command, stream_script
 from ..record.spec import Recording, RecordSpec
@@ -176,7 +176,7 @@ class MxnetHook:
             self.note("flamegraph: --mxnet works for Python commands (python SCRIPT, -m MODULE, -c CODE)")
             return spec
         self.hooked = True
-        self.summary.setdefault("command", shlex.join(spec.command))
+        self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         env = {k: v for k, v in ENVIRONMENT.items() if k not in os.environ and k not in spec.env}
         extra = spec.extra_args if SWITCH_EVENTS in spec.extra_args else (*spec.extra_args, SWITCH_EVENTS)
         return spec.replace(command=wrapped, env={**spec.env, **env}, extra_args=extra)
