@@ -92,7 +92,8 @@ class Alignment:
         )
 
 
-SHIFTS_US = (-2000.0, -1000.0, -500.0, -250.0, -100.0, 0.0, 100.0, 250.0, 500.0, 1000.0, 2000.0)
+SHIFTS_US = (-10_000.0, -5000.0, -2000.0, -1000.0, -500.0, -100.0, 0.0, 100.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0)
+CLEARLY_BETTER = 0.05  # a shift that puts 5 more points of the samples inside: the clocks disagree
 
 
 def check_shift(
@@ -107,3 +108,27 @@ def check_shift(
         hits = sum(1 for t in times if inside(t + shift))
         results.append((shift, hits / len(times)))
     return results
+
+
+def clock_problems(
+    alignment: Alignment, period_us: float | None, checks: dict[str, list[tuple[float, float]]]
+) -> list[str]:
+    """Disagreements larger than the sample period, with their figures (one line each)."""
+    problems = []
+    residual = alignment.residual * 1e6
+    if period_us is not None and residual > period_us:
+        problems.append(
+            f"clock residual error {residual:,.0f} µs exceeds the sample period {period_us:,.0f} µs: "
+            "frames of samples near an operator's edges may name its neighbour"
+        )
+    for what, check in checks.items():
+        if not check:
+            continue
+        at_zero = next(share for shift, share in check if shift == 0)
+        shift, best = max(check, key=lambda item: (item[1], -abs(item[0])))
+        if best - at_zero > CLEARLY_BETTER and (period_us is None or abs(shift) >= period_us):
+            problems.append(
+                f"{what}: {100 * best:.1f} % fall inside when shifted by {shift:+,.0f} µs, {100 * at_zero:.1f} % "
+                "at the measured offset: the clocks seem to disagree by more than the sample period"
+            )
+    return problems

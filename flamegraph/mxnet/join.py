@@ -42,11 +42,16 @@ COMPLETE = b"mxnet::engine::ThreadedEngine::OnCompleteStatic"
 COMPLETION_LIMIT_US = 10_000.0  # a completion this long after the span ended: something is off, say (none)
 SUBMITS = (b"mxnet::MKLDNNStream::Submit", b"mxnet::DNNLStream::Submit")  # MXNet 1.x, 2.x
 JIT_SUFFIX = b"_[j]"
-HEADER_TIME = re.compile(rb"\s(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
+HEADER_TIME = re.compile(rb"(?:^|\s)(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 OP_NONE = "[op] (none)"
 OP_UNMAPPED = "[op] (no profiler thread)"
 DNNL_NONE = "[dnnl] (none)"
 KEEP_TIMES = 50_000  # sample times kept for the clock check (every k-th beyond this)
+
+
+def thread_of(header: re.Match[bytes]) -> int:
+    """The TID of a HEADER_TIME match: the id after '/', or the only one printed."""
+    return int(header.group(2) or header.group(1))
 
 
 def op_frame(name: str) -> str:
@@ -118,7 +123,7 @@ class Joiner:
         if match is None:
             counts.no_time += 1
             return frames
-        tid = int(match.group(2) or match.group(1))
+        tid = thread_of(match)
         t = self.alignment.realtime_us(float(match.group(3)))
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)
@@ -152,11 +157,12 @@ class Joiner:
         self, frames: list[bytes], tid: int, span: Span | None, mapped: bool, has_execute: bool, t: float
     ) -> tuple[int, bytes] | None:
         if has_execute:
+            if mapped:
+                self.operator_times.add(t)
             if not mapped:
                 text = OP_UNMAPPED
             elif span is not None:
                 text = op_frame(span.name)
-                self.operator_times.add(t)
             elif COMPLETE in frames and (done := self._completed(tid, t)) is not None:
                 text = op_frame(done.name)
                 self.counts.completions += 1

@@ -17,7 +17,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
-SWITCH = re.compile(rb"^\s*(\d+)\s+(\d+\.\d+):\s+PERF_RECORD_SWITCH(?:_CPU_WIDE)? (IN|OUT)")
+SWITCH = re.compile(rb"PERF_RECORD_SWITCH(?:_CPU_WIDE)? (IN|OUT)")
 
 
 class OffCpu:

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from ..record.spec import Recording, RecordSpec
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .inprocess import ENVIRONMENT
-from .join import Joiner
+from .join import HEADER_TIME, Joiner, thread_of
 from .oncpu import SWITCH, off_cpu_intervals
 from .profile import ProfilerTrace, read_profile
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
@@ -38,7 +38,6 @@ from .threads import learn_thread_map
 
 SIDECAR = re.compile(r"^mxnet-(\d+)\.json$")
 PREVIOUS = re.compile(r"^(mxnet-\d+\.json|profile-\d+\.json|dnnl-verbose-\d+\.log)$")
-TID_TIME = re.compile(rb"^\s*(\d+)\s+(\d+\.\d+):")  # `perf script -F tid,time,...`: "  14964   459.672705: "
 EXECUTE_TEXT = b"ThreadedEngine::ExecuteOprBlock"
 SWITCH_EVENTS = "--switch-events"  # context switches: the profiler's time split into on- and off-CPU
 ATTACH_NOTE = (
@@ -78,8 +77,20 @@ def read_sidecars(directory: Path) -> list[dict[str, Any]]:
     return found
 
 
-def load_process(facts: dict[str, Any]) -> ProcessInputs:
-    """Read the process's trace and verbose log; every problem becomes one line, never an error."""
+def resolve(directory: Path | None, path: object) -> str:
+    """A file the sidecar names: where it was written, else beside the sidecar (a moved directory)."""
+    text = str(path or "")
+    if directory is None or not text:
+        return text
+    if not os.path.isabs(text):
+        return str(directory / text)
+    moved = directory / os.path.basename(text)
+    return str(moved) if not os.path.exists(text) and moved.exists() else text
+
+
+def load_process(facts: dict[str, Any], directory: Path | None = None) -> ProcessInputs:
+    """Read the process's trace and verbose log (the files the sidecar names, found beside it if the
+    directory moved); every problem becomes one line, never an error."""
     inputs = ProcessInputs(facts["pid"], facts)
     try:
         start = ClockReading.from_list(facts["clock_start"])
@@ -90,14 +101,14 @@ def load_process(facts: dict[str, Any]) -> ProcessInputs:
     except (KeyError, TypeError, ValueError):
         inputs.problems.append("the sidecar holds no clock reading: nothing can be aligned")
     inputs.problems.extend(facts.get("notes") or [])
-    profile = str(facts.get("profile") or "")
+    profile = resolve(directory, facts.get("profile"))
     try:
         inputs.trace = read_profile(profile)
         inputs.problems.extend(f"{profile}: {p}" for p in inputs.trace.problems)
         inputs.trace.problems = []
     except OSError as err:
         inputs.problems.append(f"{profile or 'profile'}: cannot read the profiler's trace: {err.strerror or err}")
-    verbose = str(facts.get("verbose") or "")
+    verbose = resolve(directory, facts.get("verbose"))
     try:
         inputs.verbose = read_verbose(verbose)
         inputs.problems.extend(f"{verbose}: {p}" for p in inputs.verbose.problems)
@@ -121,31 +132,46 @@ class Evidence:
     last: float = 0.0  # the last time seen
 
 
+def evidence_command(recording: Recording, window: tuple[float | None, float | None] | None) -> list[str]:
+    """The first `perf script` pass: sample times and stacks (for ExecuteOprBlock) and the switches."""
+    extra = ["-F", "tid,time,ip,sym", "--show-switch-events"]
+    if window is not None:
+        extra += ["--time", ",".join("" if b is None else f"{b:.6f}" for b in window)]
+    return script_command(str(recording.perf_data), extra=extra)
+
+
 def read_evidence(
     recording: Recording, window: tuple[float | None, float | None] | None, alignment: Alignment
 ) -> Evidence:
     """A first `perf script` pass over the same window, read for the thread map's evidence only
     (it must be complete before the fold adds the first frame) and the context switches."""
-    extra = ["-F", "tid,time,ip,sym", "--show-switch-events"]
-    if window is not None:
-        extra += ["--time", ",".join("" if b is None else f"{b:.6f}" for b in window)]
+    with stream_script(evidence_command(recording, window), str(recording.perf_data)) as lines:
+        return parse_evidence(lines, alignment)
+
+
+def parse_evidence(lines: Iterable[bytes], alignment: Alignment) -> Evidence:
+    """`perf script` text (any header layout with tid and time) -> the evidence. Lines it reads:
+          14964   459.672705:                                 <- -F tid,time,ip,sym: a sample
+    \t         13a364b mxnet::engine::ThreadedEngine::ExecuteOprBlock
+          14964   459.674618: PERF_RECORD_SWITCH OUT preempt  <- --show-switch-events
+    """
     evidence = Evidence()
     header: re.Match[bytes] | None = None
     counted = False
-    with stream_script(script_command(str(recording.perf_data), extra=extra), str(recording.perf_data)) as lines:
-        for line in lines:
-            if line[:1] != b"\t":  # a sample header, a switch record, or the blank line after a record
-                header, counted = TID_TIME.match(line), False
-                if header is not None and b"PERF_RECORD_SWITCH" in line and (switch := SWITCH.match(line)):
-                    t = alignment.realtime_us(float(switch.group(2)))
-                    evidence.switches.setdefault(int(switch.group(1)), []).append((t, switch.group(3) == b"OUT"))
+    for line in lines:
+        if line[:1] != b"\t":  # a sample header, a switch record, or the blank line after a record
+            header, counted = HEADER_TIME.search(line), False
+            if header is not None and b"PERF_RECORD_SWITCH" in line:
+                if (switch := SWITCH.search(line)) is not None:
+                    t = alignment.realtime_us(float(header.group(3)))
+                    evidence.switches.setdefault(thread_of(header), []).append((t, switch.group(1) == b"OUT"))
                     evidence.last = max(evidence.last, t)
-                    header = None
-            elif header is not None and not counted and EXECUTE_TEXT in line:
-                t = alignment.realtime_us(float(header.group(2)))
-                evidence.engine_times.setdefault(int(header.group(1)), []).append(t)
-                evidence.last = max(evidence.last, t)
-                counted = True
+                header = None
+        elif header is not None and not counted and EXECUTE_TEXT in line:
+            t = alignment.realtime_us(float(header.group(3)))
+            evidence.engine_times.setdefault(thread_of(header), []).append(t)
+            evidence.last = max(evidence.last, t)
+            counted = True
     for values in evidence.engine_times.values():
         values.sort()
     return evidence
@@ -195,7 +221,7 @@ class MxnetHook:
 
     def joiner(self, recording: Recording, window: tuple[float | None, float | None] | None) -> Joiner | None:
         """The fold's sample hook, or None (with one line saying why) when nothing can be joined."""
-        candidates = [load_process(facts) for facts in self.processes]
+        candidates = [load_process(facts, self.directory) for facts in self.processes]
         usable = [c for c in candidates if c.usable]
         for inputs in candidates:
             for problem in inputs.problems:

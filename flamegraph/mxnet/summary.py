@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .clock import Alignment, check_shift
+from .clock import Alignment, check_shift, clock_problems
 from .join import OP_NONE, OP_UNMAPPED, Joiner, op_frame
 
 AGREEMENT_ABOVE = 5.0  # the goal compares operators above 5 % of either measure
@@ -101,6 +101,11 @@ def summarize(joiner: Joiner) -> JoinSummary:
     summary.operator_check = check_shift(
         joiner.operator_times.values, lambda t: any(index.at(t) is not None for index in indexes)
     )
+    checks = {
+        "samples executing a primitive": summary.primitive_check,
+        "samples in ExecuteOprBlock": summary.operator_check,
+    }
+    summary.problems.extend(clock_problems(joiner.alignment, joiner.period_us, checks))
     return summary
 
 
