@@ -2,13 +2,13 @@
 
     python -m collectors.make_mxnet_fixture [--out tests/golden/mxnet] [--slice-ms 60]
 
-Trains the MLP for one short epoch under `perf record` with JIT naming and MXNet's profiler, then
+Trains the MLP for one short epoch under `perf record -F 1999` with JIT naming and MXNet's profiler, then
 keeps a SLICE-ms window from the middle of training, cut consistently from every stream:
   script.txt          `perf script --no-inline -F comm,pid,tid,time,event,ip,sym,dso --time W` (the fold's)
   evidence.txt        `perf script --no-inline -F tid,time,ip,sym --show-switch-events --time W` (the first pass)
   profile-<pid>.json  the profiler's spans that overlap the window (+/- 2 ms), as B/E events, one a line
   dnnl-verbose-<pid>.log  the verbose lines that start in that range (and the info lines)
-  mxnet-<pid>.json    the sidecar (clock readings; file names relative to it)
+  mxnet-<pid>.json    the sidecar (clock readings; file names relative to it; perf_freq added)
 tests/test_mxnet_golden.py joins them and compares with the golden output beside them.
 """
 
@@ -85,14 +85,15 @@ def in_window(text: bytes, window: tuple[float, float]) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m collectors.make_mxnet_fixture", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("tests/golden/mxnet"))
-    p.add_argument("--slice-ms", type=float, default=40.0)
+    p.add_argument("--slice-ms", type=float, default=60.0)
+    p.add_argument("--freq", type=int, default=1999, help="sampling frequency (more samples in a short slice)")
     p.add_argument("--max-batches", type=int, default=300)
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="flamegraph-fixture-") as tmp:
         scratch = Path(tmp)
         mx = mxnet_hook(scratch / "perf.data.mxnet")
         jit = JitHook(scratch / "perf.data.jit", note=print)
-        spec = RecordSpec(command=("placeholder",), call_graph=JIT_CALL_GRAPH)
+        spec = RecordSpec(command=("placeholder",), call_graph=JIT_CALL_GRAPH, freq=args.freq)
         mlp = MlpRun(prepare_mnist(), epochs=1, max_batches=args.max_batches)
         run = record_mlp(mlp, scratch / "perf.data", spec, [jit, mx])
         assert run.log.window is not None
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "evidence.txt").write_bytes(in_window(evidence, window))
         write_trace(facts["profile"], args.out / f"profile-{pid}.json", lo, hi)
         write_verbose(facts["verbose"], args.out / f"dnnl-verbose-{pid}.log", lo, hi)
-        facts.update(profile=f"profile-{pid}.json", verbose=f"dnnl-verbose-{pid}.log", command="train_mlp")
+        facts.update(profile=f"profile-{pid}.json", verbose=f"dnnl-verbose-{pid}.log", perf_freq=args.freq)
         (args.out / f"mxnet-{pid}.json").write_text(json.dumps(facts, indent=1) + "\n")
         shutil.rmtree(scratch / "perf.data.jit", ignore_errors=True)
     for path in sorted(args.out.iterdir()):
