@@ -15,7 +15,7 @@ from flamegraph.mxnet.clock import Alignment, ClockReading, clock_problems
 from flamegraph.mxnet.dnnl import parse_line, parse_verbose
 from flamegraph.mxnet.profile import parse_profile
 from flamegraph.mxnet.recording import MxnetHook, load_process, read_sidecars
-from flamegraph.record import RecordSpec, Recording
+from flamegraph.record import Recording, RecordSpec
 
 FIXTURE = GOLDEN / "mxnet"
 
@@ -29,8 +29,9 @@ def trace(*events: dict[str, object]) -> bytes:
 
 
 def test_a_good_trace_has_spans_and_no_problem() -> None:
-    t = parse_profile(trace(event("FC", "B", 10), event("FC", "E", 20), event("FC", "b", 10), event("Act", "B", 21),
-                            event("Act", "E", 25), {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}))  # fmt: skip
+    metadata = {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}
+    events = (event("FC", "B", 10), event("FC", "E", 20), event("FC", "b", 10), event("Act", "B", 21))
+    t = parse_profile(trace(*events, event("Act", "E", 25), metadata))
     assert t.problems == []
     assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == [("FC", 10, 20), ("Act", 21, 25)]
     assert t.threads[7].at(15).name == "FC" and t.threads[7].at(20.5) is None  # type: ignore[union-attr]
@@ -140,9 +141,8 @@ def test_verbose_log_without_executions(tmp_path: Path) -> None:
     (directory / str(facts["verbose"])).write_text("dnnl_verbose,info,cpu,runtime:OpenMP\n")
     inputs = load_process(facts, directory)
     assert inputs.verbose is None and inputs.usable  # operators still join
-    assert inputs.problems == [
-        f"{directory / str(facts['verbose'])}: no primitive executions (DNNL_VERBOSE off, or no oneDNN: no [dnnl] frames)"
-    ]
+    why = "no primitive executions (DNNL_VERBOSE off, or no oneDNN: no [dnnl] frames)"
+    assert inputs.problems == [f"{directory / str(facts['verbose'])}: {why}"]
 
 
 def test_sidecar_without_exit_reading(tmp_path: Path) -> None:
