@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +188,7 @@ class MxnetHook:
     summary: dict[str, str] = field(default_factory=dict)  # metadata for the SVG header
     processes: list[dict[str, Any]] = field(default_factory=list)
     last: JoinSummary | None = None  # what the last `report` found
+    timing: str = ""  # what building the joiner cost
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         if spec.pid is not None:
@@ -221,6 +223,7 @@ class MxnetHook:
 
     def joiner(self, recording: Recording, window: tuple[float | None, float | None] | None) -> Joiner | None:
         """The fold's sample hook, or None (with one line saying why) when nothing can be joined."""
+        started = time.perf_counter()
         candidates = [load_process(facts, self.directory) for facts in self.processes]
         usable = [c for c in candidates if c.usable]
         for inputs in candidates:
@@ -234,8 +237,10 @@ class MxnetHook:
             return None
         inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose.primitives) if c.verbose else 0))
         assert inputs.alignment is not None
+        loaded = time.perf_counter()
         evidence = read_evidence(recording, window, inputs.alignment)
         thread_map = learn_thread_map(inputs.trace.threads, evidence.engine_times)
+        self.timing = f"trace and log read in {loaded - started:.2f} s, first perf script pass {time.perf_counter() - loaded:.2f} s"
         joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
@@ -249,6 +254,9 @@ class MxnetHook:
         for line in summary_lines(summary):
             self.note(line)
         profile.metadata.update(summary_metadata(summary))
+        if self.timing:
+            profile.metadata["MXNet join after the run"] = self.timing
+            self.note(f"mxnet: join after the run: {self.timing}")
         self.last = summary
         return summary
 
