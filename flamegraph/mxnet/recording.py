@@ -240,7 +240,8 @@ class MxnetHook:
         loaded = time.perf_counter()
         evidence = read_evidence(recording, window, inputs.alignment)
         thread_map = learn_thread_map(inputs.trace.threads, evidence.engine_times)
-        self.timing = f"trace and log read in {loaded - started:.2f} s, first perf script pass {time.perf_counter() - loaded:.2f} s"
+        passed = time.perf_counter() - loaded
+        self.timing = f"trace and log read in {loaded - started:.2f} s, first perf script pass {passed:.2f} s"
         joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
