@@ -59,28 +59,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     mlp = MlpRun(prepare_mnist(), args.epochs)
-    plain: list[float] = []
-    bulk_off: list[float] = []
+    rates: dict[str, list[float]] = {"plain": [], "bulk off": [], "--mxnet": []}
     profiled: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="flamegraph-mxnet-") as tmp:
+
+        def run(name: str) -> None:
+            if name == "plain":
+                rates[name].append(train(mlp.command(), mlp.environment())[0])
+            elif name == "bulk off":
+                rates[name].append(train(mlp.command(), {**mlp.environment(), **BULK_OFF})[0])
+            else:
+                profiled.append(with_profilers(mlp, Path(tmp)))
+                rates[name].append(profiled[-1]["rate"])
+
+        names = list(rates)
         for n in range(args.rounds):
-            plain.append(train(mlp.command(), mlp.environment())[0])
-            bulk_off.append(train(mlp.command(), {**mlp.environment(), **BULK_OFF})[0])
-            profiled.append(with_profilers(mlp, Path(tmp)))
-            print(f"round {n + 1}: plain {plain[-1]:,.0f}, bulk off {bulk_off[-1]:,.0f}, "
-                  f"--mxnet {profiled[-1]['rate']:,.0f} samples/s", flush=True)  # fmt: skip
-    base = statistics.mean(plain)
+            for name in names[n % 3 :] + names[: n % 3]:  # rotated: no setting always runs first
+                run(name)
+            print(
+                f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()) + " samples/s", flush=True
+            )
 
-    def cost(rate: float) -> str:
-        return f"{100 * (base - rate) / base:+.1f} %"
+    def cost(name: str) -> str:
+        paired = [100 * (b - r) / b for b, r in zip(rates["plain"], rates[name], strict=True) if b]
+        return f"median of paired costs {statistics.median(paired):+.1f} %"
 
-    off = statistics.mean(bulk_off)
-    on = statistics.mean(r["rate"] for r in profiled)
-    print(f"plain (bulk on, no profiler): {base:,.0f} samples/s ({', '.join(f'{r:,.0f}' for r in plain)})")
-    print(f"bulk execution off:           {off:,.0f} samples/s, cost {cost(off)}")
-    print(f"--mxnet (profiler + verbose): {on:,.0f} samples/s, cost {cost(on)}; "
-          f"{statistics.mean(r['mb_per_s'] for r in profiled):.1f} MB/s written, "
-          f"dump at exit {statistics.mean(r['dump_s'] for r in profiled):.2f} s")  # fmt: skip
+    for name, values in rates.items():
+        line = (
+            f"{name:<9} median {statistics.median(values):>8,.0f} samples/s ({', '.join(f'{v:,.0f}' for v in values)})"
+        )
+        print(line + ("" if name == "plain" else f"; {cost(name)}"))
+    print(f"--mxnet wrote {statistics.mean(r['mb_per_s'] for r in profiled):.1f} MB/s (trace + verbose log); "
+          f"final dump at exit {statistics.mean(r['dump_s'] for r in profiled):.2f} s")  # fmt: skip
     return 0
 
 
