@@ -14,7 +14,7 @@ from flamegraph.diagnostics import NoSamples
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.clock import Alignment, ClockReading
 from flamegraph.mxnet.dnnl import Primitive, VerboseLog
-from flamegraph.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner
+from flamegraph.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner, op_frame
 from flamegraph.mxnet.oncpu import OffCpu, off_cpu_intervals
 from flamegraph.mxnet.profile import ProfilerTrace, Span, SpanIndex
 from flamegraph.mxnet.summary import summarize
@@ -79,6 +79,9 @@ def test_cut_stack_inside_a_span_gets_the_op_below_the_root() -> None:
 
 def test_segments_are_not_called_operators() -> None:
     assert make_joiner()(header(ENGINE, 3500), [b"x", EXECUTE])[1] == b"[segment] A,B"
+    assert op_frame("[_backward_SoftmaxOutput,_backward_FullyConnected,_backward_") == (
+        "[segment] _backward_SoftmaxOutput,_backward_FullyConnected,_backward_..."  # MXNet cut the name short
+    )
 
 
 def test_other_threads_are_untouched_and_unmapped_engine_threads_say_so() -> None:

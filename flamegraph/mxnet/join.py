@@ -55,8 +55,10 @@ def thread_of(header: re.Match[bytes]) -> int:
 
 
 def op_frame(name: str) -> str:
-    if name.startswith("[") and name.endswith("]"):
-        return f"[segment] {name[1:-1]}"
+    """The frame of a span: `[op] NAME`, or `[segment] A,B,...` for a bulk segment (MXNet names it
+    "[A,B,...]" and cuts long names short, closing bracket included: then the frame ends in "...")."""
+    if name.startswith("["):
+        return f"[segment] {name[1:-1]}" if name.endswith("]") else f"[segment] {name[1:]}..."
     return f"[op] {name}"
 
 
