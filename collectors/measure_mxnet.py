@@ -5,9 +5,10 @@
 No perf here: each round trains once plainly, once with bulk execution off only (what `--mxnet`
 changes in MXNet's scheduling), and once through the in-process hook with `--mxnet-dir` (profiler +
 verbose log + bulk off), interleaved so that drifts of a shared machine hit all three alike.
-Reported per setting: mean per-epoch samples/s and the loss against the plain runs, the bytes the
-profilers wrote (trace + verbose log) per second of training, and the time the profiler's dump
-took at exit (the extra time after the run, inside the process).
+Reported per setting: median per-epoch samples/s and the median of the paired losses against the
+plain runs, the CPU time of each whole run (robust where throughput swings with the machine's other
+jobs), the bytes the profilers wrote (trace + verbose log) per second of training, and the time the
+profiler's last dump took at exit (the extra time after the run, inside the process).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,9 +32,16 @@ from .recipe import MlpRun
 BULK_OFF = {"MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0"}
 
 
+CPU_SECONDS: list[float] = []  # CPU time (user + system) of each run, whole process, in order
+
+
 def train(command: tuple[str, ...], env: dict[str, str]) -> tuple[float, float]:
-    """(mean samples/s, training seconds) of one run; its output is not shown."""
+    """(mean samples/s, training seconds) of one run; its output is not shown. Its CPU time (a
+    measure that other jobs on the machine disturb far less than throughput) goes to CPU_SECONDS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         raise SystemExit(f"measure_mxnet: training failed (exit {proc.returncode}): {tail}")
@@ -60,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     mlp = MlpRun(prepare_mnist(), args.epochs)
     rates: dict[str, list[float]] = {"plain": [], "bulk off": [], "--mxnet": []}
+    cpu: dict[str, list[float]] = {name: [] for name in rates}
     profiled: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="flamegraph-mxnet-") as tmp:
 
@@ -71,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 profiled.append(with_profilers(mlp, Path(tmp)))
                 rates[name].append(profiled[-1]["rate"])
+            cpu[name].append(CPU_SECONDS[-1])
 
         names = list(rates)
         for n in range(args.rounds):
@@ -89,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<9} median {statistics.median(values):>8,.0f} samples/s ({', '.join(f'{v:,.0f}' for v in values)})"
         )
         print(line + ("" if name == "plain" else f"; {cost(name)}"))
+    base_cpu = statistics.median(cpu["plain"])
+    for name, values in cpu.items():
+        extra = statistics.median(values) - base_cpu
+        runs = ", ".join(f"{v:.2f}" for v in values)
+        tail = "" if name == "plain" else f"; {extra:+.2f} s"
+        print(f"{name:<9} CPU time per run: median {statistics.median(values):.2f} s ({runs}){tail}")
     print(f"--mxnet wrote {statistics.mean(r['mb_per_s'] for r in profiled):.1f} MB/s (trace + verbose log); "
           f"final dump at exit {statistics.mean(r['dump_s'] for r in profiled):.2f} s")  # fmt: skip
     return 0
