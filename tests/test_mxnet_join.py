@@ -75,6 +75,8 @@ def test_cut_stack_inside_a_span_gets_the_op_below_the_root() -> None:
         b"[unknown]",
         b"[op] Activation",
     ]
+    complete = [b"relu_kernel", b"somewhere_else", b"start_thread", b"clone3"]
+    assert join(header(ENGINE, 2150), complete) == complete  # complete, yet not in ExecuteOprBlock: left alone
 
 
 def test_segments_are_not_called_operators() -> None:

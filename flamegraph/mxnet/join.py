@@ -17,8 +17,8 @@ line and its folded frames (leaf first) and returns them with, where they belong
                     verbose log running at the sample's time (within the thread's operator span)
     [dnnl] (none) / [dnnl] (ambiguous: N primitives at once)   when no / several executions fit
 Nothing is guessed: a sample with no span or no execution at its time says so. A sample of an
-engine thread inside a span whose stack stops before ExecuteOprBlock (unwinding cut short) gets
-its [op] frame just below the thread's root.
+engine thread inside a span whose stack stops before ExecuteOprBlock (unwinding cut short: its
+outermost frame is no thread root) gets its [op] frame just below the thread's root.
 
 Sample headers it reads (perf script -F comm,pid,tid,time,...):
     python 14835/14964   459.672705: cpu-clock:
@@ -42,6 +42,7 @@ COMPLETE = b"mxnet::engine::ThreadedEngine::OnCompleteStatic"
 COMPLETION_LIMIT_US = 10_000.0  # a completion this long after the span ended: something is off, say (none)
 SUBMITS = (b"mxnet::MKLDNNStream::Submit", b"mxnet::DNNLStream::Submit")  # MXNet 1.x, 2.x
 JIT_SUFFIX = b"_[j]"
+THREAD_ROOTS = frozenset((b"start_thread", b"clone3", b"clone", b"_start", b"__libc_start_main"))
 HEADER_TIME = re.compile(rb"(?:^|\s)(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 OP_NONE = "[op] (none)"
 OP_UNMAPPED = "[op] (no profiler thread)"
@@ -172,8 +173,10 @@ class Joiner:
                 text = OP_NONE
             self.counts.ops[text] += 1
             return frames.index(EXECUTE), self.name(text)
-        if span is None:
-            return None  # an engine thread outside any operator (idle, or the engine's own work)
+        if span is None or (frames and frames[-1] in THREAD_ROOTS):
+            # Outside any operator (idle, or the engine's own work); or a complete stack that does not
+            # pass through ExecuteOprBlock although the thread is inside a span: nothing to say.
+            return None
         text = op_frame(span.name)
         self.counts.ops[text] += 1
         return len(frames), self.name(text)  # the stack stops before ExecuteOprBlock: below the root
