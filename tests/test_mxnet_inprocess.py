@@ -89,8 +89,8 @@ def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
     assert verbose.startswith("dnnl_verbose,1.5,exec,cpu,eltwise")
     assert json.loads((directory / f"profile-{pid}.json").read_text())["traceEvents"][0]["name"] == "FullyConnected"
     assert (tmp_path / "log.txt").read_text().splitlines() == [
-        "set_config aggregate_stats=False profile_api=False profile_imperative=True profile_memory=False "
-        "profile_symbolic=True",
+        "set_config aggregate_stats=False continuous_dump=True dump_period=1.0 profile_api=False "
+        "profile_imperative=True profile_memory=False profile_symbolic=True",
         "state run",
         "waitall",
         "state stop",
