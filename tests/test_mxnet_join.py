@@ -55,6 +55,15 @@ def test_op_frame_goes_right_above_execute() -> None:
     ]  # fmt: skip
 
 
+def test_an_operator_run_inside_another_ones_completion_gets_one_frame_at_the_inner_entry() -> None:
+    join = make_joiner()
+    nested = [b"gemm", b"lambda", EXECUTE, b"PushToExecute", COMPLETE, b"lambda", EXECUTE, b"start_thread"]
+    assert join(header(ENGINE, 1500), nested) == [
+        b"gemm", b"lambda", b"[op] FullyConnected", EXECUTE, b"PushToExecute", COMPLETE, b"lambda", EXECUTE,
+        b"start_thread",
+    ]  # fmt: skip
+
+
 def test_engine_outside_spans_is_none_and_idle_is_untouched() -> None:
     join = make_joiner()
     assert join(header(ENGINE, 2050), [b"malloc", EXECUTE])[1] == b"[op] (none)"

@@ -3,7 +3,8 @@
 A `Joiner` is the fold's per-sample hook (`FoldOptions.sample_hook`): it gets the sample's header
 line and its folded frames (leaf first) and returns them with, where they belong:
     [op] NAME       just above ThreadedEngine::ExecuteOprBlock (everything under it is the operator's
-                    cost); NAME is the span of the sample's profiler thread at the sample's time
+                    cost; the innermost one when the engine runs an operator inside the completion
+                    callback of another); NAME is the span of the sample's profiler thread at its time
                     ... or inside the completion callback (ThreadedEngine::OnCompleteStatic) of
                     the operator whose span ended last on that thread: the profiler stops its
                     clock first thing in that callback, then records the span and the engine
