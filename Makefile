@@ -71,6 +71,8 @@ lint: venv ## ruff and mypy
 EPOCHS ?= 3
 DIFF_EPOCHS ?= 2
 OUT ?= out
+# [op]/[dnnl] frames from MXNet's profiler and oneDNN's verbose log are on; MXNET=--no-mxnet leaves them off
+MXNET ?=
 
 perf-deps: ## install perf with apt when missing (needs root)
 	@command -v perf >/dev/null || { \
@@ -78,13 +80,13 @@ perf-deps: ## install perf with apt when missing (needs root)
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq linux-perf; }
 
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS)
+	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead
-	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS)
+	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET)
 
 diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)
-	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS)
+	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS) $(MXNET)
 
 sample-data: venv perf-deps ## re-record sample_data/ (gzip'd perf script text of the MLP, on- and off-CPU, + JSON)
 	$(PY) -m collectors.make_sample_data --out sample_data

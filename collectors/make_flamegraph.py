@@ -1,11 +1,13 @@
 """`make flamegraph`: the MXNet MLP on MNIST under perf -> out/mlp-oncpu.folded and out/mlp-oncpu.svg.
 
-    python -m collectors.make_flamegraph [--out out] [--epochs 3] [--no-baseline] [--no-jit]
+    python -m collectors.make_flamegraph [--out out] [--epochs 3] [--no-baseline] [--no-jit] [--no-mxnet]
 
 Prepares MNIST (once), trains without perf before and after for the baseline throughput, trains under
 `perf record` (JIT kernels named and unwound: DNNL_JIT_DUMP, jitdump, `perf inject --jit`, call graph
 dwarf,65528 at 499 Hz; --no-jit for the recorder's plain defaults), folds the training window only
-and renders it with the oneDNN highlight preset. Prints where the files are, the top frames and the
+and renders it with the oneDNN highlight preset. With MXNet's profiler and oneDNN's verbose log on
+(`--mxnet`, the default; --no-mxnet leaves them off) the graph has [op] and [dnnl] frames and the
+header the per-operator and per-primitive tables. Prints where the files are, the top frames and the
 profiling overhead on training throughput (samples/s without and with perf, same invocation).
 """
 
@@ -20,12 +22,14 @@ from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
+from flamegraph.mxnet.summary import JoinSummary
 from flamegraph.record import RecordHook, RecordSpec
 
 from .mnist import prepare_mnist
 from .recipe import (
     MlpRun,
     fold_training,
+    mxnet_hook,
     overhead,
     print_top,
     record_mlp,
@@ -50,6 +54,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="leave oneDNN's JIT kernels unnamed and their stacks cut (no DNNL_JIT_DUMP, jitdump, perf inject --jit)",
     )
+    p.add_argument(
+        "--no-mxnet",
+        action="store_true",
+        help="no [op]/[dnnl] frames (MXNet's profiler and oneDNN's verbose log stay off, bulk execution on)",
+    )
     return p.parse_args(argv)
 
 
@@ -69,18 +78,21 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
         spec = spec.replace(freq=args.freq)
     if args.call_graph:
         spec = spec.replace(call_graph=args.call_graph)
-    print(f"== training {args.epochs} epochs under perf record", flush=True)
-    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec, hooks)
+    mxnet = None if args.no_mxnet else mxnet_hook(args.out / "mlp-oncpu.mxnet")
+    print(f"== training {args.epochs} epochs under perf record" + (" (MXNet profiler on)" if mxnet else ""), flush=True)
+    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec, [*hooks, *([mxnet] if mxnet else [])])
     if baseline is not None:  # before and after the recording: a drift in other load hits both sides alike
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 2 of 2)", flush=True)
         baseline = baseline.merged(train_without_perf(mlp))
     started = time.monotonic()
-    profile = fold_training(recorded)
+    profile = fold_training(recorded, mxnet=mxnet)
     fold_seconds = time.monotonic() - started
     loss = overhead(baseline, recorded.log) if baseline else None
     best = overhead(baseline, recorded.log, best=True) if baseline else None
     rate = recorded.log.mean_rate() or 0.0
-    profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
+    profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN" + (
+        ", MXNet profiler + oneDNN verbose log on, bulk execution off" if mxnet else ""
+    )
     if recorded.log.val_acc is not None:
         profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
     profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf" + (
@@ -104,7 +116,34 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
         "overhead_best_epoch_percent": round(best, 1) if best is not None else None,
         "val_acc": recorded.log.val_acc,
         "shares_percent": {k: round(v, 1) for k, v in shares(profile, ONEDNN_FRAMES).items()},
+        "mxnet": mxnet_figures(mxnet.last) if mxnet is not None and mxnet.last is not None else None,
         "profile": profile,
+    }
+
+
+def mxnet_figures(summary: JoinSummary) -> dict[str, object]:
+    """The join's measured figures for the JSON: coverage, agreement, clock, thread map."""
+    worst = summary.worst_gap
+    return {
+        "engine_samples": summary.engine_samples,
+        "op_coverage_percent": round(summary.op_coverage, 1),
+        "jit_samples": summary.jit_samples,
+        "jit_coverage_percent": round(summary.jit_coverage, 1),
+        "worst_agreement_gap_points": round(abs(worst.gap), 1) if worst else None,
+        "worst_agreement_operator": worst.frame if worst else None,
+        "clock_residual_us": round(summary.alignment.residual * 1e6, 2) if summary.alignment else None,
+        "threads": summary.threads,
+        "operators": [
+            {
+                "frame": r.frame,
+                "samples": r.samples,
+                "sample_share": round(r.sample_share, 2),
+                "profiler_ms": round(r.timed_us / 1000, 3),
+                "profiler_share": round(r.timed_share, 2),
+                "calls": r.calls,
+            }
+            for r in summary.operators
+        ],  # fmt: skip
     }
 
 

@@ -1,6 +1,6 @@
 """`make offcpu`: where the MXNet MLP's threads wait -> out/mlp-offcpu.folded and out/mlp-offcpu.svg.
 
-    python -m collectors.make_offcpu [--out out] [--epochs 3] [--repeat 1] [--no-baseline] [--whole-run]
+    python -m collectors.make_offcpu [--out out] [--epochs 3] [--repeat 1] [--no-baseline] [--whole-run] [--no-mxnet]
 
 Prepares MNIST (once), trains without perf for the baseline throughput, then trains under
 `flamegraph offcpu`'s recording (`perf record -e sched:sched_switch --switch-events --call-graph
@@ -9,6 +9,8 @@ dwarf,8192`), pairs each thread's switch-out with its switch-in, keeps the train
 time in microseconds. Prints the thread roles found in the stacks (every MXNet thread is named
 `python`), the waits the graph must show, the overhead on training throughput (the median loss of
 --repeat back-to-back pairs of runs without and with the recording) and the recording's data rate.
+With MXNet's profiler on (the default; --no-mxnet leaves it off) a wait inside an operator sits
+under its `[op]` frame (the operator the thread was running when it switched out).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from pathlib import Path
 from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, FlamegraphError, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
+from flamegraph.mxnet.recording import MxnetHook
 from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem
 from flamegraph.record import Status
 
 from .mnist import prepare_mnist
-from .recipe import MlpRun, RecordedRun, record_mlp, train_without_perf, write_outputs
+from .recipe import MlpRun, RecordedRun, mxnet_hook, record_mlp, train_without_perf, write_outputs
 
 # How a thread shows what it is: the first of these frames found in its stacks (MXNet names no thread).
 ROLES = (
@@ -54,6 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
     p.add_argument("--repeat", type=int, default=1, help="interleaved pairs of runs for the overhead (median)")
     p.add_argument("--whole-run", action="store_true", help="keep start-up and exit, not only training")
+    p.add_argument("--no-mxnet", action="store_true", help="no [op]/[dnnl] frames (MXNet's profiler stays off)")
     return p.parse_args(argv)
 
 
@@ -82,14 +86,17 @@ def expected_waits(profile: FoldedProfile) -> dict[str, float]:
     return found
 
 
-def record(mlp: MlpRun, perf_data: Path, call_graph: str) -> RecordedRun:
+def record(mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None) -> RecordedRun:
     try:
-        return record_mlp(mlp, perf_data, offcpu_spec(command=("placeholder",), call_graph=call_graph))
+        spec = offcpu_spec(command=("placeholder",), call_graph=call_graph)
+        return record_mlp(mlp, perf_data, spec, hooks=[mxnet] if mxnet else [])
     except (PerfFailed, NotPermitted) as err:
         raise (tracepoint_problem() or err) from None
 
 
-def measure(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[float], list[float], RecordedRun]:
+def measure(
+    args: argparse.Namespace, mlp: MlpRun, mxnet: MxnetHook | None = None
+) -> tuple[list[float], list[float], RecordedRun]:
     """Samples/s of `--repeat` runs without and with the recording, interleaved; the last recording."""
     without: list[float] = []
     with_perf: list[float] = []
@@ -100,7 +107,7 @@ def measure(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[float], list[fl
             print(f"== training {args.epochs} epochs without perf{round_}", flush=True)
             without.append(train_without_perf(mlp).mean_rate() or 0.0)
         print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch{round_}", flush=True)
-        recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph)
+        recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph, mxnet)
         with_perf.append(recorded.log.mean_rate() or 0.0)
     assert recorded is not None
     return without, with_perf, recorded
@@ -109,14 +116,24 @@ def measure(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[float], list[fl
 def run(args: argparse.Namespace) -> dict[str, object]:
     data = prepare_mnist(args.cache)
     mlp = MlpRun(data, epochs=args.epochs)
-    without, with_perf, recorded = measure(args, mlp)
+    mxnet = None if args.no_mxnet else mxnet_hook(args.out / "mlp-offcpu.mxnet")
+    without, with_perf, recorded = measure(args, mlp, mxnet)
     base, rate = (statistics.median(r) if r else None for r in (without, with_perf))
     # Each pair ran back to back, under the same load from elsewhere: the median of the pairs' losses.
     losses = [100.0 * (b - w) / b for b, w in zip(without, with_perf, strict=False) if b and w]
     loss = statistics.median(losses) if losses else None
     window = recorded.log.window
     span = None if args.whole_run or window is None else (round(window[0] * 1e9), round(window[1] * 1e9))
-    profile = fold_offcpu_recording(recorded.recording, OffCpuOptions(window=span), Diagnostics(), Status())
+    joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
+    options = OffCpuOptions(window=span, sample_hook=joiner)
+    profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status())
+    if joiner is not None:
+        counts = joiner.counts
+        named = sum(n for name, n in counts.ops.items() if not name.startswith("[op] ("))
+        print(f"mxnet: {named:,} of {counts.engine:,} switch-outs of engine threads under a named [op] frame")
+        profile.metadata["MXNet"] = (
+            f"waits under the [op] frame of the operator running at the switch-out ({named:,} of {counts.engine:,})"
+        )
     roles = thread_roles(profile)
     size_mb = recorded.recording.perf_data.stat().st_size / 1e6
     meta = profile.metadata

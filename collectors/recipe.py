@@ -18,6 +18,7 @@ from flamegraph.cli.record import fold_with_report, top_self
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.folded import write_folded
 from flamegraph.model import FoldedProfile
+from flamegraph.mxnet.recording import MxnetHook
 from flamegraph.record import RecordHook, Recording, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 
@@ -112,9 +113,22 @@ def record_mlp(
     return RecordedRun(recording, log, lines)
 
 
-def fold_training(run: RecordedRun, group_unknown: bool = True) -> FoldedProfile:
-    """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit."""
-    return fold_with_report(run.recording, run.window, Status(), group_unknown=group_unknown)
+def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook | None = None) -> FoldedProfile:
+    """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit.
+
+    With `mxnet` (the hook the run was recorded with), MXNet operator and oneDNN primitive frames
+    are joined in, and the coverage, clock and per-operator tables are printed and put in the header.
+    """
+    joiner = mxnet.joiner(run.recording, run.window) if mxnet is not None else None
+    profile = fold_with_report(run.recording, run.window, Status(), group_unknown=group_unknown, sample_hook=joiner)
+    if mxnet is not None and joiner is not None:
+        mxnet.report(joiner, profile)
+    return profile
+
+
+def mxnet_hook(directory: Path) -> MxnetHook:
+    """The `--mxnet` hook for a run whose profiler files go to `directory`."""
+    return MxnetHook(directory.absolute(), note=print)
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:

@@ -293,7 +293,14 @@ ONEDNN_PRESET = (
                   r"|^\[perf-\d+\.map\]$", "aqua", "oneDNN JIT kernels"),
     HighlightRule(r"(?i)dnnl|mkldnn|onednn|sgemm|gemm_f32|gemv|gemm_driver", "green", "oneDNN / MKLDNN"),
 )  # fmt: skip
-PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET}
+MXNET_OPS_PRESET = (
+    # The frames `flamegraph record --mxnet` inserts (flamegraph.mxnet.join): named operators and
+    # bulk segments, oneDNN primitive executions, and the frames that say no single name fits.
+    HighlightRule(r"^\[(op|segment)\] [^(]", "purple", "MXNet operators"),
+    HighlightRule(r"^\[dnnl\] [^(]", "aqua", "oneDNN primitives"),
+    HighlightRule(r"^\[(op|dnnl)\] \(", "yellow", "outside any operator / primitive"),
+)
+PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET, "mxnet-ops": MXNET_OPS_PRESET}
 
 COLOR_VALUE = re.compile(r"#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|" + "|".join(HUES))
 

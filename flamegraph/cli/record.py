@@ -8,13 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ..collapse.perf import FoldOptions
+from ..collapse.perf import FoldOptions, SampleHook
 from ..color import HighlightRule, resolve_highlights
 from ..diagnostics import Diagnostics
 from ..export import ExportRequest
 from ..grouping import grouping_note, namer_for_recording
 from ..jit.recording import JIT_CALL_GRAPH, JitHook
 from ..model import FoldedProfile
+from ..mxnet.recording import MxnetHook
 from ..record import (
     DEFAULT_CALL_GRAPH,
     DEFAULT_EVENT,
@@ -64,12 +65,14 @@ def fold_with_report(
     status: Status,
     threads: bool = False,
     group_unknown: bool = True,
+    sample_hook: SampleHook | None = None,
 ) -> FoldedProfile:
     """Fold (kernel/JIT annotated, [unknown] grouped by function where the build-ids match), print the
-    attribution report and put its figures after the capture facts in the profile's metadata (the SVG header)."""
+    attribution report and put its figures after the capture facts in the profile's metadata (the SVG header).
+    `sample_hook` adds frames per sample (--mxnet's operator and primitive frames)."""
     namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
     hook = FrameObserver(namer)
-    options = FoldOptions.with_all(tid=threads, frame_hook=hook)
+    options = FoldOptions.with_all(tid=threads, frame_hook=hook, sample_hook=sample_hook)
     profile = fold_recording(recording, options, window, Diagnostics(), status)
     note = grouping_note(namer)
     if note is not None:
@@ -157,6 +160,14 @@ def record_command(
             "--jit; the call graph default becomes dwarf,65528)",
         ),
     ] = False,
+    mxnet: Annotated[
+        bool,
+        typer.Option(
+            "--mxnet/--no-mxnet",
+            help="MXNet operators and oneDNN primitives as frames: [op] NAME, [dnnl] KIND PROPAGATION SHAPE (IMPL) "
+            "(the profiler and DNNL_VERBOSE on in the process, bulk execution off; Python commands only)",
+        ),
+    ] = False,
 ) -> None:
     """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
 
@@ -185,7 +196,7 @@ def record_command(
     )
     exports = ExportRequest(exports.files, options.title)
     draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown, exports)
-    record_and_draw(spec, span, draw, perf_data, jit)
+    record_and_draw(spec, span, draw, perf_data, jit, mxnet)
 
 
 @dataclass(frozen=True)
@@ -206,18 +217,26 @@ def record_and_draw(
     draw: Drawing,
     perf_data: Path | None,
     jit: bool = False,
+    mxnet: bool = False,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
-    With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/."""
+    With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
+    with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
     status = Status()
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
-        hooks = [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
-        recording = record(spec, data_path, hooks=hooks)
+        hooks: list[JitHook | MxnetHook] = (
+            [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
+        )
+        mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
+        recording = record(spec, data_path, hooks=[*hooks, *([mx] if mx else [])])
         session.recorded = True
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown)
+        joiner = mx.joiner(recording, window) if mx else None
+        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner)
+        if mx and joiner:
+            mx.report(joiner, profile)
         options = draw.options
         svg = draw.svg if options is not None else None
         write_results(profile, draw.folded, svg, lambda: render_svg(profile, options), status.note)  # type: ignore[arg-type]

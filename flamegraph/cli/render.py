@@ -45,7 +45,7 @@ Highlight = Annotated[
         "--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="colour matching frames, with a legend (repeatable)"
     ),
 ]
-Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn")]
+Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn, mxnet-ops")]
 Top = Annotated[int, typer.Option("--top", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
 Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")]
@@ -107,13 +107,27 @@ def render(
             "--format", help="svg, or an export: speedscope, pprof (gzip'd profile.proto), folded (see `convert`)"
         ),
     ] = "svg",
+    group_by: Annotated[
+        str | None,
+        typer.Option("--group-by", help="op: re-root stacks at their [op] frame (profiles recorded with --mxnet)"),
+    ] = None,
 ) -> None:
     """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG.
 
     Two counts per line (difffolded.pl's `stack BEFORE AFTER`) draw a differential graph, as flamegraph.pl does.
     """
+    if group_by not in (None, "op"):
+        raise BadOption(f"--group-by {group_by!r}: the only grouping is op")
+    if group_by is not None and flamechart:
+        raise BadOption("--group-by op re-roots merged stacks: it has no time order for --flamechart")
     diagnostics = Diagnostics(strict=strict)
     read = _read(inputs or ["-"], diagnostics, keep_order=flamechart)
+    if group_by == "op":
+        from ..mxnet.views import group_by_op  # only for this option: start-up stays lean
+
+        read.profile = group_by_op(read.profile)
+        if read.before is not None:
+            read.before = group_by_op(read.before)
     diagnostics.finish()
     _describe(read.profile, event, unit, meta)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply

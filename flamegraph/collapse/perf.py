@@ -38,6 +38,10 @@ FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
 # distinct frame (never with --compat); flamegraph.report.FrameObserver groups [unknown] frames of
 # readable DSOs by function with it (--group-unknown) and notes which frames are JIT code.
 FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
+# (sample header line, folded frame names leaf first) -> the frame names to fold, leaf first. Called
+# once per kept sample record (never with --compat); flamegraph.mxnet.join inserts MXNet operator and
+# oneDNN primitive frames with it, from the sample's time and thread. None (the default) costs nothing.
+SampleHook = Callable[[bytes, list[bytes]], list[bytes]]
 
 NONE, OPEN, FILTERED = 0, 1, 2  # record state: between records, inside one we keep, inside a skipped one
 
@@ -55,6 +59,7 @@ class FoldOptions:
     per_event: bool = False  # fold every event separately (no filtering)
     compat: bool = False  # reproduce the reference byte for byte, including the records it loses
     frame_hook: FrameHook | None = None  # see FrameHook; ignored with compat
+    sample_hook: SampleHook | None = None  # see SampleHook; ignored with compat
 
     @classmethod
     def with_all(cls, **kwargs: object) -> FoldOptions:
@@ -175,6 +180,8 @@ class PerfCollapser:
         """Fold the records of one stream; returns the number of lines read."""
         opts = self.options
         compat = opts.compat
+        sample_hook = opts.sample_hook if not compat else None
+        header = b""
         diagnostics = self.diagnostics
         by_event = self.by_event
         frames_cache = self._frames
@@ -218,7 +225,8 @@ class PerfCollapser:
 
             if first == 10 or (first == 13 and line == b"\r\n" and not compat):  # the record ends
                 if state == OPEN and not record_bad:
-                    key = root + b";" + b";".join(frames[::-1]) if frames else root
+                    names = frames if sample_hook is None else sample_hook(header, frames)
+                    key = root + b";" + b";".join(names[::-1]) if names else root
                     counts[key] = counts.get(key, 0) + period
                 frames.clear()
                 state = NONE
@@ -246,7 +254,8 @@ class PerfCollapser:
             # A sample header: the previous record ends here when it had no blank line after it.
             if state == OPEN and not compat:
                 if not record_bad:
-                    key = root + b";" + b";".join(frames[::-1]) if frames else root
+                    names = frames if sample_hook is None else sample_hook(header, frames)
+                    key = root + b";" + b";".join(names[::-1]) if names else root
                     counts[key] = counts.get(key, 0) + period
                 frames.clear()
             elif state == FILTERED:
@@ -273,6 +282,7 @@ class PerfCollapser:
             java = root.startswith(b"java")
             cache = self._java_frames if java else frames_cache
             state = OPEN
+            header = stripped
             if rest:  # sampled without -g: the one frame is on the header line
                 name = self.frame_name(rest, java)
                 if name is None:
@@ -282,7 +292,8 @@ class PerfCollapser:
                     append(name)
 
         if state == OPEN and not compat and not record_bad:  # no blank line after the last record
-            key = root + b";" + b";".join(frames[::-1]) if frames else root
+            names = frames if sample_hook is None else sample_hook(header, frames)
+            key = root + b";" + b";".join(names[::-1]) if names else root
             counts[key] = counts.get(key, 0) + period
         return number - first_line + 1
 

@@ -67,6 +67,7 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
     header_re = HEADER if compat else HEADER_OURS
     usual = (USUAL_HEADER_COMPAT if compat else USUAL_HEADER).match
     per_event = options.per_event
+    sample_hook = options.sample_hook if not compat else None
     cache = collapser._block_frames
     java_cache = collapser._block_java_frames
     roots = collapser._roots
@@ -129,6 +130,8 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
         weight = periods.get(period_text)
         if weight is None:
             weight = periods[period_text] = int(period_text)  # type: ignore[arg-type]
+        if sample_hook is not None:
+            names = sample_hook(header, names)
         stack = root + b";" + b";".join(names[::-1]) if names else root
         counts[stack] = counts.get(stack, 0) + weight
         kept[key] = kept.get(key, 0) + 1

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..folded import decode
-from .perf import FoldOptions, PerfCollapser, split_frame
+from .perf import FoldOptions, PerfCollapser, SampleHook, split_frame
 from .tidy import is_kernel_dso
 
 HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
@@ -77,6 +77,7 @@ class OffCpuOptions:
     states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
     window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
+    sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
 
 
 class _Out(NamedTuple):
@@ -286,6 +287,8 @@ class SchedCollapser:
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchOut, frames: list[bytes], ready: list[Wait]) -> None:
+        if self.options.sample_hook is not None:
+            frames = self.options.sample_hook(out.text, frames)
         stack = b";".join([out.thread, *frames[::-1], state_frame(out.state)])
         opening = pairing.switch_out(out.tid, _Out(out.ns, stack, out.thread, out.state), out.line, out.text)
         if opening is not None:

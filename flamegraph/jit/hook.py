@@ -3,6 +3,10 @@
     python -m flamegraph.jit.hook --jit-dir DIR [--no-jitdump] -- train.py --epochs 2
     python /path/to/flamegraph/jit/hook.py --jit-dir DIR -- -m package.module ARGS
     python -m flamegraph.jit.hook --jit-dir DIR -- -c "import mxnet; ..."
+    python -m flamegraph.jit.hook [--jit-dir DIR] --mxnet-dir MDIR -- train.py   # + MXNet's profiler
+
+With --mxnet-dir, MXNet's profiler and oneDNN's verbose log are switched on as well and written
+to MDIR (`flamegraph.mxnet.inprocess`); --jit-dir may then be left out.
 
 Before the program: DNNL_JIT_DUMP=1 (oneDNN then writes each kernel to the working directory)
 and, unless --no-jitdump, the jitdump marker DIR/jit-<pid>.dump (perf records its mapping).
@@ -23,19 +27,27 @@ import sys
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from flamegraph.jit import jitdump, jitmap, session
+    from flamegraph.mxnet import inprocess
 else:
+    from ..mxnet import inprocess
     from . import jitdump, jitmap, session
 
-USAGE = "usage: hook.py --jit-dir DIR [--no-jitdump] [--quiet] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]"
+USAGE = (
+    "usage: hook.py [--jit-dir DIR] [--no-jitdump] [--quiet] [--mxnet-dir DIR] -- "
+    "(SCRIPT | -m MODULE | -c CODE) [ARGS...]"
+)
 
 
-def parse(argv: list[str]) -> tuple[str, bool, bool, list[str]]:
-    """(jit dir, jitdump?, quiet?, the program's argv as python would take it)."""
-    jit_dir, with_jitdump, quiet = None, True, False
+def parse(argv: list[str]) -> tuple[str | None, bool, bool, list[str], str | None]:
+    """(jit dir, jitdump?, quiet?, the program's argv as python would take it, MXNet dir)."""
+    jit_dir, with_jitdump, quiet, mxnet_dir = None, True, False, None
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--jit-dir" and i + 1 < len(argv):
             jit_dir = argv[i + 1]
+            i += 1
+        elif argv[i] == "--mxnet-dir" and i + 1 < len(argv):
+            mxnet_dir = argv[i + 1]
             i += 1
         elif argv[i] == "--no-jitdump":
             with_jitdump = False
@@ -45,9 +57,16 @@ def parse(argv: list[str]) -> tuple[str, bool, bool, list[str]]:
             raise SystemExit(f"{USAGE}\nunknown option {argv[i]!r}")
         i += 1
     program = argv[i + 1 :]
-    if jit_dir is None or not program or (program[0] in ("-m", "-c") and len(program) < 2):
+    if (jit_dir is None and mxnet_dir is None) or not program or (program[0] in ("-m", "-c") and len(program) < 2):
         raise SystemExit(USAGE)
-    return os.path.abspath(jit_dir), with_jitdump, quiet, program
+    absolute = os.path.abspath
+    return (
+        absolute(jit_dir) if jit_dir else None,
+        with_jitdump,
+        quiet,
+        program,
+        absolute(mxnet_dir) if mxnet_dir else None,
+    )
 
 
 def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
@@ -88,12 +107,15 @@ def run(program: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    jit_dir, with_jitdump, quiet, program = parse(sys.argv[1:] if argv is None else argv)
-    os.environ.setdefault("DNNL_JIT_DUMP", "1")
-    os.makedirs(jit_dir, exist_ok=True)
-    if with_jitdump:
-        jitdump.create_marker(jit_dir)
-    atexit.register(finish, jit_dir, os.getcwd(), quiet)
+    jit_dir, with_jitdump, quiet, program, mxnet_dir = parse(sys.argv[1:] if argv is None else argv)
+    if jit_dir is not None:
+        os.environ.setdefault("DNNL_JIT_DUMP", "1")
+        os.makedirs(jit_dir, exist_ok=True)
+        if with_jitdump:
+            jitdump.create_marker(jit_dir)
+        atexit.register(finish, jit_dir, os.getcwd(), quiet)
+    if mxnet_dir is not None:
+        inprocess.install(mxnet_dir)
     run(program)
 
 

@@ -33,6 +33,12 @@ LOCATED_MS = re.compile(r"(\d+) ms\)$")  # the scan's time, at the end of ScanRe
 
 def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | None:
     """`python [opts] PROGRAM ARGS` -> the same run through the hook; None for anything else."""
+    return hook_command(command, ("--jit-dir", str(jit_dir)))
+
+
+def hook_command(command: tuple[str, ...], options: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`python [opts] PROGRAM ARGS` -> the same run through the hook with `options`; a command
+    already run through the hook gets the options added (so --jit and --mxnet share one hook)."""
     if not command or not PYTHON.match(os.path.basename(command[0])):
         return None
     i = 1
@@ -41,7 +47,19 @@ def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | N
     program = command[i:]
     if not program or program[0] == "-" or (program[0] in ("-m", "-c") and len(program) < 2):
         return None  # the interactive interpreter or a program on stdin: nothing to hook
-    return (*command[:i], str(HOOK), "--jit-dir", str(jit_dir), "--", *program)
+    if program[0] == str(HOOK) and "--" in program:
+        end = program.index("--")
+        return (*command[:i], *program[:end], *options, *program[end:])
+    return (*command[:i], str(HOOK), *options, "--", *program)
+
+
+def user_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """The command as the user gave it: `python [opts] HOOK OPTIONS -- PROGRAM` -> `python [opts] PROGRAM`."""
+    if str(HOOK) not in command:
+        return command
+    at = command.index(str(HOOK))
+    end = command.index("--", at) if "--" in command[at:] else len(command) - 1
+    return (*command[:at], *command[end + 1 :])
 
 
 STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+)$")
@@ -102,7 +120,7 @@ class JitHook:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
             return spec
         self.hooked = True
-        self.summary["command"] = shlex.join(spec.command)  # the user's, not the wrapped one
+        self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
 
     def finish(self, recording: Recording) -> Recording:

@@ -1,0 +1,228 @@
+"""Read MXNet's profiler output (Chrome-trace JSON) into operator spans per profiler thread.
+
+What MXNet 1.9 writes (`mx.profiler.dump()`), one event per object; `ts` is microseconds of
+CLOCK_REALTIME, `tid` a 64-bit hash of the C++ thread id (not the Linux TID):
+    {"name": "FullyConnected", "cat": "operator", "ph": "B", "ts": 1795356975007241, "pid": 0,
+     "tid": 14697135246327494939}
+    {"name": "FullyConnected", "cat": "operator", "ph": "E", "ts": 1795356975007402, ...}
+    {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}
+Each operator is also written as an async pair ("ph": "b"/"e", same times): those are skipped,
+as are counters ("C") and metadata ("M"). Complete events ("ph": "X", "dur") are read too.
+
+A file cut short (the process was killed while dumping) or garbled is read as far as it goes:
+every complete event object is recovered and the damage is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+OPERATOR = "operator"
+# A flat JSON object (MXNet's events nest only inside "M" metadata, which we do not need).
+FLAT_OBJECT = re.compile(rb"\{[^{}]*\}")
+
+
+@dataclass(frozen=True)
+class Span:
+    """One operator execution on one profiler thread, in microseconds of CLOCK_REALTIME."""
+
+    start: float
+    end: float
+    name: str
+
+
+class SpanIndex:
+    """The spans of one thread, sorted, with the innermost span at a time found by bisection."""
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        self.spans = sorted(spans, key=lambda s: (s.start, -s.end))
+        self.starts = [s.start for s in self.spans]
+        # reach[i]: the latest end among spans[0..i]; a span before i can contain t only if reach >= t.
+        self.reach: list[float] = []
+        latest = float("-inf")
+        for span in self.spans:
+            latest = max(latest, span.end)
+            self.reach.append(latest)
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def at(self, t: float) -> Span | None:
+        """The innermost (latest-starting) span with start <= t <= end, or None."""
+        i = bisect_right(self.starts, t) - 1
+        while i >= 0 and self.reach[i] >= t:
+            span = self.spans[i]
+            if span.end >= t:
+                return span
+            i -= 1
+        return None
+
+    def ended_before(self, t: float) -> Span | None:
+        """The span that ended last at or before t (one thread runs its operators one after another)."""
+        i = bisect_right(self.starts, t) - 1
+        while i >= 0:
+            span = self.spans[i]
+            if span.end <= t:
+                return span
+            i -= 1
+        return None
+
+    @property
+    def first(self) -> float:
+        return self.starts[0] if self.spans else 0.0
+
+    @property
+    def last(self) -> float:
+        return self.reach[-1] if self.spans else 0.0
+
+    def busy(self, start: float, end: float) -> float:
+        """Microseconds of [start, end] covered by at least one span."""
+        covered, cursor = 0.0, start
+        for span in self.spans:
+            if span.end <= cursor or span.start >= end:
+                continue
+            lo = max(span.start, cursor)
+            hi = min(span.end, end)
+            if hi > lo:
+                covered += hi - lo
+                cursor = hi
+        return covered
+
+
+@dataclass
+class ProfilerTrace:
+    """Operator spans per profiler thread, and what was wrong with the file."""
+
+    threads: dict[int, SpanIndex] = field(default_factory=dict)
+    events: int = 0  # event objects read
+    problems: list[str] = field(default_factory=list)  # one line each, with figures
+
+    @property
+    def spans(self) -> int:
+        return sum(len(index) for index in self.threads.values())
+
+    def aggregate(self, start: float | None = None, end: float | None = None) -> dict[str, tuple[int, float]]:
+        """name -> (calls, microseconds) of spans inside [start, end] (clipped at the edges): the
+        profiler's own time per operator, as `mx.profiler.dumps()` sums it, over the same window."""
+        lo = float("-inf") if start is None else start
+        hi = float("inf") if end is None else end
+        totals: dict[str, tuple[int, float]] = {}
+        for index in self.threads.values():
+            for span in index.spans:
+                length = min(span.end, hi) - max(span.start, lo)
+                if length < 0 or (length == 0 and span.end != span.start):
+                    continue
+                calls, time = totals.get(span.name, (0, 0.0))
+                totals[span.name] = (calls + 1, time + length)
+        return totals
+
+
+def read_profile(path: str) -> ProfilerTrace:
+    """The trace in `path`; raises OSError only when the file cannot be read at all."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse_profile(data)
+
+
+def parse_profile(data: bytes) -> ProfilerTrace:
+    trace = ProfilerTrace()
+    events = list(_events(data, trace))
+    trace.events = len(events)
+    _pair(events, trace)
+    return trace
+
+
+def _events(data: bytes, trace: ProfilerTrace) -> Iterator[dict[str, Any]]:
+    if not data.strip():
+        trace.problems.append("empty file (the process ended before the profiler dumped)")
+        return
+    try:
+        document = json.loads(data)
+        found = document.get("traceEvents") if isinstance(document, dict) else document
+        if isinstance(found, list):
+            yield from (e for e in found if isinstance(e, dict))
+            return
+        trace.problems.append("no traceEvents list")
+        return
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        damage = f"{getattr(err, 'msg', 'not UTF-8')} at byte {getattr(err, 'pos', 0):,}"
+    recovered = 0
+    for match in FLAT_OBJECT.finditer(data):
+        try:
+            event = json.loads(match.group())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(event, dict):
+            recovered += 1
+            yield event
+    trace.problems.append(f"truncated or garbled JSON ({damage}): {recovered:,} complete events recovered")
+
+
+def _pair(events: list[dict[str, Any]], trace: ProfilerTrace) -> None:
+    """B/E pairs (nested properly per thread) and X events -> spans; the rest counted as problems."""
+    open_spans: dict[int, list[tuple[str, float]]] = {}
+    spans: dict[int, list[Span]] = {}
+    unmatched_end = crossed = bad = 0
+    for event in events:
+        phase = event.get("ph")
+        if phase not in ("B", "E", "X") or event.get("cat") != OPERATOR:
+            continue
+        tid, ts, name = event.get("tid"), event.get("ts"), event.get("name")
+        if not isinstance(tid, int) or not isinstance(ts, int | float) or not isinstance(name, str):
+            bad += 1
+            continue
+        if phase == "X":
+            dur = event.get("dur")
+            if not isinstance(dur, int | float) or dur < 0:
+                bad += 1
+                continue
+            spans.setdefault(tid, []).append(Span(float(ts), float(ts + dur), name))
+            continue
+        stack = open_spans.setdefault(tid, [])
+        if phase == "B":
+            stack.append((name, float(ts)))
+            continue
+        if not stack:
+            unmatched_end += 1
+            continue
+        if stack[-1][0] != name:
+            crossed += 1  # an end that does not close the innermost open span: impossible nesting
+            if not any(open_name == name for open_name, _ in stack):
+                continue
+            while stack[-1][0] != name:
+                stack.pop()
+        open_name, start = stack.pop()
+        if ts < start:
+            bad += 1
+            continue
+        spans.setdefault(tid, []).append(Span(start, float(ts), open_name))
+    never_ended = sum(len(stack) for stack in open_spans.values())
+    trace.threads = {tid: SpanIndex(items) for tid, items in spans.items()}
+    for count, what in (
+        (never_ended, "operator spans never ended (cut short?)"),
+        (unmatched_end, "span ends without a begin"),
+        (crossed, "span ends that cross another open span on the same thread (impossible overlap)"),
+        (bad, "operator events without a usable name, thread or time"),
+    ):
+        if count:
+            trace.problems.append(f"{count:,} {what}")
+    trace.problems.extend(_overlaps(trace.threads))
+
+
+def _overlaps(threads: dict[int, SpanIndex]) -> Iterator[str]:
+    """Spans on one thread that overlap without nesting: one thread cannot run two operators."""
+    for tid, index in threads.items():
+        count, worst = 0, 0.0
+        spans = index.spans
+        for i in range(1, len(spans)):
+            previous, span = spans[i - 1], spans[i]
+            if previous.start < span.start < previous.end < span.end:
+                count += 1
+                worst = max(worst, previous.end - span.start)
+        if count:
+            yield f"profiler thread {tid}: {count:,} spans overlap without nesting (up to {worst:,.0f} µs)"

@@ -1,0 +1,133 @@
+"""The in-process part of --mxnet, run through the real hook with a stand-in `mxnet` package (fast; the
+real MXNet runs in test_mxnet_perf.py): the profiler is configured when the program imports mxnet,
+dumped at exit before MXNet's own shutdown, oneDNN's C-level stdout goes to the verbose log while the
+program's prints still reach its stdout, and SIGTERM still dumps."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from flamegraph.jit.recording import HOOK
+
+FAKE_MXNET = {
+    "__init__.py": """
+        import atexit, os
+        __version__ = "0.0-standin"
+        from . import nd, profiler
+        atexit.register(lambda: profiler.log("mxnet shutdown"))
+        """,
+    "nd.py": """
+        def waitall():
+            from .profiler import log
+            log("waitall")
+        """,
+    "profiler.py": """
+        import json, os
+        config = {}
+        def log(text):
+            with open(os.environ["STANDIN_LOG"], "a") as f:
+                f.write(text + "\\n")
+        def set_config(**kwargs):
+            config.update(kwargs)
+            open(kwargs["filename"], "w").close()  # MXNet creates the file at once
+            log("set_config " + " ".join(f"{k}={v}" for k, v in sorted(kwargs.items()) if k != "filename"))
+        def set_state(state):
+            log("state " + state)
+        def dump():
+            events = [{"name": "FullyConnected", "cat": "operator", "ph": ph, "ts": ts, "pid": 0, "tid": 5}
+                      for ph, ts in (("B", 10), ("E", 20))]
+            with open(config["filename"], "w") as f:
+                json.dump({"traceEvents": events}, f)
+            log("dump")
+        """,
+}
+PROGRAM = """
+    import ctypes, sys, time
+    import mxnet
+    libc = ctypes.CDLL(None)
+    libc.printf(b"dnnl_verbose,1.5,exec,cpu,eltwise,jit:avx512_common,forward_training,data,,alg,64x128,0.01\\n")
+    print("the program's own line", flush=True)
+    if len(sys.argv) > 1:
+        print("READY", flush=True)
+        time.sleep(30)
+    """
+
+
+def setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
+    package = tmp_path / "site" / "mxnet"
+    package.mkdir(parents=True)
+    for name, text in FAKE_MXNET.items():
+        (package / name).write_text(textwrap.dedent(text))
+    program = tmp_path / "train.py"
+    program.write_text(textwrap.dedent(PROGRAM))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "STANDIN_LOG": str(tmp_path / "log.txt")}
+    directory = tmp_path / "mx"
+    return [sys.executable, str(HOOK), "--mxnet-dir", str(directory), "--", str(program)], env, directory
+
+
+def sidecar(directory: Path) -> dict[str, object]:
+    (path,) = directory.glob("mxnet-*.json")
+    facts: dict[str, object] = json.loads(path.read_text())
+    return facts
+
+
+def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
+    argv, env, directory = setup(tmp_path)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "the program's own line\n"  # the verbose line did not reach stdout
+    facts = sidecar(directory)
+    pid = facts["pid"]
+    verbose = (directory / f"dnnl-verbose-{pid}.log").read_text()
+    assert verbose.startswith("dnnl_verbose,1.5,exec,cpu,eltwise")
+    assert json.loads((directory / f"profile-{pid}.json").read_text())["traceEvents"][0]["name"] == "FullyConnected"
+    assert (tmp_path / "log.txt").read_text().splitlines() == [
+        "set_config aggregate_stats=False continuous_dump=True dump_period=1.0 profile_api=False "
+        "profile_imperative=True profile_memory=False profile_symbolic=True",
+        "state run",
+        "waitall",
+        "state stop",
+        "dump",
+        "mxnet shutdown",  # ours ran first
+    ]
+    assert facts["mxnet"] == "0.0-standin" and facts["clock_end"] and facts["dump_seconds"] is not None
+    assert facts["environment"] == {
+        "DNNL_VERBOSE": "1", "DNNL_VERBOSE_TIMESTAMP": "1",
+        "MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+    }  # fmt: skip
+    assert not list(tmp_path.glob("profile*.json")), "nothing written to the program's working directory"
+
+
+def test_sigterm_still_dumps(tmp_path: Path) -> None:
+    argv, env, directory = setup(tmp_path)
+    proc = subprocess.Popen([*argv, "wait"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 30
+        while proc.stdout.readline().strip() != "READY":
+            assert time.monotonic() < deadline and proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert "dump" in (tmp_path / "log.txt").read_text().splitlines()
+    assert sidecar(directory)["clock_end"]
+
+
+def test_a_program_without_mxnet_leaves_a_note(tmp_path: Path) -> None:
+    argv, env, directory = setup(tmp_path)
+    (tmp_path / "train.py").write_text("print('no mxnet here')\n")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "no mxnet here\n"
+    facts = sidecar(directory)
+    assert facts["notes"] == ["the program never imported mxnet"] and facts["mxnet"] is None

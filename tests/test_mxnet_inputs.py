@@ -1,0 +1,193 @@
+"""Bad or missing MXNet inputs: one line each, the graph without those frames, never a failure.
+
+Each malformed shape has its own test, asserting the exact problem line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import GOLDEN
+
+from flamegraph.mxnet.clock import Alignment, ClockReading, clock_problems
+from flamegraph.mxnet.dnnl import parse_line, parse_verbose
+from flamegraph.mxnet.profile import parse_profile
+from flamegraph.mxnet.recording import MxnetHook, load_process, read_sidecars
+from flamegraph.record import Recording, RecordSpec
+
+FIXTURE = GOLDEN / "mxnet"
+
+
+def event(name: str, ph: str, ts: int, tid: int = 7) -> dict[str, object]:
+    return {"name": name, "cat": "operator", "ph": ph, "ts": ts, "pid": 0, "tid": tid}
+
+
+def trace(*events: dict[str, object]) -> bytes:
+    return json.dumps({"traceEvents": list(events), "displayTimeUnit": "ms"}).encode()
+
+
+def test_a_good_trace_has_spans_and_no_problem() -> None:
+    metadata = {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}
+    events = (event("FC", "B", 10), event("FC", "E", 20), event("FC", "b", 10), event("Act", "B", 21))
+    t = parse_profile(trace(*events, event("Act", "E", 25), metadata))
+    assert t.problems == []
+    assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == [("FC", 10, 20), ("Act", 21, 25)]
+    assert t.threads[7].at(15).name == "FC" and t.threads[7].at(20.5) is None  # type: ignore[union-attr]
+
+
+def test_empty_trace() -> None:
+    assert parse_profile(b"").problems == ["empty file (the process ended before the profiler dumped)"]
+
+
+def test_truncated_trace_recovers_complete_events() -> None:
+    data = trace(event("FC", "B", 10), event("FC", "E", 20), event("Act", "B", 21), event("Act", "E", 25))
+    t = parse_profile(data[: data.index(b'"Act", "cat": "operator", "ph": "E"') + 10])
+    assert t.problems[0].startswith("truncated or garbled JSON (") and t.problems[0].endswith(
+        ": 3 complete events recovered"
+    )
+    assert t.problems[1] == "1 operator spans never ended (cut short?)"
+    assert [s.name for s in t.threads[7].spans] == ["FC"]
+
+
+def test_garbled_trace() -> None:
+    t = parse_profile(b"\x00\xff garbage {not json} \x89PNG")
+    assert t.spans == 0
+    assert t.problems == ["truncated or garbled JSON (Expecting value at byte 0): 0 complete events recovered"]
+
+
+def test_not_a_trace() -> None:
+    assert parse_profile(b'{"something": 1}').problems == ["no traceEvents list"]
+
+
+def test_end_without_begin_and_crossing_ends() -> None:
+    t = parse_profile(trace(event("A", "E", 5), event("A", "B", 10), event("B", "B", 12), event("A", "E", 14),
+                            event("B", "E", 16)))  # fmt: skip
+    assert t.problems == [  # A at 5 has no begin; B's end at 16 finds B already closed by A's crossing end
+        "2 span ends without a begin",
+        "1 span ends that cross another open span on the same thread (impossible overlap)",
+    ]
+    assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == [("A", 10, 14)]
+
+
+def test_overlapping_spans_are_reported_with_figures() -> None:
+    t = parse_profile(trace({"name": "A", "cat": "operator", "ph": "X", "ts": 10, "dur": 10, "tid": 3},
+                            {"name": "B", "cat": "operator", "ph": "X", "ts": 15, "dur": 10, "tid": 3}))  # fmt: skip
+    assert t.problems == ["profiler thread 3: 1 spans overlap without nesting (up to 5 µs)"]
+
+
+def test_events_without_usable_fields() -> None:
+    t = parse_profile(trace({"name": "A", "cat": "operator", "ph": "B", "ts": "soon", "tid": 3}))
+    assert t.problems == ["1 operator events without a usable name, thread or time"]
+
+
+V2 = (b"dnnl_verbose,1795404596604.382080,exec,cpu,inner_product,x64:gemm:jit,forward_training,"
+      b"src_f32::blocked:ab:f0 wei_f32::blocked:ab:f0,,,mb64ic784oc128,2.71191")  # fmt: skip
+
+
+def test_verbose_lines() -> None:
+    p = parse_line(V2)
+    assert p is not None and not isinstance(p, str)
+    assert p.frame == "[dnnl] inner_product forward_training mb64ic784oc128 (x64:gemm:jit)"
+    # µs of the epoch in a double: 0.25 µs resolution, far below the sample period
+    assert p.start == pytest.approx(1795404596604382.08, abs=0.5) and p.end - p.start == pytest.approx(2711.91, abs=0.5)
+    assert parse_line(b"dnnl_verbose,info,oneDNN v2.4.4 (commit 5818c40f)") == "oneDNN v2.4.4 (commit 5818c40f)"
+    assert parse_line(b"dnnl_verbose,info,cpu,runtime:OpenMP") == ""
+    assert (
+        parse_line(b"dnnl_verbose,create:cache_miss,cpu,inner_product,x64:gemm:jit,forward_training,,,,mb1,0.1") == ""
+    )
+    v3 = V2.replace(b"dnnl_verbose,1795404596604.382080,exec", b"onednn_verbose,1795404596604.382080,primitive,exec")
+    assert parse_line(v3) == p
+
+
+def test_verbose_without_timestamps_is_unreadable() -> None:
+    assert (
+        parse_line(b"dnnl_verbose,exec,cpu,inner_product,x64:gemm:jit,forward_training,src,,,mb64ic784oc128,2.7")
+        is None
+    )
+
+
+def test_verbose_log_with_a_cut_line_and_program_output() -> None:
+    log = parse_verbose(
+        [b"dnnl_verbose,info,oneDNN v2.4.4 (commit x)\n", b"hello from C\n", V2 + b"\n", V2[:60] + b"\n"]
+    )
+    assert [p.kind for p in log.primitives] == ["inner_product"]
+    assert log.version == "oneDNN v2.4.4 (commit x)" and log.other_lines == 1
+    assert log.problems == ["1 verbose lines not understood (first: line 4)"]
+
+
+def copy_fixture(tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    directory = tmp_path / "perf.data.mxnet"
+    shutil.copytree(FIXTURE, directory)
+    (facts,) = read_sidecars(directory)
+    return directory, facts
+
+
+def test_missing_trace_and_log_are_one_line_each(tmp_path: Path) -> None:
+    directory, facts = copy_fixture(tmp_path)
+    (directory / str(facts["profile"])).unlink()
+    (directory / str(facts["verbose"])).unlink()
+    inputs = load_process(facts, directory)
+    assert [p.split(": ", 1)[1] for p in inputs.problems] == [
+        "cannot read the profiler's trace: No such file or directory",
+        "cannot read oneDNN's verbose log: No such file or directory",
+    ]
+    assert not inputs.usable
+
+
+def test_verbose_log_without_executions(tmp_path: Path) -> None:
+    directory, facts = copy_fixture(tmp_path)
+    (directory / str(facts["verbose"])).write_text("dnnl_verbose,info,cpu,runtime:OpenMP\n")
+    inputs = load_process(facts, directory)
+    assert inputs.verbose is None and inputs.usable  # operators still join
+    why = "no primitive executions (DNNL_VERBOSE off, or no oneDNN: no [dnnl] frames)"
+    assert inputs.problems == [f"{directory / str(facts['verbose'])}: {why}"]
+
+
+def test_sidecar_without_exit_reading(tmp_path: Path) -> None:
+    directory, facts = copy_fixture(tmp_path)
+    facts["clock_end"] = None
+    inputs = load_process(facts, directory)
+    assert inputs.problems == ["the process did not reach its exit handler: clock measured at start only"]
+    assert inputs.alignment is not None and inputs.alignment.end is None
+
+
+def test_sidecar_without_clock(tmp_path: Path) -> None:
+    directory, facts = copy_fixture(tmp_path)
+    del facts["clock_start"]
+    inputs = load_process(facts, directory)
+    assert inputs.problems == ["the sidecar holds no clock reading: nothing can be aligned"] and not inputs.usable
+
+
+def test_hook_with_nothing_to_join_says_so_in_one_line(tmp_path: Path) -> None:
+    notes: list[str] = []
+    hook = MxnetHook(tmp_path / "empty", note=notes.append)
+    hook.hooked = True
+    recording = Recording(tmp_path / "perf.data", RecordSpec(command=("python", "x.py")), {}, 1.0)
+    assert hook.finish(recording) is recording
+    assert hook.joiner(recording, None) is None
+    assert notes == [f"flamegraph: --mxnet: the process left no sidecar in {tmp_path / 'empty'}: no [op]/[dnnl] frames"]
+
+
+def test_attach_is_an_honest_note(tmp_path: Path) -> None:
+    notes: list[str] = []
+    hook = MxnetHook(tmp_path, note=notes.append)
+    spec = RecordSpec(pid=1)
+    assert hook.prepare(spec) == spec
+    assert len(notes) == 1 and "no outside switch" in notes[0] and "folding without [op]/[dnnl] frames" in notes[0]
+
+
+def test_clocks_that_disagree_are_reported_with_figures() -> None:
+    start = ClockReading(100.0, 1_000_100.0, 1e-7)
+    drifted = Alignment(start, ClockReading(200.0, 1_000_200.003, 1e-7))  # 3 ms of drift over the run
+    problems = clock_problems(drifted, 2004.0, {})
+    assert problems == [
+        "clock residual error 3,000 µs exceeds the sample period 2,004 µs: frames of samples near an "
+        "operator's edges may name its neighbour"
+    ]
+    shifted = clock_problems(Alignment(start), 2004.0, {"samples in ExecuteOprBlock": [(0.0, 0.4), (5000.0, 0.97)]})
+    assert shifted == [
+        "samples in ExecuteOprBlock: 97.0 % fall inside when shifted by +5,000 µs, 40.0 % at the measured offset: "
+        "the clocks seem to disagree by more than the sample period"
+    ]
