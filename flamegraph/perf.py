@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
-from .diagnostics import NotPermitted, PerfFailed, PerfMissing
+from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
 
 PERF_DATA_MAGIC = (b"PERFILE2", b"2ELIFREP")  # little- and big-endian perf.data headers
 INSTALL_HINT = "install it with `apt-get install linux-perf` (Debian) or your distribution's perf package"
+# perf mmaps perf.data: reading past the end of a truncated file is a SIGBUS, not an error message.
+CORRUPT_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV})
+CORRUPT_HINT = "the file is likely truncated or corrupt"
+# What perf 6.1 prints for a record it cannot parse (a file cut short, not at a page boundary):
+#   0x30d68 [0]: failed to process type: 0 [Invalid argument]
+CORRUPT_MESSAGES = ("failed to process type", "data size field is 0")
 
 
 def find_perf() -> str:
@@ -29,28 +38,75 @@ def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] 
     return [*command, *extra]
 
 
-def explain_failure(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+def describe_exit(code: int) -> str:
+    """A child's return code in words: 'exit 2', or 'killed by SIGBUS' for -7."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+class StderrTail:
+    """Drains a child's stderr in a thread, keeping its last lines.
+
+    perf writes a warning per unwinding failure: read only after stdout closes, its stderr fills the
+    pipe (64 KiB) and perf blocks on it while we wait for stdout, for ever.
+    """
+
+    def __init__(self, pipe: IO[bytes], keep: int = 20) -> None:
+        self._lines: deque[str] = deque(maxlen=keep)
+        self._thread = threading.Thread(target=self._run, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _run(self, pipe: IO[bytes]) -> None:
+        with pipe:
+            for raw in pipe:
+                line = raw.decode(errors="replace").strip()
+                if line:
+                    self._lines.append(line)
+
+    def lines(self) -> list[str]:
+        """The last lines, once the child has closed its stderr (it has exited)."""
+        self._thread.join(timeout=10)
+        return list(self._lines)
+
+
+def script_error(label: str, code: int, stderr: list[str]) -> Exception:
+    """A failed `perf script` as one of our errors: perf's last line, and what a signal death means."""
+    said = stderr[-1] if stderr else ""
+    if "not owned by current user" in said or "Permission denied" in said:
+        return NotPermitted(f"{label}: perf script: {said}")
+    if code < 0 and -code in CORRUPT_SIGNALS:
+        detail = f" (perf said: {said})" if said else ""
+        return InputMissing(f"{label}: perf script was {describe_exit(code)}: {CORRUPT_HINT}{detail}")
+    if any(text in said for text in CORRUPT_MESSAGES):
+        return InputMissing(f"{label}: perf script failed ({describe_exit(code)}): {said}: {CORRUPT_HINT}")
+    return PerfFailed(f"{label}: perf script failed ({describe_exit(code)}): {said or 'no message'}")
 
 
 @contextmanager
 def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
-    """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error."""
+    """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error.
+
+    stderr is drained alongside (see StderrTail); if the reader stops with an exception (Ctrl-C,
+    SIGTERM, a --strict failure) perf is killed rather than left writing to a closed pipe."""
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)
     except OSError as err:
         raise PerfFailed(f"{label}: cannot run perf: {err.strerror}") from None
     assert proc.stdout is not None and proc.stderr is not None
+    stderr = StderrTail(proc.stderr)
+    finished = False
     try:
         yield proc.stdout
+        finished = True
     finally:
+        if not finished:
+            proc.kill()
         proc.stdout.close()
-        stderr = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
         code = proc.wait()
+        said = stderr.lines()
     if code != 0:
-        message = explain_failure(stderr)
-        if "not owned by current user" in message or "Permission denied" in message:
-            raise NotPermitted(f"{label}: perf script: {message}")
-        raise PerfFailed(f"{label}: perf script failed (exit {code}): {message}")
+        raise script_error(label, code, said)
