@@ -64,16 +64,15 @@ def test_failing_perf_script_names_its_last_line(tmp_path: Path) -> None:
     env = {**fake_perf(tmp_path), "FAKE_PERF_SAYS": "bad thing happened\n\n", "FAKE_PERF_EXIT": "3"}
     proc = run_cli("fold", str(perf_data(tmp_path)), env=env)
     assert proc.returncode == EXIT_NO_PERF
-    assert error_lines(proc) == [f"flamegraph: {tmp_path / 'perf.data'}: perf script failed (exit 3): bad thing happened"]
+    expected = f"flamegraph: {tmp_path / 'perf.data'}: perf script failed (exit 3): bad thing happened"
+    assert error_lines(proc) == [expected]
 
 
 def record_small(tmp_path: Path) -> Path:
     data = tmp_path / "small.data"
     spin = "import zlib\nd = bytes(range(256)) * 4096\nfor _ in range(150): zlib.compress(d)\n"
-    subprocess.run(
-        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", str(data), "--", sys.executable, "-c", spin],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", str(data)]
+    subprocess.run([*argv, "--", sys.executable, "-c", spin], check=True, capture_output=True, timeout=60)
     return data
 
 
