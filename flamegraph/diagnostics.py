@@ -6,6 +6,7 @@ stderr plus the exit code below; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ EXIT_NO_PROCESS = 7  # --pid names no running process
 EXIT_NO_COMMAND = 8  # COMMAND to profile not found
 EXIT_DATA = 9  # workload data (MNIST) could not be fetched or verified
 EXIT_INTERRUPTED = 130
+EXIT_HANGUP = 129  # SIGHUP (128 + 1): recording stopped, graph drawn, as for Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): likewise
 
 
 class FlamegraphError(Exception):
@@ -83,6 +86,23 @@ class BadOption(FlamegraphError):
     """An option value we cannot use: a palette name, a regular expression, a colour, a size."""
 
     exit_code = EXIT_USAGE
+
+
+class StopSignal(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C raises KeyboardInterrupt: a recording
+    stops cleanly and is still drawn; any other step ends. Not an Exception: nothing may swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 # The catalogue: every kind of input problem a parser may report, with what it means.

@@ -125,14 +125,16 @@ def tracepoint_problem() -> FlamegraphError | None:
     return None
 
 
-def record_offcpu(spec: RecordSpec, output: Path, status: Status | None = None) -> Recording:
+def record_offcpu(
+    spec: RecordSpec, output: Path, status: Status | None = None, on_recording: Callable[[], None] | None = None
+) -> Recording:
     """`perf record` of sched_switch; perf's complaints about tracepoints become one clear line."""
     if os.geteuid() != 0:  # as root, perf mounts a missing tracefs itself: let it try first
         problem = tracepoint_problem()
         if problem is not None:
             raise problem
     try:
-        return record(spec, output, status=status)
+        return record(spec, output, status=status, on_recording=on_recording)
     except (PerfFailed, NotPermitted) as err:
         problem = tracepoint_problem()
         raise (problem or err) from None
@@ -228,11 +230,13 @@ def fold_offcpu(
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
     resolve: Resolver | None = None,
+    recording_end: int | None = None,
 ) -> FoldedProfile:
     """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile.
 
     `resolve` turns the threads a recording shows no record of into waits, where something outside
-    the text (the live process) can tell; the others are named in the header."""
+    the text (the live process) can tell; the others are named in the header. `recording_end` (ns,
+    perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record."""
     options = options or OffCpuOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = SchedCollapser(options, diagnostics)
@@ -242,7 +246,7 @@ def fold_offcpu(
         try:
             with open_offcpu(path) as stream:
                 lines = iter_progress(stream, status, "pairing") if status else stream
-                for wait in collapser.iter_waits(lines, label(path)):
+                for wait in collapser.iter_waits(lines, label(path), recording_end):
                     folder.add(wait)
             resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
             for wait in resolved:
@@ -274,7 +278,8 @@ def fold_offcpu_recording(
         inner, seconds = resolve, recording.seconds
         resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
     try:
-        profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve)
+        end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
+        profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve, end)
     except NoSamples as err:
         raise NoSamples(f"{err} (the recording is kept)") from None
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above

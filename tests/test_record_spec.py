@@ -125,11 +125,11 @@ BAD_EVENT = "event syntax error: 'sched:nope'\n                     \\___ unknow
         (NO_PID, RecordSpec(pid=99999999), NoSuchProcess, "no process with pid 99999999"),
         (NO_CMD, RecordSpec(command=("nonexistent_cmd_xyz",)), CommandNotFound, "nonexistent_cmd_xyz"),
         (BAD_EVENT, RecordSpec(pid=1), PerfFailed, "event syntax error: 'sched:nope'"),
-        ("", RecordSpec(pid=1), PerfFailed, "no message"),
+        ("", RecordSpec(command=("true",)), PerfFailed, "perf record failed (exit 255) and gave no reason"),
     ],
 )
 def test_perf_failures_become_one_line(stderr: str, spec: RecordSpec, kind: type, text: str) -> None:
-    error = explain_failure(spec, stderr)
+    error = explain_failure(spec, stderr, 255)
     assert isinstance(error, kind) and text in str(error) and "\n" not in str(error)
 
 

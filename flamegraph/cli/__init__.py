@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+from types import FrameType
 
-from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError
+from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal
 from .app import app
 
 __all__ = ["app", "main", "register_commands"]
@@ -34,13 +36,33 @@ def register_commands(argv: list[str] | None = None) -> None:
         importlib.import_module(f"{__name__}.{module}")
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise StopSignal(signum)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP act as Ctrl-C does: an exception in the main thread, so a recording stops
+    perf cleanly and is still drawn, temporary files go and children are ended. An ignored signal
+    (`nohup` ignores SIGHUP) stays ignored."""
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _raise_stop)
+
+
 def main() -> None:
     try:
+        stop_on_signals()
         register_commands()
         app()
     except FlamegraphError as err:
         print(f"flamegraph: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except StopSignal as stop:
+        print(f"flamegraph: stopped by {stop.name}", file=sys.stderr)
+        sys.exit(stop.exit_code)
     except KeyboardInterrupt:
         print("flamegraph: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)

@@ -22,7 +22,7 @@ from ..offcpu import (
 from ..record import Recording, Status, parse_call_graph, parse_window
 from ..render import RenderOptions, render_svg
 from .app import app
-from .output import ScratchRecording, write_results
+from .output import ScratchRecording, check_writable, exit_for_signal, write_results
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -116,14 +116,15 @@ def offcpu_command(
         subtitle=f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}",
     )
     render.check()  # a bad option must not cost a recording
+    svg = None if no_svg else output
+    for path in (svg, folded, perf_data):
+        check_writable(path)  # an unwritable output must not cost a recording
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
-        recording = record_offcpu(spec, session.data_path, status)
-        session.recorded = True
+        recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
         status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
         profile = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
-        svg = None if no_svg else output
         write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note)
         if exports:
             from .convert import write_exports
@@ -131,6 +132,7 @@ def offcpu_command(
             request = ExportRequest(exports.files, render.title)
             write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
         report_totals(profile, status)
+    exit_for_signal(recording)
 
 
 def _summary(recording: Recording, pid: int | None) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -23,9 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from ..diagnostics import FlamegraphError, OutputFailed
+from ..diagnostics import FlamegraphError, InputMissing, OutputFailed, StopSignal
 from ..folded import write_folded
 from ..model import FoldedProfile
+from ..record.spec import Recording
 
 STDOUT = "<stdout>"
 MAX_LINKS = 40  # as the kernel's ELOOP limit
@@ -173,30 +175,78 @@ def _umask() -> int:
 
 class ScratchRecording:
     """perf.data in a scratch directory unless the user named a path; removed after success, kept (and
-    its path printed) when a step after recording fails, so nothing recorded is lost.
+    its path printed) when the run ends otherwise once perf has recorded (a later step failed, Ctrl-C,
+    SIGTERM), so nothing recorded is lost. No scratch directory outlives a run that did not record.
 
         with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
-            recording = record(spec, session.data_path)
-            session.recorded = True
+            recording = record(spec, session.data_path, on_recording=session.mark_recorded)
             ...
     """
 
     def __init__(self, prefix: str, perf_data: Path | None, note: Callable[[str], None]) -> None:
-        self.scratch = Path(tempfile.mkdtemp(prefix=prefix))
-        self.data_path = perf_data or self.scratch / "perf.data"
-        self.keep = perf_data is not None
+        self._prefix = prefix
+        self._perf_data = perf_data
+        self.scratch: Path | None = None
         self.recorded = False
         self._note = note
+
+    @property
+    def data_path(self) -> Path:
+        if self._perf_data is not None:
+            return self._perf_data
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp(prefix=self._prefix))
+        return self.scratch / "perf.data"
+
+    def mark_recorded(self) -> None:
+        self.recorded = True
 
     def __enter__(self) -> ScratchRecording:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
-        if isinstance(error, FlamegraphError) and self.recorded and not self.keep:
-            self.keep = True
-            self._note(f"flamegraph: the recording is kept in {self.data_path}")
-        if not self.keep:
+        ended_early = isinstance(error, FlamegraphError | KeyboardInterrupt | StopSignal)
+        data = self.data_path if self._perf_data is not None or self.scratch is not None else None
+        if ended_early and self.recorded and data is not None and data.is_file():
+            self._note(f"flamegraph: the recording is kept in {data}")
+            return
+        if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def exit_for_signal(recording: Recording) -> None:
+    """After a recording stopped by SIGTERM or SIGHUP was drawn: exit 143 or 129, as documented."""
+    if recording.stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        raise SystemExit(128 + recording.stop_signal)
+
+
+def check_writable(path: Path | None) -> None:
+    """Fail before recording, not after it: `path` (an output, or perf.data) can be created or replaced.
+    Probed by creating a file next to it (as the atomic writer will), or a directory in the nearest
+    existing parent when its directory does not exist yet; the probe is removed at once."""
+    if path is None or str(path) == "-":
+        return
+    if path.is_dir():
+        raise InputMissing(f"{path}: cannot write: is a directory")
+    if path.exists() and not path.is_file():
+        if not os.access(path, os.W_OK):
+            raise InputMissing(f"{path}: cannot write: permission denied")
+        return  # a device or a FIFO: written through, nothing is created next to it
+    directory = path.absolute().parent
+    missing = not directory.is_dir()
+    while not directory.is_dir():
+        if directory.exists() or directory == directory.parent:
+            raise InputMissing(f"{path}: cannot write: {directory} is not a directory")
+        directory = directory.parent
+    try:
+        if missing:
+            os.rmdir(tempfile.mkdtemp(prefix=".flamegraph-probe-", dir=directory))
+        else:
+            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as err:
+        raise InputMissing(f"{path}: cannot write: {err.strerror} ({directory})") from None
 
 
 def write_results(

@@ -31,7 +31,7 @@ from ..record import (
 from ..render import RenderOptions, render_svg
 from ..report import FrameObserver, build_report, report_lines, report_metadata
 from .app import app
-from .output import ScratchRecording, write_results
+from .output import ScratchRecording, check_writable, exit_for_signal, write_results
 
 
 def _call_graph(text: str) -> str:
@@ -224,14 +224,15 @@ def record_and_draw(
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
     with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
     status = Status()
+    for path in (draw.svg if draw.options is not None else None, draw.folded, perf_data):
+        check_writable(path)  # an unwritable output must not cost a recording
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
         hooks: list[JitHook | MxnetHook] = (
             [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
         )
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
-        recording = record(spec, data_path, hooks=[*hooks, *([mx] if mx else [])])
-        session.recorded = True
+        recording = record(spec, data_path, hooks=[*hooks, *([mx] if mx else [])], on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
         profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner)
@@ -249,6 +250,7 @@ def record_and_draw(
             fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
             write_exports(draw.exports, profile, recording, status.note, fold, window)
         report_top(profile, status)
+    exit_for_signal(recording)
 
 
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:

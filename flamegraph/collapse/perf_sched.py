@@ -15,7 +15,9 @@ is the thread's next PERF_RECORD_SWITCH[_CPU_WIDE] IN record or the next `sched_
 The recording window runs from the first to the last timestamped record. A thread whose first record
 is a switch-in was off-CPU when the window opened: that wait is clipped to the window start, under a
 `[off-CPU since recording start]` frame (a new thread's first wait starts at its FORK, under
-`[new thread]`). A wait still open at the end is clipped to the window end under its real stack.
+`[new thread]`). A wait still open at the end is clipped to the window end under its real stack; the
+window ends at the last record, or later when the caller knows when perf stopped (`recording_end`:
+`offcpu --duration`, Ctrl-C: the text ends at the last event, not when the recording did).
 A switch-out seen only as a PERF_RECORD_SWITCH OUT (the tracepoint starts at exec, or its sample was
 lost) still counts, under `[no sched_switch record]`. Threads perf found at attach (time-0 COMM
 records) with no record in the window are listed in `silent`: the text cannot tell blocked from busy.
@@ -185,6 +187,11 @@ class _Pairing:
         self.first_in.pop(tid, None)
         self.known.add(tid)
 
+    def extend_to(self, ns: int) -> None:
+        """The recording went on until `ns` after its last record (perf's clock): the window ends there."""
+        if self.end is not None and ns > self.end:
+            self.end = ns
+
     def close(self) -> Iterator[Wait]:
         """Clip the waits still open when the recording ended to its last timestamp."""
         end = self.end or 0
@@ -244,8 +251,9 @@ class SchedCollapser:
         self._frames[line] = name
         return name
 
-    def iter_waits(self, lines: Iterable[bytes], path: str) -> Iterator[Wait]:
-        """Every wait of one recording, in the order the waits end; open ones last, clipped."""
+    def iter_waits(self, lines: Iterable[bytes], path: str, recording_end: int | None = None) -> Iterator[Wait]:
+        """Every wait of one recording, in the order the waits end; open ones last, clipped to the
+        last record or to `recording_end` (ns, perf's clock) when that is later."""
         pairing = _Pairing(self.diagnostics, path)
         diagnostics = self.diagnostics
         ready: list[Wait] = []
@@ -279,6 +287,8 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
+        if recording_end is not None:
+            pairing.extend_to(recording_end)
         self.last_window_ns = 0
         if pairing.start is not None and pairing.end is not None:
             self.last_window_ns = pairing.end - pairing.start

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -10,10 +12,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..perf import find_perf
+from ..diagnostics import FlamegraphError, InputMissing, PerfFailed, PerfMissing, StopSignal
+from ..perf import describe_exit, find_perf
 from .spec import (
     RecordHook,
     Recording,
@@ -28,6 +32,8 @@ from .status import Status
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))?")
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
 
 
 class _Relay:
@@ -49,6 +55,10 @@ class _Relay:
         self._thread.start()
 
     def _run(self, pipe: IO[bytes]) -> None:
+        with pipe:
+            self._copy(pipe)
+
+    def _copy(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
             line = raw.decode(errors="replace")
             if line.startswith("[ perf record:"):
@@ -68,6 +78,10 @@ class _Relay:
             self._sink.writelines(lines)
             self._sink.flush()
 
+    @property
+    def released(self) -> bool:
+        return self._held is None
+
     def release(self) -> None:
         """From now on lines go straight through; the held ones first."""
         with self._lock:
@@ -79,68 +93,225 @@ class _Relay:
         self._thread.join(timeout=10)
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """How perf ended: by itself (the command or pid exited), at --duration, or by a signal to us."""
+
+    how: str  # ENDED, STOPPED or INTERRUPTED
+    signum: int | None = None  # what interrupted: SIGINT (Ctrl-C), SIGTERM or SIGHUP
+    stopped_ns: int | None = None  # CLOCK_MONOTONIC when perf was told to stop (perf's clock, -k)
+
+
+class _Workload:
+    """The command perf launched (its child), so that it can be ended when perf dies without ending it
+    (perf SIGTERMs it when it stops normally; killed, it leaves it running)."""
+
+    def __init__(self, perf: subprocess.Popen[bytes], launched: bool) -> None:
+        self._perf = perf
+        self._looking = launched
+        self.pid: int | None = None
+        self._started: str | None = None  # /proc start time: the pid is not someone else's later
+
+    def look(self) -> None:
+        if not self._looking or self._perf.poll() is not None:
+            return
+        children = children_of(self._perf.pid)
+        if children:
+            self.pid, self._started = children[0], start_time(children[0])
+            self._looking = False
+
+    def end(self, grace: float = 2.0) -> None:
+        """SIGTERM, as perf would have sent, then SIGKILL after `grace` seconds."""
+        if self.pid is None:
+            return
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            if not self._alive():
+                return
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signum)
+            deadline = time.monotonic() + grace
+            while self._alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+    def _alive(self) -> bool:
+        return self.pid is not None and self._started is not None and start_time(self.pid) == self._started
+
+
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (/proc/PID/task/*/children; a /proc scan if that file is absent)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except FileNotFoundError:
+        pass  # a kernel without CONFIG_PROC_CHILDREN, or perf gone
+    except OSError:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat_fields(int(entry))
+            if stat and stat[1] == str(pid):
+                found.append(int(entry))
+    return found
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat); None once it is gone or a zombie."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields and fields[0] not in ("Z", "X") else None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command name: state, ppid, ... (field 3 onwards)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def _die_with_parent() -> None:
+    """In perf's child process before exec: if we die (SIGKILL), perf gets SIGTERM and stops cleanly
+    (perf handles SIGTERM as SIGINT: it writes its data and ends the command it launched)."""
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 def record(
     spec: RecordSpec,
     output: Path,
     hooks: Sequence[RecordHook] = (),
     on_output: Callable[[str], None] | None = None,
     status: Status | None = None,
+    on_recording: Callable[[], None] | None = None,
 ) -> Recording:
-    """Run `perf record` for `spec` into `output`; returns once perf has written the file."""
+    """Run `perf record` for `spec` into `output`; returns once perf has written the file.
+
+    `on_recording` is called once perf is past its start-up, i.e. `output` holds recorded data that
+    a later failure must not throw away. Whatever ends this call, no perf is left running, nor the
+    command perf launched (it is ended as perf ends it: SIGTERM)."""
     perf = find_perf()
     for hook in hooks:
         spec = hook.prepare(spec)
     check_target(spec)
     status = status or Status()
     output = Path(output).absolute()
-    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as failed:
+        raise InputMissing(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
     argv = record_command(spec, perf, output)
     env = {**os.environ, **spec.env}
     stdout = subprocess.PIPE if on_output else None
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=spec.cwd)
-    assert proc.stderr is not None
-    err = _Relay(proc.stderr, status.sink, status, on_output or _ignore, hold=True)
+    # perf gets a copy of the read end of its own stderr: should we die (SIGKILL), its closing
+    # messages then fit in the pipe instead of killing it by SIGPIPE before it has finished perf.data
+    # and ended the command it launched.
+    reader, writer = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            argv, stdout=stdout, stderr=writer, env=env, cwd=spec.cwd, pass_fds=(reader,), preexec_fn=_die_with_parent
+        )
+    except OSError as failed:
+        os.close(reader)
+        raise PerfMissing(f"cannot run {perf}: {failed.strerror}") from None
+    except BaseException:
+        os.close(reader)
+        raise
+    finally:
+        os.close(writer)
+    err = _Relay(os.fdopen(reader, "rb"), status.sink, status, on_output or _ignore, hold=True)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
+    workload = _Workload(proc, bool(spec.command))
     started = time.monotonic()
-    how = _wait(proc, spec, started, output, status, err)
-    interrupted = how == INTERRUPTED
+    try:
+        ending = _wait(proc, spec, started, output, status, err, workload, on_recording or _nothing)
+    except BaseException:
+        _abort(proc, workload)
+        raise
+    finally:
+        for relay in (err, out):
+            if relay is not None:
+                relay.join()
+        status.clear()
     seconds = time.monotonic() - started
-    for relay in (err, out):
-        if relay is not None:
-            relay.join()
-    status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not output.is_file():
-        raise explain_failure(spec, "".join(err.tail))
+        workload.end()  # if perf died without ending the command it launched, end it as perf would
+        raise _failure(spec, err, proc.returncode, seconds, output)
     err.release()
+    (on_recording or _nothing)()
     samples = captured[-1].group(2)
-    metadata["duration"] = f"{seconds:.1f} s" + (" (stopped by Ctrl-C)" if interrupted else "")
+    metadata["duration"] = f"{seconds:.1f} s" + (f" (stopped by {stop_name(ending.signum)})" if ending.signum else "")
     # perf ends a launched command with SIGTERM when stopped, and exits with the command's status.
-    exit_status = proc.returncode if spec.command and how == ENDED else None
-    recording = Recording(output, spec, metadata, seconds, int(samples) if samples else None, interrupted, exit_status)
+    exit_status = proc.returncode if spec.command and ending.how == ENDED else None
+    recording = Recording(
+        output,
+        spec,
+        metadata,
+        seconds,
+        int(samples) if samples else None,
+        ending.how == INTERRUPTED,
+        exit_status,
+        stop_signal=ending.signum,
+        stopped_ns=ending.stopped_ns,
+    )
     for hook in hooks:
         recording = hook.finish(recording)
     return recording
+
+
+def stop_name(signum: int | None) -> str:
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name if signum else "nothing"
+
+
+def _failure(spec: RecordSpec, err: _Relay, code: int, seconds: float, output: Path) -> FlamegraphError:
+    """perf ended without writing its data: why, in one line."""
+    said = "".join(err.tail)
+    if err.released and output.is_file() and output.stat().st_size > 0:  # it was recording: data are there
+        lines = [line.strip() for line in err.tail if line.strip()]
+        why = f": {lines[-1]}" if lines and code >= 0 else ""
+        return PerfFailed(f"perf record {describe_exit(code)} after {seconds:.1f} s of recording{why}")
+    return explain_failure(spec, said, code)
+
+
+def _abort(proc: subprocess.Popen[bytes], workload: _Workload) -> None:
+    """A second Ctrl-C/SIGTERM (or a bug): perf is killed, and the command it launched ended."""
+    workload.look()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    workload.end()
 
 
 def _ignore(line: str) -> None:
     pass
 
 
+def _nothing() -> None:
+    pass
+
+
 def _wait(
-    proc: subprocess.Popen[bytes], spec: RecordSpec, started: float, output: Path, status: Status, err: _Relay
-) -> str:
-    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C. Returns how it ended."""
-    stop_sent = False
+    proc: subprocess.Popen[bytes],
+    spec: RecordSpec,
+    started: float,
+    output: Path,
+    status: Status,
+    err: _Relay,
+    workload: _Workload,
+    on_recording: Callable[[], None],
+) -> _Ending:
+    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
+    stopped_ns = None
     try:
         while proc.poll() is None:
+            workload.look()
             elapsed = time.monotonic() - started
-            if elapsed >= HOLD_SECONDS:
+            if elapsed >= HOLD_SECONDS and not err.released:
                 err.release()  # perf is recording: what comes now is the program's or perf's warnings
-            if spec.duration is not None and elapsed >= spec.duration and not stop_sent:
+                on_recording()
+            if spec.duration is not None and elapsed >= spec.duration and stopped_ns is None:
+                stopped_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
-                stop_sent = True
             if elapsed >= HOLD_SECONDS:
                 size = output.stat().st_size if output.exists() else 0
                 left = f", {max(spec.duration - elapsed, 0):.0f} s left" if spec.duration else ", Ctrl-C stops"
@@ -149,16 +320,14 @@ def _wait(
                 proc.wait(timeout=0.25)
             except subprocess.TimeoutExpired:
                 pass
-        return STOPPED if stop_sent else ENDED
-    except KeyboardInterrupt:
+        return _Ending(ENDED if stopped_ns is None else STOPPED, None, stopped_ns)
+    except (KeyboardInterrupt, StopSignal) as stop:
+        stopped_ns = stopped_ns or time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        signum = stop.signum if isinstance(stop, StopSignal) else signal.SIGINT
         status.clear()
-        status.note("stopping the recording (Ctrl-C again aborts)")
+        again = "Ctrl-C again aborts" if signum == signal.SIGINT else f"{stop_name(signum)} received, again aborts"
+        status.note(f"stopping the recording ({again})")
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # perf also got it from the terminal; once more is harmless
-        try:
-            proc.wait()
-        except KeyboardInterrupt:
-            proc.kill()
-            proc.wait()
-            raise
-        return INTERRUPTED
+            proc.send_signal(signal.SIGINT)  # after Ctrl-C perf also got it from the terminal: harmless
+        proc.wait()  # a second signal raises here: record() kills perf
+        return _Ending(INTERRUPTED, signum, stopped_ns)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
+from ..perf import describe_exit
 
 # Defaults measured on the MXNet MLP (see README "Recording defaults"): frame pointers give 0 % complete
 # stacks on libraries built without them, DWARF ~82 %; 499 Hz keeps DWARF's overhead near 7 %.
@@ -88,9 +89,11 @@ class Recording:
     metadata: dict[str, str]
     seconds: float
     samples: int | None = None  # from perf's "Captured and wrote ... (N samples)"
-    interrupted: bool = False  # stopped by Ctrl-C (the data are complete up to then)
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP (the data are complete up to then)
     exit_status: int | None = None  # the launched command's status (None with --pid)
     script_extra: tuple[str, ...] = ()  # options hooks add to `perf script` (e.g. --show-mmap-events)
+    stop_signal: int | None = None  # the signal that stopped it (SIGINT for Ctrl-C); None: duration or exit
+    stopped_ns: int | None = None  # when perf was told to stop (CLOCK_MONOTONIC ns, perf's clock); None: ended
 
 
 class RecordHook(Protocol):
@@ -147,14 +150,18 @@ def paranoid_level() -> str:
 
 
 def check_target(spec: RecordSpec) -> None:
-    """Fail early, in one line, for a pid that does not exist or a command that cannot be found."""
+    """Fail early, in one line, for a pid that does not exist or cannot be inspected, or a command
+    that cannot be found."""
     if spec.pid is not None:
         try:
             os.kill(spec.pid, 0)
         except ProcessLookupError:
             raise NoSuchProcess(f"no process with pid {spec.pid}") from None
         except PermissionError:
-            pass  # it exists; perf decides whether we may profile it
+            return  # it exists; perf decides whether we may profile it
+        problem = maps_problem(spec.pid)
+        if problem is not None:
+            raise problem
         return
     program = spec.command[0]
     if "/" in program:
@@ -165,7 +172,24 @@ def check_target(spec: RecordSpec) -> None:
         raise CommandNotFound(f"{program}: command not found (not on PATH)")
 
 
-def explain_failure(spec: RecordSpec, stderr: str) -> FlamegraphError:
+def maps_problem(pid: int) -> FlamegraphError | None:
+    """perf reads /proc/PID/task/TID/maps to name the code it samples; where that is denied (ptrace
+    access: a process with capabilities we lack, or another namespace's) perf 6.1 exits 255 and says
+    nothing unless run with -v ("couldn't open /proc/1/task/1/maps")."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as maps:
+            maps.read(1)
+    except FileNotFoundError:
+        return NoSuchProcess(f"no process with pid {pid}")
+    except OSError as err:
+        return NotPermitted(
+            f"perf cannot read /proc/{pid}/maps ({err.strerror}): this process may not inspect pid {pid} "
+            f"({who_am_i()}; it holds privileges we lack, or lives in another namespace)"
+        )
+    return None
+
+
+def explain_failure(spec: RecordSpec, stderr: str, code: int | None = None) -> FlamegraphError:
     """perf's multi-line complaint -> one of our errors, with the fix. What perf 6.1 prints (first lines):
     Access to performance monitoring and observability operations is limited.   (paranoid, not root)
     Permission error mapping pages.                                               (-m over mlock limit)
@@ -186,7 +210,12 @@ def explain_failure(spec: RecordSpec, stderr: str) -> FlamegraphError:
     if spec.command and "No such file or directory" in stderr and "workload" in stderr:
         return CommandNotFound(f"{spec.command[0]}: command not found")
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and ln.strip() != "Error:"]
-    return PerfFailed(f"perf record failed: {lines[0] if lines else 'no message'}")
+    if lines:
+        return PerfFailed(f"perf record failed: {lines[0]}")
+    if spec.pid is not None and (problem := maps_problem(spec.pid)) is not None:
+        return problem
+    how = f" ({describe_exit(code)})" if code is not None else ""
+    return PerfFailed(f"perf record failed{how} and gave no reason (run the perf command with -v to see more)")
 
 
 def perf_version(perf: str) -> str:
