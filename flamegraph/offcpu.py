@@ -277,11 +277,8 @@ def fold_offcpu_recording(
     if resolve is not None:  # a recording where nothing switched has no timestamps: perf's run time then
         inner, seconds = resolve, recording.seconds
         resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
-    try:
-        end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
-        profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve, end)
-    except NoSamples as err:
-        raise NoSamples(f"{err} (the recording is kept)") from None
+    end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
+    profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve, end)
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above
     profile.metadata.update(captured)
     size = recording.perf_data.stat().st_size / 1e6

@@ -20,7 +20,11 @@ CORRUPT_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV})
 CORRUPT_HINT = "the file is likely truncated or corrupt"
 # What perf 6.1 prints for a record it cannot parse (a file cut short, not at a page boundary):
 #   0x30d68 [0]: failed to process type: 0 [Invalid argument]
-CORRUPT_MESSAGES = ("failed to process type", "data size field is 0")
+CORRUPT_MESSAGES = ("failed to process type",)
+# ... and for a file `perf record` never finished (killed, or its disk filled), in two lines:
+#   WARNING: The perf.data file's data size field is 0 which is unexpected.
+#   Was the 'perf record' command properly terminated?
+UNFINISHED_MESSAGE = "data size field is 0"
 
 
 def find_perf() -> str:
@@ -81,6 +85,10 @@ def script_error(label: str, code: int, stderr: list[str]) -> Exception:
     if code < 0 and -code in CORRUPT_SIGNALS:
         detail = f" (perf said: {said})" if said else ""
         return InputMissing(f"{label}: perf script was {describe_exit(code)}: {CORRUPT_HINT}{detail}")
+    if any(UNFINISHED_MESSAGE in line for line in stderr):
+        return InputMissing(
+            f"{label}: perf record never finished this file (it was killed, or its disk filled): perf cannot read it"
+        )
     if any(text in said for text in CORRUPT_MESSAGES):
         return InputMissing(f"{label}: perf script failed ({describe_exit(code)}): {said}: {CORRUPT_HINT}")
     return PerfFailed(f"{label}: perf script failed ({describe_exit(code)}): {said or 'no message'}")

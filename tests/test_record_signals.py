@@ -148,7 +148,7 @@ def test_sigterm_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path
     err = finish(proc, seen)
     assert proc.returncode == EXIT_TERMINATED, err
     [kept] = list(tmp.glob("flamegraph-record-*/perf.data"))
-    assert f"flamegraph: the recording is kept in {kept}" in err
+    assert f"\nthe recording is kept in {kept}\n" in err
     assert err.rstrip().endswith("flamegraph: stopped by SIGTERM"), err
     assert not folded.exists()
 

@@ -208,7 +208,7 @@ class ScratchRecording:
         ended_early = isinstance(error, FlamegraphError | KeyboardInterrupt | StopSignal)
         data = self.data_path if self._perf_data is not None or self.scratch is not None else None
         if ended_early and self.recorded and data is not None and data.is_file():
-            self._note(f"flamegraph: the recording is kept in {data}")
+            self._note(f"the recording is kept in {data}")
             return
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)

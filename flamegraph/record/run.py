@@ -224,19 +224,20 @@ def record(
     started = time.monotonic()
     try:
         ending = _wait(proc, spec, started, output, status, err, workload, on_recording or _nothing)
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            workload.end()  # perf killed or failed: the command it launched may still run (a no-op if not)
     except BaseException:
         _abort(proc, workload)
         raise
     finally:
         for relay in (err, out):
             if relay is not None:
-                relay.join()
+                relay.join()  # until the command's end closes its end of the pipes
         status.clear()
-    seconds = time.monotonic() - started
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not output.is_file():
-        workload.end()  # if perf died without ending the command it launched, end it as perf would
-        raise _failure(spec, err, proc.returncode, seconds, output)
+        raise _failure(spec, err, proc.returncode, seconds, output, on_recording or _nothing)
     err.release()
     (on_recording or _nothing)()
     samples = captured[-1].group(2)
@@ -263,14 +264,27 @@ def stop_name(signum: int | None) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name if signum else "nothing"
 
 
-def _failure(spec: RecordSpec, err: _Relay, code: int, seconds: float, output: Path) -> FlamegraphError:
-    """perf ended without writing its data: why, in one line."""
+WRITE_FAILED = "failed to write perf data"  # perf 6.1: "failed to write perf data, error: No space left on device"
+
+
+def _failure(
+    spec: RecordSpec, err: _Relay, code: int, seconds: float, output: Path, on_recording: Callable[[], None]
+) -> FlamegraphError:
+    """perf ended without finishing its data: why, in one line. When it had been recording, what it
+    wrote is kept (`on_recording`), though perf cannot read a file it did not finish."""
     said = "".join(err.tail)
-    if err.released and output.is_file() and output.stat().st_size > 0:  # it was recording: data are there
-        lines = [line.strip() for line in err.tail if line.strip()]
-        why = f": {lines[-1]}" if lines and code >= 0 else ""
-        return PerfFailed(f"perf record {describe_exit(code)} after {seconds:.1f} s of recording{why}")
-    return explain_failure(spec, said, code)
+    recording = err.released or WRITE_FAILED in said
+    if not (recording and output.is_file() and output.stat().st_size > 0):
+        return explain_failure(spec, said, code)
+    on_recording()
+    lines = [line.strip() for line in err.tail if line.strip()]
+    after = f"after {seconds:.1f} s of recording"
+    if WRITE_FAILED in said:
+        why = next(line for line in reversed(lines) if WRITE_FAILED in line).partition("error: ")[2]
+        return InputMissing(f"{output}: perf record could not write its data {after}: {why or 'write error'}")
+    if code < 0:
+        return PerfFailed(f"perf record was {describe_exit(code)} {after}")
+    return PerfFailed(f"perf record failed ({describe_exit(code)}) {after}: {lines[-1] if lines else 'no message'}")
 
 
 def _abort(proc: subprocess.Popen[bytes], workload: _Workload) -> None:

@@ -1,0 +1,83 @@
+"""`record`/`offcpu` check every output location before recording (an unwritable -o must not cost a
+recording), a read-only --perf-data is exit 4 like any output, and no scratch directory is left behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A directory no file can be created in: a read-only tmpfs as root (EROFS), else mode 0555."""
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    if os.geteuid() == 0:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "flamegraph-test", str(directory)], check=True)
+        try:
+            yield directory
+        finally:
+            subprocess.run(["umount", str(directory)], check=True)
+    else:
+        directory.chmod(0o555)
+        yield directory
+        directory.chmod(0o755)
+
+
+def run_cli(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """flamegraph with TMPDIR in tmp_path (to see what it leaves there); the run's duration."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp)}
+    )
+    return proc, time.monotonic() - started
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("flamegraph: ")]
+    return line
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+@pytest.mark.parametrize("option", ["-o", "--folded", "--perf-data"])
+def test_unwritable_output_fails_before_recording(tmp_path: Path, read_only: Path, command: str, option: str) -> None:
+    target = read_only / "sub" / "out" if option == "-o" else read_only / "out"
+    args = [command, option, str(target), "--", "sleep", "3"]
+    proc, seconds = run_cli(tmp_path, *args)
+    line = one_line(proc, EXIT_NO_INPUT)
+    assert line.startswith(f"flamegraph: {target}: cannot write: "), line
+    assert "Read-only file system" in line or "Permission denied" in line, line
+    assert seconds < 3, "the check came after recording"  # `sleep 3` never ran under perf
+    assert "recording" not in proc.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []  # no scratch directory
+
+
+def test_output_that_is_a_directory_fails_before_recording(tmp_path: Path) -> None:
+    proc, seconds = run_cli(tmp_path, "record", "-o", str(tmp_path), "--", "sleep", "3")
+    assert one_line(proc, EXIT_NO_INPUT) == f"flamegraph: {tmp_path}: cannot write: is a directory"
+    assert seconds < 3
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_named_perf_data_leaves_no_scratch_directory(tmp_path: Path, command: str) -> None:
+    """With --perf-data the scratch directory was made anyway and never removed, whatever happened."""
+    data = tmp_path / "kept" / "run.data"
+    proc, _ = run_cli(tmp_path, command, "--perf-data", str(data), "--no-svg", "--folded", "-", "--", "true")
+    one_line(proc, EXIT_BAD_INPUT)  # `true` leaves no samples, and no off-CPU time
+    assert f"the recording is kept in {data}" in proc.stderr and data.is_file()
+    assert list((tmp_path / "tmp").iterdir()) == []
