@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from ..diagnostics import FlamegraphError, InputMissing, OutputFailed, StopSignal
+from ..diagnostics import InputMissing, OutputFailed
 from ..folded import write_folded
 from ..model import FoldedProfile
 from ..record.spec import Recording
@@ -205,9 +205,9 @@ class ScratchRecording:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
-        ended_early = isinstance(error, FlamegraphError | KeyboardInterrupt | StopSignal)
+        # Any exception: ours, Ctrl-C, SIGTERM, and a bug too (its traceback must not cost the data).
         data = self.data_path if self._perf_data is not None or self.scratch is not None else None
-        if ended_early and self.recorded and data is not None and data.is_file():
+        if error is not None and self.recorded and data is not None and data.is_file():
             self._note(f"the recording is kept in {data}")
             return
         if self.scratch is not None:

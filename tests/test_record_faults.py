@@ -1,0 +1,232 @@
+"""Fault injection for the recorders: perf killed mid-recording, perf gone half-way, a full disk while
+perf records and while the results are written, the profiled process exiting at each stage.
+
+Each run must end with one clear line and its documented exit code, keep perf.data and print its path
+once anything was recorded, and leave no process behind (perf, the command it launched, perf script):
+flamegraph runs in a session of its own, and nothing may be alive in that session afterwards."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, EXIT_NO_PERF, EXIT_NO_PROCESS, EXIT_OK
+
+pytestmark = pytest.mark.perf
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+SPIN = ["/bin/sh", "-c", "while :; do :; done"]  # on-CPU until ended
+REAL_PERF = shutil.which("perf") or "/usr/bin/perf"
+
+
+class Run:
+    """flamegraph in its own session, TMPDIR in tmp_path, stderr read line by line."""
+
+    def __init__(self, tmp_path: Path, args: list[str], path: str | None = None, tmp: Path | None = None) -> None:
+        self.tmp = tmp or tmp_path / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(self.tmp)}
+        if path is not None:
+            env["PATH"] = path
+        self.proc = subprocess.Popen(
+            [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        self.seen: list[str] = []
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"no {text!r} from flamegraph: {''.join(self.seen)}")
+
+    def child(self, comm: str) -> int:
+        """The pid of flamegraph's child process named `comm` (perf)."""
+        for pid in children(self.proc.pid):
+            if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                return pid
+        raise AssertionError(f"flamegraph has no {comm} child")
+
+    def finish(self, code: int) -> tuple[str, str]:
+        """Waits for the end; returns (the one error line, all stderr); checks the code and leftovers."""
+        out, err = self.proc.communicate(timeout=90)
+        stderr = "".join(self.seen) + err
+        deadline = time.monotonic() + 5
+        while left_behind(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert left_behind(self.proc.pid) == [], stderr
+        assert self.proc.returncode == code, stderr
+        assert "Traceback" not in stderr
+        errors = [line for line in stderr.splitlines() if line.startswith("flamegraph: ")]
+        assert len(errors) == (code != EXIT_OK), stderr
+        assert code == EXIT_OK or stderr.rstrip().endswith(errors[0]), "the error is the last line"
+        return (errors[0] if errors else ""), stderr
+
+    def kept(self, stderr: str, where: Path | None = None) -> Path:
+        """The perf.data the run said it kept (in the scratch directory unless `where`), non-empty."""
+        paths = [line.removeprefix("the recording is kept in ") for line in stderr.splitlines()
+                 if line.startswith("the recording is kept in ")]  # fmt: skip
+        assert len(paths) == 1, stderr
+        path = Path(paths[0])
+        if where is None:
+            assert path.parent.parent == self.tmp and path.name == "perf.data"
+        else:
+            assert path == where
+        assert path.stat().st_size > 0
+        return path
+
+
+def children(pid: int) -> list[int]:
+    return [
+        int(c)
+        for t in os.listdir(f"/proc/{pid}/task")
+        for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()
+    ]
+
+
+def left_behind(session: int) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rpartition(")")[2].split()
+            if int(fields[3]) == session and fields[0] not in ("Z", "X"):
+                found.append(f"{entry} {stat[stat.index('(') + 1 : stat.rindex(')')]}")
+    return found
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 512 KiB tmpfs: a real ENOSPC, filled in well under a second by perf's DWARF stacks."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "flamegraph-test", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+# -- perf dies ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_perf_killed_mid_recording(tmp_path: Path, command: str) -> None:
+    run = Run(tmp_path, [command, "--no-svg", "--folded", str(tmp_path / "x.folded"), "--", *SPIN])
+    run.wait_for("recording")
+    time.sleep(0.5)
+    os.kill(run.child("perf"), signal.SIGKILL)
+    error, stderr = run.finish(EXIT_NO_PERF)
+    assert "perf record was killed by SIGKILL after" in error, error
+    run.kept(stderr)  # and the command perf launched is gone (finish checked the session)
+
+
+def test_perf_gone_before_perf_script(tmp_path: Path) -> None:
+    """perf's directory on PATH removed while it records: the folding step finds no perf."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "perf").write_text(f'#!/bin/sh\nexec {REAL_PERF} "$@"\n')
+    (fake / "perf").chmod(0o755)
+    args = ["record", "--duration", "1.5", "--no-svg", "--folded", str(tmp_path / "x.folded"), "--", *SPIN]
+    run = Run(tmp_path, args, path=str(fake))  # only the fake perf is on PATH
+    run.wait_for("recording")
+    shutil.rmtree(fake)
+    error, stderr = run.finish(EXIT_NO_PERF)
+    assert error.startswith("flamegraph: perf is not installed"), error
+    run.kept(stderr)
+    assert not (tmp_path / "x.folded").exists()
+
+
+# -- a full disk --------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["--perf-data", "TMPDIR"])
+def test_disk_full_while_perf_records(tmp_path: Path, small_disk: Path, where: str) -> None:
+    data = small_disk / "run.data"
+    args = ["record", "--no-svg", "--folded", str(tmp_path / "x.folded")]
+    args += ["--perf-data", str(data)] if where == "--perf-data" else []
+    run = Run(tmp_path, [*args, "--", *SPIN], tmp=small_disk if where == "TMPDIR" else None)
+    error, stderr = run.finish(EXIT_NO_INPUT)
+    assert "perf record could not write its data after" in error and error.endswith("No space left on device")
+    kept = run.kept(stderr, data if where == "--perf-data" else None)
+    assert kept.stat().st_size > 400_000  # what fitted
+
+
+def test_disk_full_while_writing_the_results(tmp_path: Path, small_disk: Path) -> None:
+    """Recording and folding went well; the SVG does not fit: one line, exit 4, the recording kept."""
+    (small_disk / "filler").write_bytes(bytes(500 * 1024))
+    svg = small_disk / "out.svg"
+    run = Run(tmp_path, ["record", "--duration", "1", "-o", str(svg), "--", *SPIN])
+    error, stderr = run.finish(EXIT_NO_INPUT)
+    assert error.startswith(f"flamegraph: {svg}: cannot write: No space left on device"), error
+    run.kept(stderr)
+    assert not svg.exists() and sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
+# -- the profiled process exits -----------------------------------------------------------------
+def gated_perf(tmp_path: Path) -> tuple[str, Path, Path]:
+    """A perf that, for `record`, says it is about to start and waits for a go-ahead file."""
+    fake, ready, go = tmp_path / "gated", tmp_path / "ready", tmp_path / "go"
+    fake.mkdir()
+    (fake / "perf").write_text(
+        f'#!/bin/sh\nif [ "$1" = record ]; then touch {ready}; while [ ! -e {go} ]; do sleep 0.02; done; fi\n'
+        f'exec {REAL_PERF} "$@"\n'
+    )
+    (fake / "perf").chmod(0o755)
+    return f"{fake}{os.pathsep}{os.environ['PATH']}", ready, go
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_pid_exits_before_perf_attaches(tmp_path: Path, command: str) -> None:
+    target = subprocess.Popen(SPIN)
+    path, ready, go = gated_perf(tmp_path)
+    run = Run(tmp_path, [command, "--pid", str(target.pid), "-o", str(tmp_path / "x.svg")], path=path)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    target.kill()
+    target.wait()  # reaped: the pid is gone when perf looks for it
+    go.touch()
+    error, stderr = run.finish(EXIT_NO_PROCESS)
+    assert error == f"flamegraph: no process with pid {target.pid} (it exited before perf attached)", error
+    assert "kept in" not in stderr and list(run.tmp.iterdir()) == []  # nothing was recorded
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_pid_exits_right_after_perf_attached(tmp_path: Path, command: str) -> None:
+    target = subprocess.Popen(SPIN)
+    folded = tmp_path / "x.folded"
+    run = Run(tmp_path, [command, "--pid", str(target.pid), "--no-svg", "--folded", str(folded)])
+    try:
+        run.wait_for("recording")  # perf is past its start-up: attached
+    finally:
+        target.kill()
+        target.wait()
+    _, stderr = run.finish(EXIT_OK)
+    assert folded.stat().st_size > 0  # what perf saw up to the exit is drawn
+    if command == "offcpu":
+        assert f"pid {target.pid} exited during the recording" in stderr
+    assert list(run.tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_command_that_exits_at_once(tmp_path: Path, command: str) -> None:
+    run = Run(tmp_path, [command, "-o", str(tmp_path / "x.svg"), "--", "/bin/true"])
+    error, stderr = run.finish(EXIT_BAD_INPUT)
+    assert "no samples" in error or "no off-CPU time found" in error, error
+    run.kept(stderr)
