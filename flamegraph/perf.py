@@ -42,6 +42,12 @@ def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] 
     return [*command, *extra]
 
 
+def explain_failure(stderr: str) -> str:
+    """perf's reason for failing: the last line it printed."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
 def describe_exit(code: int) -> str:
     """A child's return code in words: 'exit 2', or 'killed by SIGBUS' for -7."""
     if code >= 0:
