@@ -193,7 +193,7 @@ def test_tracepoints_not_permitted(tmp_path: Path, who: str) -> None:
     if probe.returncode != 0:
         pytest.skip(f"{who} cannot run this checkout's Python here: {probe.stderr.decode()[-200:]}")
     proc = subprocess.run(
-        ["setpriv", *drop, *FLAMEGRAPH, "offcpu", "--no-svg", "--folded", str(tmp_path / "x.folded"),
+        ["setpriv", *drop, *FLAMEGRAPH, "offcpu", "--no-svg", "--folded", "-",
          "--", "true"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)},
     )  # fmt: skip

@@ -226,7 +226,15 @@ def test_pid_exits_right_after_perf_attached(tmp_path: Path, command: str) -> No
 
 @pytest.mark.parametrize("command", ["record", "offcpu"])
 def test_command_that_exits_at_once(tmp_path: Path, command: str) -> None:
-    run = Run(tmp_path, [command, "-o", str(tmp_path / "x.svg"), "--", "/bin/true"])
-    error, stderr = run.finish(EXIT_BAD_INPUT)
-    assert "no samples" in error or "no off-CPU time found" in error, error
-    run.kept(stderr)
+    """`true` lives ~1 ms: a sample (or a preemption) is a coin toss. Either outcome is documented:
+    the graph of what was seen, or 'no samples' (exit 3) with the recording kept and named."""
+    svg = tmp_path / "x.svg"
+    run = Run(tmp_path, [command, "-o", str(svg), "--", "/bin/true"])
+    run.proc.wait(timeout=90)
+    code = EXIT_OK if svg.exists() else EXIT_BAD_INPUT
+    error, stderr = run.finish(code)
+    if code == EXIT_BAD_INPUT:
+        assert "no samples" in error or "no off-CPU time found" in error, error
+        run.kept(stderr)
+    else:
+        assert list(run.tmp.iterdir()) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flamegraph.diagnostics import (
+    EXIT_BAD_INPUT,
     EXIT_NO_COMMAND,
     EXIT_NO_PERF,
     EXIT_NO_PROCESS,
@@ -182,6 +183,19 @@ def test_error_pid_gone() -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
     one_line_error(run_cli("record", "--pid", str(dead.pid)), EXIT_NO_PROCESS, f"no process with pid {dead.pid}")
+
+
+def test_pid_perf_cannot_inspect_says_why() -> None:
+    """perf 6.1 exits 255 without a word when /proc/PID/maps is denied to it (pid 1 of some VMs and
+    containers); we printed "perf record failed: no message"."""
+    proc = run_cli("record", "--pid", "1", "--duration", "5", "--no-svg", "--folded", "/dev/null")
+    assert "no message" not in proc.stderr and "Traceback" not in proc.stderr
+    try:
+        Path("/proc/1/maps").read_bytes()
+    except PermissionError:
+        one_line_error(proc, EXIT_NOT_PERMITTED, "perf cannot read /proc/1/maps (Permission denied)")
+    else:  # perf may profile it here: recorded, or (an idle init) nothing sampled
+        assert proc.returncode in (0, EXIT_BAD_INPUT), proc.stderr
 
 
 def test_error_command_not_found() -> None:

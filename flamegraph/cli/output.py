@@ -226,16 +226,22 @@ def check_writable(path: Path | None) -> None:
     existing parent when its directory does not exist yet; the probe is removed at once."""
     if path is None or str(path) == "-":
         return
-    if path.is_dir():
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise InputMissing(f"{path}: cannot write: {err.strerror}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise InputMissing(f"{path}: cannot write: is a directory")
-    if path.exists() and not path.is_file():
+    if mode is not None and not stat.S_ISREG(mode):
         if not os.access(path, os.W_OK):
             raise InputMissing(f"{path}: cannot write: permission denied")
         return  # a device or a FIFO: written through, nothing is created next to it
-    directory = path.absolute().parent
-    missing = not directory.is_dir()
-    while not directory.is_dir():
-        if directory.exists() or directory == directory.parent:
+    directory = Path(os.path.abspath(path)).parent
+    missing = not os.path.isdir(directory)
+    while not os.path.isdir(directory):
+        if os.path.lexists(directory) or directory == directory.parent:
             raise InputMissing(f"{path}: cannot write: {directory} is not a directory")
         directory = directory.parent
     try:

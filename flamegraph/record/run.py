@@ -185,8 +185,8 @@ def record(
 ) -> Recording:
     """Run `perf record` for `spec` into `output`; returns once perf has written the file.
 
-    `on_recording` is called once perf is past its start-up, i.e. `output` holds recorded data that
-    a later failure must not throw away. Whatever ends this call, no perf is left running, nor the
+    `on_recording` is called once `output` holds a recording, finished or cut short (perf killed, a
+    full disk, a second Ctrl-C), that no later failure may throw away. Whatever ends this call, no perf is left running, nor the
     command perf launched (it is ended as perf ends it: SIGTERM)."""
     perf = find_perf()
     for hook in hooks:
@@ -223,12 +223,14 @@ def record(
     workload = _Workload(proc, bool(spec.command))
     started = time.monotonic()
     try:
-        ending = _wait(proc, spec, started, output, status, err, workload, on_recording or _nothing)
+        ending = _wait(proc, spec, started, output, status, err, workload)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             workload.end()  # perf killed or failed: the command it launched may still run (a no-op if not)
     except BaseException:
         _abort(proc, workload)
+        if err.released and output.is_file():
+            (on_recording or _nothing)()  # aborted while recording: what perf wrote is kept
         raise
     finally:
         for relay in (err, out):
@@ -237,7 +239,13 @@ def record(
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not output.is_file():
-        raise _failure(spec, err, proc.returncode, seconds, output, on_recording or _nothing)
+        failure = _failure(spec, err, proc.returncode, seconds, output, ending)
+        if failure is None:  # interrupted before perf had started: nothing recorded
+            raise KeyboardInterrupt if ending.signum == signal.SIGINT else StopSignal(ending.signum or signal.SIGTERM)
+        error, cut = failure
+        if cut:
+            (on_recording or _nothing)()
+        raise error
     err.release()
     (on_recording or _nothing)()
     samples = captured[-1].group(2)
@@ -268,23 +276,24 @@ WRITE_FAILED = "failed to write perf data"  # perf 6.1: "failed to write perf da
 
 
 def _failure(
-    spec: RecordSpec, err: _Relay, code: int, seconds: float, output: Path, on_recording: Callable[[], None]
-) -> FlamegraphError:
-    """perf ended without finishing its data: why, in one line. When it had been recording, what it
-    wrote is kept (`on_recording`), though perf cannot read a file it did not finish."""
+    spec: RecordSpec, err: _Relay, code: int, seconds: float, output: Path, ending: _Ending
+) -> tuple[FlamegraphError, bool] | None:
+    """perf ended without finishing its data: why, in one line, and whether what it wrote is a cut
+    recording to keep (perf cannot read a file it did not finish, but nothing recorded is thrown away).
+    None: an interruption came before perf had started; the interruption itself is the answer."""
     said = "".join(err.tail)
-    recording = err.released or WRITE_FAILED in said
-    if not (recording and output.is_file() and output.stat().st_size > 0):
-        return explain_failure(spec, said, code)
-    on_recording()
     lines = [line.strip() for line in err.tail if line.strip()]
     after = f"after {seconds:.1f} s of recording"
-    if WRITE_FAILED in said:
+    if WRITE_FAILED in said:  # a full disk, a quota
         why = next(line for line in reversed(lines) if WRITE_FAILED in line).partition("error: ")[2]
-        return InputMissing(f"{output}: perf record could not write its data {after}: {why or 'write error'}")
-    if code < 0:
-        return PerfFailed(f"perf record was {describe_exit(code)} {after}")
-    return PerfFailed(f"perf record failed ({describe_exit(code)}) {after}: {lines[-1] if lines else 'no message'}")
+        return InputMissing(f"{output}: perf record could not write its data {after}: {why or 'write error'}"), True
+    if code == -signal.SIGINT and ending.how != ENDED:  # our SIGINT came before perf could handle it
+        if ending.how == INTERRUPTED:
+            return None
+        return PerfFailed(f"perf record had not started after {seconds:.1f} s, when --duration stopped it"), False
+    if code < 0 and err.released and output.is_file():  # killed while recording (SIGKILL, the OOM killer)
+        return PerfFailed(f"perf record was {describe_exit(code)} {after}"), True
+    return explain_failure(spec, said, code), False
 
 
 def _abort(proc: subprocess.Popen[bytes], workload: _Workload) -> None:
@@ -312,7 +321,6 @@ def _wait(
     status: Status,
     err: _Relay,
     workload: _Workload,
-    on_recording: Callable[[], None],
 ) -> _Ending:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
     stopped_ns = None
@@ -322,7 +330,6 @@ def _wait(
             elapsed = time.monotonic() - started
             if elapsed >= HOLD_SECONDS and not err.released:
                 err.release()  # perf is recording: what comes now is the program's or perf's warnings
-                on_recording()
             if spec.duration is not None and elapsed >= spec.duration and stopped_ns is None:
                 stopped_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command

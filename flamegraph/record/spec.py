@@ -150,18 +150,14 @@ def paranoid_level() -> str:
 
 
 def check_target(spec: RecordSpec) -> None:
-    """Fail early, in one line, for a pid that does not exist or cannot be inspected, or a command
-    that cannot be found."""
+    """Fail early, in one line, for a pid that does not exist or a command that cannot be found."""
     if spec.pid is not None:
         try:
             os.kill(spec.pid, 0)
         except ProcessLookupError:
             raise NoSuchProcess(f"no process with pid {spec.pid}") from None
         except PermissionError:
-            return  # it exists; perf decides whether we may profile it
-        problem = maps_problem(spec.pid)
-        if problem is not None:
-            raise problem
+            pass  # it exists; perf decides whether we may profile it
         return
     program = spec.command[0]
     if "/" in program:
@@ -173,9 +169,9 @@ def check_target(spec: RecordSpec) -> None:
 
 
 def maps_problem(pid: int) -> FlamegraphError | None:
-    """perf reads /proc/PID/task/TID/maps to name the code it samples; where that is denied (ptrace
-    access: a process with capabilities we lack, or another namespace's) perf 6.1 exits 255 and says
-    nothing unless run with -v ("couldn't open /proc/1/task/1/maps")."""
+    """Why perf failed on PID without a word: it reads /proc/PID/task/TID/maps to name the code it
+    samples, and where that is denied (ptrace access: a process with capabilities we lack, or another
+    namespace's) perf 6.1 exits 255 silently; only -v shows "couldn't open /proc/1/task/1/maps"."""
     try:
         with open(f"/proc/{pid}/maps", "rb") as maps:
             maps.read(1)
