@@ -186,8 +186,8 @@ def record(
     """Run `perf record` for `spec` into `output`; returns once perf has written the file.
 
     `on_recording` is called once `output` holds a recording, finished or cut short (perf killed, a
-    full disk, a second Ctrl-C), that no later failure may throw away. Whatever ends this call, no perf is left running, nor the
-    command perf launched (it is ended as perf ends it: SIGTERM)."""
+    full disk, a second Ctrl-C), that no later failure may throw away. Whatever ends this call, no
+    perf is left running, nor the command perf launched (it is ended as perf ends it: SIGTERM)."""
     perf = find_perf()
     for hook in hooks:
         spec = hook.prepare(spec)
