@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import re
 import signal
@@ -18,6 +16,7 @@ from typing import IO
 
 from ..diagnostics import FlamegraphError, InputMissing, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
+from .processes import Workload, die_with_parent
 from .spec import (
     RecordHook,
     Recording,
@@ -32,8 +31,6 @@ from .status import Status
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))?")
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
 
 
 class _Relay:
@@ -102,79 +99,6 @@ class _Ending:
     stopped_ns: int | None = None  # CLOCK_MONOTONIC when perf was told to stop (perf's clock, -k)
 
 
-class _Workload:
-    """The command perf launched (its child), so that it can be ended when perf dies without ending it
-    (perf SIGTERMs it when it stops normally; killed, it leaves it running)."""
-
-    def __init__(self, perf: subprocess.Popen[bytes], launched: bool) -> None:
-        self._perf = perf
-        self._looking = launched
-        self.pid: int | None = None
-        self._started: str | None = None  # /proc start time: the pid is not someone else's later
-
-    def look(self) -> None:
-        if not self._looking or self._perf.poll() is not None:
-            return
-        children = children_of(self._perf.pid)
-        if children:
-            self.pid, self._started = children[0], start_time(children[0])
-            self._looking = False
-
-    def end(self, grace: float = 2.0) -> None:
-        """SIGTERM, as perf would have sent, then SIGKILL after `grace` seconds."""
-        if self.pid is None:
-            return
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            if not self._alive():
-                return
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signum)
-            deadline = time.monotonic() + grace
-            while self._alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
-
-    def _alive(self) -> bool:
-        return self.pid is not None and self._started is not None and start_time(self.pid) == self._started
-
-
-def children_of(pid: int) -> list[int]:
-    """The pids whose parent is `pid` (/proc/PID/task/*/children; a /proc scan if that file is absent)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
-    except FileNotFoundError:
-        pass  # a kernel without CONFIG_PROC_CHILDREN, or perf gone
-    except OSError:
-        return []
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat_fields(int(entry))
-            if stat and stat[1] == str(pid):
-                found.append(int(entry))
-    return found
-
-
-def start_time(pid: int) -> str | None:
-    """The process's start time (field 22 of /proc/PID/stat); None once it is gone or a zombie."""
-    fields = _stat_fields(pid)
-    return fields[19] if fields and fields[0] not in ("Z", "X") else None
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat after the command name: state, ppid, ... (field 3 onwards)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-
-
-def _die_with_parent() -> None:
-    """In perf's child process before exec: if we die (SIGKILL), perf gets SIGTERM and stops cleanly
-    (perf handles SIGTERM as SIGINT: it writes its data and ends the command it launched)."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
 def record(
     spec: RecordSpec,
     output: Path,
@@ -189,6 +113,7 @@ def record(
     full disk, a second Ctrl-C), that no later failure may throw away. Whatever ends this call, no
     perf is left running, nor the command perf launched (it is ended as perf ends it: SIGTERM)."""
     perf = find_perf()
+    keep = on_recording or (lambda: None)
     for hook in hooks:
         spec = hook.prepare(spec)
     check_target(spec)
@@ -200,27 +125,10 @@ def record(
         raise InputMissing(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
     argv = record_command(spec, perf, output)
-    env = {**os.environ, **spec.env}
-    stdout = subprocess.PIPE if on_output else None
-    # perf gets a copy of the read end of its own stderr: should we die (SIGKILL), its closing
-    # messages then fit in the pipe instead of killing it by SIGPIPE before it has finished perf.data
-    # and ended the command it launched.
-    reader, writer = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            argv, stdout=stdout, stderr=writer, env=env, cwd=spec.cwd, pass_fds=(reader,), preexec_fn=_die_with_parent
-        )
-    except OSError as failed:
-        os.close(reader)
-        raise PerfMissing(f"cannot run {perf}: {failed.strerror}") from None
-    except BaseException:
-        os.close(reader)
-        raise
-    finally:
-        os.close(writer)
-    err = _Relay(os.fdopen(reader, "rb"), status.sink, status, on_output or _ignore, hold=True)
+    proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd)
+    err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
-    workload = _Workload(proc, bool(spec.command))
+    workload = Workload(proc, bool(spec.command))
     started = time.monotonic()
     try:
         ending = _wait(proc, spec, started, output, status, err, workload)
@@ -230,7 +138,7 @@ def record(
     except BaseException:
         _abort(proc, workload)
         if err.released and output.is_file():
-            (on_recording or _nothing)()  # aborted while recording: what perf wrote is kept
+            keep()  # aborted while recording: what perf wrote is kept
         raise
     finally:
         for relay in (err, out):
@@ -244,15 +152,58 @@ def record(
             raise KeyboardInterrupt if ending.signum == signal.SIGINT else StopSignal(ending.signum or signal.SIGTERM)
         error, cut = failure
         if cut:
-            (on_recording or _nothing)()
+            keep()
         raise error
     err.release()
-    (on_recording or _nothing)()
-    samples = captured[-1].group(2)
-    metadata["duration"] = f"{seconds:.1f} s" + (f" (stopped by {stop_name(ending.signum)})" if ending.signum else "")
+    keep()
+    recording = _recording(spec, output, metadata, seconds, captured[-1].group(2), ending, proc.returncode)
+    for hook in hooks:
+        recording = hook.finish(recording)
+    return recording
+
+
+def _start(
+    argv: list[str], piped: bool, env: dict[str, str], cwd: str | None
+) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """perf, started; its stderr (and the command's) to read. perf gets a copy of that pipe's read end:
+    should we die (SIGKILL), its closing messages then fit in the pipe instead of killing it by SIGPIPE
+    before it has finished perf.data and ended the command it launched."""
+    reader, writer = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE if piped else None,
+            stderr=writer,
+            env=env,
+            cwd=cwd,
+            pass_fds=(reader,),
+            preexec_fn=die_with_parent,
+        )
+    except OSError as failed:
+        os.close(reader)
+        raise PerfMissing(f"cannot run {argv[0]}: {failed.strerror}") from None
+    except BaseException:
+        os.close(reader)
+        raise
+    finally:
+        os.close(writer)
+    return proc, os.fdopen(reader, "rb")
+
+
+def _recording(
+    spec: RecordSpec,
+    output: Path,
+    metadata: dict[str, str],
+    seconds: float,
+    samples: str | None,
+    ending: _Ending,
+    returncode: int,
+) -> Recording:
+    stopped = f" (stopped by {stop_name(ending.signum)})" if ending.signum else ""
+    metadata["duration"] = f"{seconds:.1f} s{stopped}"
     # perf ends a launched command with SIGTERM when stopped, and exits with the command's status.
-    exit_status = proc.returncode if spec.command and ending.how == ENDED else None
-    recording = Recording(
+    exit_status = returncode if spec.command and ending.how == ENDED else None
+    return Recording(
         output,
         spec,
         metadata,
@@ -263,9 +214,6 @@ def record(
         stop_signal=ending.signum,
         stopped_ns=ending.stopped_ns,
     )
-    for hook in hooks:
-        recording = hook.finish(recording)
-    return recording
 
 
 def stop_name(signum: int | None) -> str:
@@ -296,7 +244,7 @@ def _failure(
     return explain_failure(spec, said, code), False
 
 
-def _abort(proc: subprocess.Popen[bytes], workload: _Workload) -> None:
+def _abort(proc: subprocess.Popen[bytes], workload: Workload) -> None:
     """A second Ctrl-C/SIGTERM (or a bug): perf is killed, and the command it launched ended."""
     workload.look()
     if proc.poll() is None:
@@ -309,10 +257,6 @@ def _ignore(line: str) -> None:
     pass
 
 
-def _nothing() -> None:
-    pass
-
-
 def _wait(
     proc: subprocess.Popen[bytes],
     spec: RecordSpec,
@@ -320,7 +264,7 @@ def _wait(
     output: Path,
     status: Status,
     err: _Relay,
-    workload: _Workload,
+    workload: Workload,
 ) -> _Ending:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
     stopped_ns = None

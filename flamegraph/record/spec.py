@@ -176,7 +176,7 @@ def maps_problem(pid: int) -> FlamegraphError | None:
         with open(f"/proc/{pid}/maps", "rb") as maps:
             maps.read(1)
     except FileNotFoundError:
-        return NoSuchProcess(f"no process with pid {pid}")
+        return NoSuchProcess(f"no process with pid {pid} (it exited while perf was attaching)")
     except OSError as err:
         return NotPermitted(
             f"perf cannot read /proc/{pid}/maps ({err.strerror}): this process may not inspect pid {pid} "
