@@ -109,6 +109,23 @@ def test_wait_open_at_end_is_clipped_to_the_last_timestamp() -> None:
     assert by_thread[b"other-12"].kind == "open at start"
 
 
+def test_wait_open_at_end_is_cut_where_the_recording_ended_when_that_is_known() -> None:
+    """`offcpu --duration 2 -- sleep 30`: the last record is sleep's own switch-out, so the wait was cut
+    to a few µs; perf was stopped 2 s in, and the wait runs until then (the window too)."""
+    text = switch("sleep", 10, "2.000000", "S", "perf", 9, NANOSLEEP) + record(
+        "sleep", 10, "2.000027", "PERF_RECORD_SWITCH OUT"
+    )
+    collapser = SchedCollapser(OffCpuOptions(), Diagnostics(echo=False))
+    lines = text.encode().splitlines(keepends=True)
+    [wait] = collapser.iter_waits(lines, "t.txt", recording_end=parse_time_ns(b"3", b"8"))
+    assert (wait.kind, wait.ns, wait.end) == ("open at end", 1_800_000_000, 3_800_000_000)
+    assert collapser.window_ns == collapser.last_window_ns == 1_800_000_000
+    [before] = SchedCollapser(OffCpuOptions(), Diagnostics(echo=False)).iter_waits(lines, "t.txt")
+    assert before.ns == 27_000  # unknown end: the last record, as `fold --offcpu` of a saved perf.data
+    [early] = SchedCollapser(OffCpuOptions(), Diagnostics(echo=False)).iter_waits(lines, "t.txt", 1_000_000_000)
+    assert early.ns == 27_000  # an end before the last record never shortens the window
+
+
 def test_each_wait_counted_once_per_thread() -> None:
     """A thread's waits never overlap: the sum stays within the window."""
     text = record("app", 10, "1.000000", "PERF_RECORD_SWITCH IN")
