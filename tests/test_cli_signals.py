@@ -3,7 +3,6 @@ a SIGHUP that `nohup` ignores stays ignored."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
