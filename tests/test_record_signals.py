@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_HANGUP, EXIT_OK, EXIT_TERMINATED, Diagnostics
+from flamegraph.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Diagnostics
 from flamegraph.folded import read_folded
 
 pytestmark = pytest.mark.perf
@@ -126,8 +126,10 @@ def test_offcpu_duration_cuts_a_launched_commands_open_wait_at_the_end(tmp_path:
     assert "1 wait open at the end (1." in proc.stderr
 
 
-def test_sigterm_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path) -> None:
-    """perf script is slow on big recordings: SIGTERM then must not lose the recording or leave perf."""
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)])
+def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path, signum: int, code: int) -> None:
+    """perf script is slow on big recordings: SIGTERM or Ctrl-C then must not lose the recording
+    (the scratch perf.data was deleted) nor leave perf script running."""
     real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -144,12 +146,13 @@ def test_sigterm_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path
     )  # fmt: skip
     seen = wait_for_line(proc, "recorded ")
     time.sleep(0.5)  # perf script (sleeping, here) has started
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, signum)
     err = finish(proc, seen)
-    assert proc.returncode == EXIT_TERMINATED, err
+    assert proc.returncode == code, err
     [kept] = list(tmp.glob("flamegraph-record-*/perf.data"))
-    assert f"\nthe recording is kept in {kept}\n" in err
-    assert err.rstrip().endswith("flamegraph: stopped by SIGTERM"), err
+    assert f"\nthe recording is kept in {kept}" in err
+    if signum == signal.SIGTERM:
+        assert err.rstrip().endswith("flamegraph: stopped by SIGTERM"), err
     assert not folded.exists()
 
 
