@@ -53,7 +53,7 @@ def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
 
 
 @pytest.mark.parametrize("command", ["record", "offcpu"])
-@pytest.mark.parametrize("option", ["-o", "--folded", "--perf-data"])
+@pytest.mark.parametrize("option", ["-o", "--folded", "--perf-data", "--speedscope", "--pprof", "--chrome-trace"])
 def test_unwritable_output_fails_before_recording(tmp_path: Path, read_only: Path, command: str, option: str) -> None:
     target = read_only / "sub" / "out" if option == "-o" else read_only / "out"
     args = [command, option, str(target), "--", "sleep", "3"]

@@ -117,7 +117,7 @@ def offcpu_command(
     )
     render.check()  # a bad option must not cost a recording
     svg = None if no_svg else output
-    for path in (svg, folded, perf_data):
+    for path in (svg, folded, *(path for _, path in exports.files), perf_data):
         check_writable(path)  # an unwritable output must not cost a recording
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}

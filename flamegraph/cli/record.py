@@ -224,7 +224,8 @@ def record_and_draw(
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
     with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
     status = Status()
-    for path in (draw.svg if draw.options is not None else None, draw.folded, perf_data):
+    exports = [path for _, path in draw.exports.files]
+    for path in (draw.svg if draw.options is not None else None, draw.folded, *exports, perf_data):
         check_writable(path)  # an unwritable output must not cost a recording
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
