@@ -5,6 +5,7 @@ off-CPU wait still open when the recording stops is cut there, not at the last e
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -93,6 +94,32 @@ def test_record_stops_draws_and_exits_with_the_signal_code(tmp_path: Path, signu
     assert svg.read_text().startswith("<?xml")
     assert f"(stopped by {name})" in svg.read_text()
     assert list((tmp_path / "tmp").iterdir()) == []  # the scratch perf.data went with the success
+
+
+def test_sighup_of_a_terminal_that_is_gone_still_draws(tmp_path: Path) -> None:
+    """A closed terminal: SIGHUP, and every write to it fails (EIO). The progress line, perf's
+    relayed lines and our notes must not turn the stop into a traceback that loses the recording."""
+    master, slave = os.openpty()
+    folded = tmp_path / "h.folded"
+    args = ["record", "--no-svg", "--folded", str(folded), "--", *SPIN]
+    proc = subprocess.Popen([*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"recording" not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 1.0)[0]:
+            seen += os.read(master, 4096)
+    assert b"recording" in seen, seen
+    time.sleep(1.0)
+    os.close(master)  # the terminal is gone
+    os.kill(proc.pid, signal.SIGHUP)
+    proc.wait(timeout=90)
+    deadline = time.monotonic() + 5
+    while left_behind(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left_behind(proc.pid) == []
+    assert proc.returncode == EXIT_HANGUP
+    assert sum(load(folded).values()) > 100
 
 
 def test_offcpu_stops_on_sigterm_and_cuts_the_open_wait_there(tmp_path: Path) -> None:

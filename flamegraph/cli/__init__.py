@@ -40,7 +40,23 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGHUP:
+        leave_hung_up_terminal()
     raise StopSignal(signum)
+
+
+def leave_hung_up_terminal() -> None:
+    """After a hangup, writing to the terminal fails (EIO) and would turn the orderly stop into a
+    traceback: stdout and stderr that were that terminal go to /dev/null, as nohup would have sent them."""
+    for fd in (1, 2):
+        if not os.isatty(fd):
+            continue
+        try:
+            os.write(fd, b"")  # a hung-up terminal fails even this
+        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
 
 
 def stop_on_signals() -> None:

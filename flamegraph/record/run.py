@@ -72,8 +72,7 @@ class _Relay:
     def _write(self, lines: list[bytes]) -> None:
         with self._status.lock:
             self._status.clear()
-            self._sink.writelines(lines)
-            self._sink.flush()
+            self._status.put(self._sink, lines)  # a gone terminal: dropped, the pipe still drained
 
     @property
     def released(self) -> bool:
