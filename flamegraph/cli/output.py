@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from ..diagnostics import InputMissing, OutputFailed
+from ..diagnostics import OutputFailed
 from ..folded import write_folded
 from ..model import FoldedProfile
 from ..record.spec import Recording
@@ -231,18 +231,18 @@ def check_writable(path: Path | None) -> None:
     except FileNotFoundError:
         mode = None
     except OSError as err:
-        raise InputMissing(f"{path}: cannot write: {err.strerror}") from None
+        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
     if mode is not None and stat.S_ISDIR(mode):
-        raise InputMissing(f"{path}: cannot write: is a directory")
+        raise OutputFailed(f"{path}: cannot write: is a directory")
     if mode is not None and not stat.S_ISREG(mode):
         if not os.access(path, os.W_OK):
-            raise InputMissing(f"{path}: cannot write: permission denied")
+            raise OutputFailed(f"{path}: cannot write: permission denied")
         return  # a device or a FIFO: written through, nothing is created next to it
     directory = Path(os.path.abspath(path)).parent
     missing = not os.path.isdir(directory)
     while not os.path.isdir(directory):
         if os.path.lexists(directory) or directory == directory.parent:
-            raise InputMissing(f"{path}: cannot write: {directory} is not a directory")
+            raise OutputFailed(f"{path}: cannot write: {directory} is not a directory")
         directory = directory.parent
     try:
         if missing:
@@ -252,7 +252,7 @@ def check_writable(path: Path | None) -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as err:
-        raise InputMissing(f"{path}: cannot write: {err.strerror} ({directory})") from None
+        raise OutputFailed(f"{path}: cannot write: {err.strerror} ({directory})") from None
 
 
 def write_results(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..diagnostics import FlamegraphError, InputMissing, PerfFailed, PerfMissing, StopSignal
+from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
 from .processes import Workload, die_with_parent
 from .spec import (
@@ -121,7 +121,7 @@ def record(
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as failed:
-        raise InputMissing(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
+        raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
     argv = record_command(spec, perf, output)
     proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd)
@@ -233,7 +233,7 @@ def _failure(
     after = f"after {seconds:.1f} s of recording"
     if WRITE_FAILED in said:  # a full disk, a quota
         why = next(line for line in reversed(lines) if WRITE_FAILED in line).partition("error: ")[2]
-        return InputMissing(f"{output}: perf record could not write its data {after}: {why or 'write error'}"), True
+        return OutputFailed(f"{output}: perf record could not write its data {after}: {why or 'write error'}"), True
     if code == -signal.SIGINT and ending.how != ENDED:  # our SIGINT came before perf could handle it
         if ending.how == INTERRUPTED:
             return None
