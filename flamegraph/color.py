@@ -234,8 +234,8 @@ class BadPalette(ValueError):
 def parse_palette(text: str) -> dict[str, str]:
     """flamegraph.pl's palette.map lines -> name: '#rrggbb'; blank lines are allowed, anything else raises.
 
-    mxnet::engine::ThreadedEngine::ExecuteOprBlock->rgb(229,101,29)
-    do_syscall_64_[k]->rgb(223,149,0)
+        mxnet::engine::ThreadedEngine::ExecuteOprBlock->rgb(229,101,29)
+        do_syscall_64_[k]->rgb(223,149,0)
     """
     colors: dict[str, str] = {}
     for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): names may hold \x0c or U+2028

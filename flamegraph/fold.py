@@ -73,4 +73,6 @@ def _explain_events(result: FoldResult, options: FoldOptions, diagnostics: Diagn
         return
     others = ", ".join(f"{event} ({n:,} samples)" for event, n in result.skipped_events.most_common())
     how = "--event-filter EVENT" if options.event_filter else "--event-filter EVENT, or --per-event DIR"
-    diagnostics.note(f"note: folded event {result.profile.event}; skipped {others}: select one with {how}")
+    diagnostics.note(
+        f"note: folded event {result.profile.event}; skipped {others}: select one with {how}"
+    )

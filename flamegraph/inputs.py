@@ -82,8 +82,8 @@ def open_stream(path: str, with_pid: bool = False) -> Iterator[IO[bytes]]:
 def gzip_errors(path: str) -> Iterator[None]:
     """A truncated or corrupt .gz found while reading `path` -> one line (exit 4), not a traceback.
 
-    with open_stream(path) as lines, gzip_errors(path):
-        read_folded(lines, label(path), diagnostics)
+        with open_stream(path) as lines, gzip_errors(path):
+            read_folded(lines, label(path), diagnostics)
     """
     try:
         yield

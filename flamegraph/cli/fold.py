@@ -98,7 +98,9 @@ def fold(
             target = per_event / names[event]
             write_atomically(target, lambda out, p=profile: write_folded(p, out))  # type: ignore[misc]
             renamed = "" if names[event] == f"{event}.folded" else f" (event {event})"
-            typer.echo(f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}{renamed}", err=True)
+            typer.echo(
+                f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}{renamed}", err=True
+            )
         if output is None:
             return
     write_atomically(output, lambda out: write_folded(result.profile, out))

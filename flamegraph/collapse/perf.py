@@ -300,8 +300,9 @@ class PerfCollapser:
     def _is_indented_header(self, line: bytes) -> bool:
         """A sample header printed with leading spaces (perf right-aligns comm without -g)."""
         stripped = line.strip()
-        return HEADER_OURS.match(stripped) is not None and (
-            PERIOD_EVENT.search(stripped) is not None or TIMED_EVENT.search(stripped) is not None
+        return (
+            HEADER_OURS.match(stripped) is not None
+            and (PERIOD_EVENT.search(stripped) is not None or TIMED_EVENT.search(stripped) is not None)
         )
 
     def _slow_frame(self, line: bytes, java: bool, cache: dict[bytes, bytes]) -> bytes | None:
