@@ -1,4 +1,5 @@
-"""Running `perf record`: relay the program's output, show progress, stop at --duration or Ctrl-C."""
+"""Running `perf record`: relay the program's output, show progress, stop at --duration, Ctrl-C, SIGTERM or
+SIGHUP, and say why perf failed; no perf, nor the command it launched, outlives a call."""
 
 from __future__ import annotations
 
