@@ -25,6 +25,12 @@ class Workload:
         self.pid: int | None = None
         self._started: str | None = None  # /proc start time: the pid is not someone else's later
 
+    @property
+    def looking(self) -> bool:
+        """Not found yet: perf forks it early (it waits for perf's go-ahead before exec), so look
+        often until then; a perf killed between its fork and our look would leave it running."""
+        return self._looking
+
     def look(self) -> None:
         if not self._looking or self._perf.poll() is not None:
             return

@@ -282,7 +282,7 @@ def _wait(
                 left = f", {max(spec.duration - elapsed, 0):.0f} s left" if spec.duration else ", Ctrl-C stops"
                 status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:
-                proc.wait(timeout=0.25)
+                proc.wait(timeout=0.02 if workload.looking else 0.25)
             except subprocess.TimeoutExpired:
                 pass
         return _Ending(ENDED if stopped_ns is None else STOPPED, None, stopped_ns)
