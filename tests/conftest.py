@@ -31,3 +31,30 @@ def check_golden(actual: bytes, golden: Path) -> None:
         return
     assert golden.exists(), f"missing golden file {golden} (run with UPDATE_GOLDEN=1 to create it on purpose)"
     assert actual == golden.read_bytes(), f"output differs from {golden}"
+
+
+def wait_for_perf_events(target_pid: int, timeout: float = 60.0) -> None:
+    """Block until a `perf record` process attached to `target_pid` holds its perf_event fds open.
+
+    Tests that need a target to do something *while* it is recorded start it paused and release it
+    after this returns: a fixed sleep is not enough on a loaded machine, where perf can take seconds
+    to start and attach."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if b"record" not in argv or str(target_pid).encode() not in argv:
+                    continue
+                links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+            except OSError:
+                continue
+            if "anon_inode:[perf_event]" in links:
+                time.sleep(0.2)  # perf opens the events of every thread before it enables them
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"no perf record attached to pid {target_pid} within {timeout} s")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for_perf_events
 
 from flamegraph.diagnostics import (
     EXIT_NO_PERF,
@@ -28,6 +29,8 @@ FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 LATE_THREAD = """
 import ctypes, sys, threading, time
 print("READY", flush=True)
+if len(sys.argv) > 3:
+    sys.stdin.readline()  # released by the test once perf is attached
 time.sleep(float(sys.argv[1]))
 def late():
     ctypes.CDLL(None).prctl(15, ctypes.c_char_p(b"late"), 0, 0, 0)
@@ -56,10 +59,12 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return errors[0]
 
 
-def start_target(tmp_path: Path, before: float, after: float) -> subprocess.Popen[str]:
+def start_target(tmp_path: Path, before: float, after: float, paused: bool = False) -> subprocess.Popen[str]:
+    """The LATE_THREAD script; `paused`: it waits for a line on stdin before its first sleep."""
     script = tmp_path / "late_thread.py"
     script.write_text(LATE_THREAD)
-    proc = subprocess.Popen([sys.executable, str(script), str(before), str(after)], stdout=subprocess.PIPE, text=True)
+    argv = [sys.executable, str(script), str(before), str(after), *(["paused"] if paused else [])]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
     return proc
 
@@ -104,11 +109,18 @@ def test_no_such_pid() -> None:
 
 @pytest.mark.perf
 def test_pid_covers_threads_created_during_the_recording(tmp_path: Path) -> None:
-    target = start_target(tmp_path, 0.6, 0.3)
+    target = start_target(tmp_path, 0.6, 0.3, paused=True)
     try:
         folded, data = tmp_path / "late.folded", tmp_path / "late.perf.data"
-        proc = run_cli("offcpu", "--pid", str(target.pid), "--duration", "5", "--no-svg",
-                       "--folded", str(folded), "--perf-data", str(data))  # fmt: skip
+        cli = subprocess.Popen([*FLAMEGRAPH, "offcpu", "--pid", str(target.pid), "--duration", "30", "--no-svg",
+                                "--folded", str(folded), "--perf-data", str(data)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        wait_for_perf_events(target.pid)
+        assert target.stdin is not None
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        stdout, stderr = cli.communicate(timeout=120)
+        proc = subprocess.CompletedProcess(cli.args, cli.returncode, stdout, stderr)
     finally:
         target.kill()
         target.wait()
@@ -138,7 +150,8 @@ def test_ctrl_c_stops_and_still_draws(tmp_path: Path) -> None:
             [*FLAMEGRAPH, "offcpu", "--pid", str(target.pid), "--no-svg", "--folded", str(folded)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(1.5)
+        wait_for_perf_events(target.pid)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:

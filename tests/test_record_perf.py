@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for_perf_events
 
 from flamegraph.diagnostics import (
     EXIT_BAD_INPUT,
@@ -118,11 +119,21 @@ def test_pid_mode_records_a_running_process(tmp_path: Path) -> None:
 
 
 def test_pid_that_exits_during_recording_still_gives_output(tmp_path: Path) -> None:
-    target = subprocess.Popen([sys.executable, "-c", PHASES, "1.0"], stdout=subprocess.DEVNULL)
+    paused = "import sys; sys.stdin.readline()\n" + PHASES  # released once perf is attached
+    target = subprocess.Popen([sys.executable, "-c", paused, "1.0"], stdout=subprocess.DEVNULL, stdin=subprocess.PIPE)
     folded = tmp_path / "e.folded"
-    proc = run_cli("record", "--pid", str(target.pid), "--no-svg", "--folded", str(folded))
-    target.wait()
-    assert proc.returncode == 0, proc.stderr
+    cli = subprocess.Popen([*FLAMEGRAPH, "record", "--pid", str(target.pid), "--no-svg", "--folded", str(folded)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for_perf_events(target.pid)
+        assert target.stdin is not None
+        target.stdin.write(b"go\n")
+        target.stdin.flush()
+        _, stderr = cli.communicate(timeout=120)
+    finally:
+        target.kill()
+        target.wait()
+    assert cli.returncode == 0, stderr
     assert load(folded).total > 0
 
 
