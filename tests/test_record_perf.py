@@ -106,11 +106,11 @@ def test_duration_stops_a_long_command(tmp_path: Path) -> None:
 
 
 def test_pid_mode_records_a_running_process(tmp_path: Path) -> None:
-    target = subprocess.Popen([sys.executable, "-c", BUSY])
+    target = subprocess.Popen([sys.executable, "-c", BUSY_TALKING], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)
+        assert target.stdout is not None and target.stdout.readline() == "busy\n"  # past Python's start-up
         folded = tmp_path / "p.folded"
-        proc = run_cli("record", "--pid", str(target.pid), "--duration", "1", "--no-svg", "--folded", str(folded))
+        proc = run_cli("record", "--pid", str(target.pid), "--duration", "2", "--no-svg", "--folded", str(folded))
         assert proc.returncode == 0, proc.stderr
         assert share(load(folded), "libz") > 0.5
     finally:
