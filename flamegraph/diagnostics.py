@@ -151,6 +151,7 @@ class Diagnostics:
     counts: Counter[str] = field(default_factory=Counter)
     shown: Counter[str] = field(default_factory=Counter)
     records: int = 0  # records seen, good or bad
+    skipped_records: int = 0  # records not folded because of a problem (each counted once)
     notes: list[str] = field(default_factory=list)
 
     def report(self, path: str, line: int, kind: str, text: str) -> None:
@@ -177,6 +178,7 @@ class Diagnostics:
             self._show(problem)
         self.counts.update(other.counts)
         self.records += other.records
+        self.skipped_records += other.skipped_records
         for message in other.notes:
             self.note(message)
 
@@ -185,12 +187,16 @@ class Diagnostics:
         return sum(self.counts.values())
 
     def summary(self) -> str | None:
+        """'skipped 1 of 155 records: 1 bad-frame-line'; when the problem lines are not one per
+        skipped record, both are counted: 'skipped 1 of 155 records; 3 problem lines: ...'."""
         if not self.counts:
             return None
         kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.counts.items()))
         hidden = self.skipped - sum(self.shown.values())
         more = f" ({hidden:,} not shown)" if hidden else ""
-        return f"skipped {self.skipped:,} of {self.records:,} records: {kinds}{more}"
+        plural = "s" if self.skipped != 1 else ""
+        lines = "" if self.skipped == self.skipped_records else f"; {self.skipped:,} problem line{plural}"
+        return f"skipped {self.skipped_records:,} of {self.records:,} records{lines}: {kinds}{more}"
 
     def finish(self) -> None:
         line = self.summary()

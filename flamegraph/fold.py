@@ -1,19 +1,27 @@
-"""The fold stage as one call: inputs (text, gzip, stdin, perf.data) -> folded profile(s)."""
+"""The fold stage as one call: inputs (text, gzip, stdin, perf.data) -> folded profile(s).
+
+Every command folds through here (`fold`, `record`, `make flamegraph`): one opener
+(`inputs.open_stream`), the block fast path, and `--jobs` for text files large enough to pay
+for it. perf.data is folded as `perf script` writes it, so the two overlap.
+"""
 
 from __future__ import annotations
 
-import gzip
+import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .collapse.parallel import fold_parallel
-from .collapse.perf import FoldOptions, PerfCollapser
-from .collapse.perf_blocks import fold_blocks, iter_blocks
+from .collapse.options import FoldOptions
+from .collapse.perf import PerfCollapser
+from .collapse.perf_blocks import BLOCK, fold_blocks, iter_blocks, iter_lines
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .inputs import STDIN, kind_of, label, open_stream
+from .inputs import PIPE_SIZE, STDIN, is_pipe, kind_of, label, open_stream
 from .model import FoldedProfile
+
+Progress = Callable[[int], None]  # bytes of perf script text folded so far
 
 
 @dataclass
@@ -23,28 +31,68 @@ class FoldResult:
     skipped_events: Counter[str] = field(default_factory=Counter)  # event -> samples not folded
 
 
+def jobs_for(path: str, jobs: int | None, strict: bool) -> int:
+    """Processes for one input: 1 unless it is a regular text file; `None` picks what pays."""
+    if strict or path == STDIN or jobs == 1:
+        return 1
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 1  # the opener says why
+    from .collapse.parallel import MIN_CHUNK, default_jobs
+
+    wanted = default_jobs(size) if jobs is None else jobs
+    if wanted < 2 or size < 2 * MIN_CHUNK or kind_of(path) != "text":
+        return 1
+    return wanted
+
+
+@contextmanager
+def open_lines(path: str, script_args: Sequence[str] = (), progress: Progress | None = None) -> Iterator[Iterator[bytes]]:
+    """The lines of any input, without their line ends, for folders that read line by line (off-CPU)."""
+    with open_stream(path, script_args=script_args) as stream:
+        size = PIPE_SIZE if is_pipe(stream) else BLOCK
+        yield iter_lines(iter_blocks(stream, size=size), progress)
+
+
+def fold_input(
+    collapser: PerfCollapser,
+    path: str,
+    jobs: int | None = None,
+    script_args: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> None:
+    """Fold one input into `collapser`: the one path every command takes."""
+    options = collapser.options
+    where = label(path)
+    processes = jobs_for(path, jobs, collapser.diagnostics.strict)
+    if processes > 1:
+        from .collapse.parallel import fold_parallel
+
+        try:
+            fold_parallel(path, collapser, processes)
+        except OSError as err:
+            raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
+        return
+    with open_stream(path, options.pid or options.tid, script_args) as stream:
+        size = PIPE_SIZE if is_pipe(stream) else BLOCK
+        fold_blocks(collapser, iter_blocks(stream, size=size), where, progress=progress)
+
+
 def fold_perf(
     inputs: Sequence[str],
     options: FoldOptions | None = None,
     diagnostics: Diagnostics | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
 ) -> FoldResult:
-    """Fold `perf script` output from every input into one profile (and one per event if asked)."""
+    """Fold `perf script` output from every input into one profile (and one per event if asked).
+
+    `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on)."""
     options = options or FoldOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
-    with_pid = options.pid or options.tid
     for path in inputs or [STDIN]:
-        try:
-            if jobs > 1 and not diagnostics.strict and path != STDIN and kind_of(path) == "text":
-                fold_parallel(path, options, jobs, collapser)
-                continue
-            with open_stream(path, with_pid) as stream:
-                fold_blocks(collapser, iter_blocks(stream), label(path))
-        except (EOFError, gzip.BadGzipFile) as err:
-            raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
-        except OSError as err:
-            raise InputMissing(f"{label(path)}: read failed: {err.strerror or err}") from None
+        fold_input(collapser, path, jobs)
     diagnostics.finish()
     result = _result(collapser)
     _explain_events(result, options, diagnostics)
@@ -73,6 +121,4 @@ def _explain_events(result: FoldResult, options: FoldOptions, diagnostics: Diagn
         return
     others = ", ".join(f"{event} ({n:,} samples)" for event, n in result.skipped_events.most_common())
     how = "--event-filter EVENT" if options.event_filter else "--event-filter EVENT, or --per-event DIR"
-    diagnostics.note(
-        f"note: folded event {result.profile.event}; skipped {others}: select one with {how}"
-    )
+    diagnostics.note(f"note: folded event {result.profile.event}; skipped {others}: select one with {how}")

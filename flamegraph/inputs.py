@@ -1,11 +1,19 @@
-"""Open what the user names as input: a path, '-' for stdin, gzip text, or a perf.data file."""
+"""Open what the user names as input: a path, '-' for stdin, gzip text, or a perf.data file.
+
+One opener for every command, and one translation of what can go wrong while reading into a
+one-line `InputMissing` (exit 4): a missing or unreadable file, a truncated or corrupt `.gz`
+(`EOFError`, `BadGzipFile`, `zlib.error`), an I/O error. perf.data is run through `perf script`
+(with the caller's extra options), whose own failures are `PerfFailed`/`NotPermitted`.
+"""
 
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import IO, BinaryIO
 
@@ -14,6 +22,8 @@ from .perf import PERF_DATA_MAGIC, script_command, stream_script
 
 GZIP_MAGIC = b"\x1f\x8b"
 STDIN = "-"
+F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+PIPE_SIZE = 1 << 20  # perf script keeps writing while a block is folded (the default 64 KiB would stall it)
 
 
 def label(path: str) -> str:
@@ -60,31 +70,68 @@ def _kind(head: bytes) -> str:
     return "text"
 
 
+def is_pipe(stream: IO[bytes]) -> bool:
+    """Whether reading waits on a writer (perf script, a shell pipe): then read in smaller blocks."""
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _widen_pipe(stream: IO[bytes]) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
+    except (AttributeError, ImportError, OSError, ValueError):
+        pass  # a smaller pipe only costs overlap
+
+
 @contextmanager
-def open_stream(path: str, with_pid: bool = False) -> Iterator[IO[bytes]]:
-    """A binary stream of `perf script` (or folded) text from any supported input."""
+def open_stream(path: str, with_pid: bool = False, script_args: Sequence[str] = ()) -> Iterator[IO[bytes]]:
+    """A binary stream of `perf script` (or folded) text from any supported input.
+
+    perf.data is scripted with `--no-inline`, `-F +pid` when `with_pid`, and `script_args`; its text
+    is read as perf writes it. Read errors inside the `with` block become one `InputMissing`."""
+    where = label(path)
     with ExitStack() as stack:
         raw = _open_raw(path)
         if path != STDIN:
             stack.callback(raw.close)
-        kind = _kind(_peek(raw, 8))
-        if kind == "perf.data":
-            if path == STDIN:
-                raise InputMissing("<stdin>: perf.data on stdin is not supported; pass the file's path")
-            yield stack.enter_context(stream_script(script_command(path, with_pid), path))
-        elif kind == "gzip":
-            yield stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type,misc]
-        else:
-            yield raw
+        try:
+            kind = _kind(_peek(raw, 8))
+        except OSError as err:
+            raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
+        try:
+            if kind == "perf.data":
+                if path == STDIN:
+                    raise InputMissing("<stdin>: perf.data on stdin is not supported; pass the file's path")
+                stream = stack.enter_context(stream_script(script_command(path, with_pid, script_args), path))
+                _widen_pipe(stream)
+                yield stream
+            elif kind == "gzip":
+                yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[misc]
+            else:
+                if path == STDIN:
+                    _widen_pipe(raw)
+                yield raw
+        except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+            raise InputMissing(f"{where}: truncated or corrupt gzip data: {err}") from None
+        except OSError as err:
+            raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
 
 
 @contextmanager
 def gzip_errors(path: str) -> Iterator[None]:
     """A truncated or corrupt .gz found while reading `path` -> one line (exit 4), not a traceback.
+    `open_stream` translates these itself; this is for a stream read outside its `with` block.
 
         with open_stream(path) as lines, gzip_errors(path):
             read_folded(lines, label(path), diagnostics)
     """
+    import gzip
+    import zlib
+
     try:
         yield
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:

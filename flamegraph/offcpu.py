@@ -14,21 +14,18 @@ when the CPU goes idle or to another process (pairing on `next_pid` alone loses 
 
 from __future__ import annotations
 
-import gzip
 import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 from .collapse.perf_sched import THROUGHOUT, WHOLE_RECORDING, OffCpuOptions, SchedCollapser, Wait, state_frame
 from .collapse.sched_totals import OffCpuFolder
-from .diagnostics import Diagnostics, FlamegraphError, InputMissing, NoSamples, NotPermitted, PerfFailed
-from .inputs import STDIN, kind_of, label
+from .diagnostics import Diagnostics, FlamegraphError, NoSamples, NotPermitted, PerfFailed
+from .fold import open_lines
+from .inputs import STDIN, label
 from .model import FoldedProfile
-from .perf import script_command, stream_script
-from .record import Recording, RecordSpec, Status, iter_progress, record
+from .record import Recording, RecordSpec, Status, record, show_progress
 
 EVENT = "sched:sched_switch"
 DEFAULT_CALL_GRAPH = "dwarf,8192"  # frame pointers stop at libc's futex wrappers: 1 user frame
@@ -204,26 +201,6 @@ def whole_window_resolver(pid: int, before: dict[int, ThreadState]) -> Resolver:
 
 
 # -- folding --------------------------------------------------------------------------------------
-@contextmanager
-def open_offcpu(path: str) -> Iterator[IO[bytes]]:
-    """`perf script` text (plain or gzip) or a perf.data file, which is scripted with our options."""
-    kind = kind_of(path)
-    if kind == "perf.data":
-        command = script_command(path, extra=SCRIPT_OPTIONS)
-        with stream_script(command, path) as stream:
-            yield stream
-        return
-    if path == STDIN:
-        yield gzip.GzipFile(fileobj=sys.stdin.buffer) if kind == "gzip" else sys.stdin.buffer  # type: ignore[misc]
-        return
-    with open(path, "rb") as raw:
-        if kind == "gzip":
-            with gzip.open(raw, "rb") as unzipped:
-                yield unzipped  # type: ignore[misc]
-        else:
-            yield raw
-
-
 def fold_offcpu(
     inputs: Sequence[str],
     options: OffCpuOptions | None = None,
@@ -242,21 +219,20 @@ def fold_offcpu(
     collapser = SchedCollapser(options, diagnostics)
     folder = OffCpuFolder(options)
     silent: list[bytes] = []
+    progress = show_progress(status, "pairing") if status else None
     for path in inputs or [STDIN]:
-        try:
-            with open_offcpu(path) as stream:
-                lines = iter_progress(stream, status, "pairing") if status else stream
-                for wait in collapser.iter_waits(lines, label(path), recording_end):
-                    folder.add(wait)
-            resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
-            for wait in resolved:
+        # Pairing is sequential (a wait's two ends may be far apart): one process, reading perf
+        # script's text as it is written, frames named through the same cache as `fold`.
+        with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
+            for wait in collapser.iter_waits(lines, label(path), recording_end):
                 folder.add(wait)
-            done = {wait.thread for wait in resolved}
-            silent += [name for _, name in collapser.silent if name not in done]
-        except (EOFError, gzip.BadGzipFile) as err:
-            raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
-        except OSError as err:
-            raise InputMissing(f"{label(path)}: read failed: {err.strerror or err}") from None
+        if status:
+            status.clear()
+        resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
+        for wait in resolved:
+            folder.add(wait)
+        done = {wait.thread for wait in resolved}
+        silent += [name for _, name in collapser.silent if name not in done]
     diagnostics.finish()
     profile = folder.profile(collapser.window_ns, collapser.lost, silent)
     if not profile.counts:

@@ -17,22 +17,41 @@ def fold(text: str, **options: object) -> PerfCollapser:
 
 
 @pytest.mark.parametrize(
-    ("bad", "line", "kind"),
+    ("bad", "line", "kind", "summary"),
     [
-        ("python 2 [000] 2.0: 5 cpu-clock: \n\tnot a frame\n\t    12 f (/bin/p)\n\n", 5, "bad-frame-line"),
-        ("python 2 [000] 2.0: 5 cpu-clock: \n\t    12 f (/bin/p)\n???garbage\n\n", 6, "bad-header"),
-        ("\t    12 orphan (/bin/p)\n\n", 4, "orphan-frame"),
-        ("python 2 [000] 2.0: 5 cpu-clock: \n\t    12\n\n", 5, "bad-frame-line"),
-        ("\x00\x01binary\n\t    12 f (/bin/p)\n\n", 4, "bad-header"),
+        ("python 2 [000] 2.0: 5 cpu-clock: \n\tnot a frame\n\t    12 f (/bin/p)\n\n", 5, "bad-frame-line", "1 of 3 records"),
+        ("python 2 [000] 2.0: 5 cpu-clock: \n\t    12 f (/bin/p)\n???garbage\n\t    13 g (/bin/p)\n\n", 6,
+         "bad-header", "1 of 3 records"),
+        ("\t    12 orphan (/bin/p)\n\n", 4, "orphan-frame", "0 of 2 records; 1 problem line"),
+        ("python 2 [000] 2.0: 5 cpu-clock: \n\t    12\n\n", 5, "bad-frame-line", "1 of 3 records"),
+        ("\x00\x01binary\n\t    12 f (/bin/p)\n\n", 4, "bad-header", "1 of 3 records"),
     ],
     ids=["not-a-frame", "garbage-inside-record", "orphan-frame", "frame-without-symbol", "binary-header"],
 )
-def test_malformed_record_is_reported_at_its_line_and_skipped(bad: str, line: int, kind: str) -> None:
+def test_malformed_record_is_reported_at_its_line_and_skipped(bad: str, line: int, kind: str, summary: str) -> None:
     collapser = fold(GOOD + bad + GOOD.replace("main", "after"))
     problems = collapser.diagnostics.problems
     assert [(p.path, p.line, p.kind) for p in problems] == [("perf.txt", line, kind)]
     assert collapser.profile().counts == {"python;main": 7, "python;after": 7}
-    assert collapser.diagnostics.summary().startswith("skipped 1 of ")
+    assert collapser.diagnostics.summary() == f"skipped {summary}: 1 {kind}"
+
+
+def test_summary_counts_records_not_problem_lines() -> None:
+    """Three bad frame lines in one record: one record skipped, three lines reported."""
+    collapser = fold(GOOD + "python 2 [000] 2.0: 5 cpu-clock: \n\tjunk\n\tjunk\n\tjunk\n\n")
+    assert collapser.diagnostics.summary() == "skipped 1 of 2 records; 3 problem lines: 3 bad-frame-line"
+    assert collapser.profile().counts == {"python;main": 7}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_whole_sample_followed_by_unreadable_lines_is_kept(jobs: int) -> None:
+    """Lines that are neither frames nor headers after a sample's frames end it; it is kept whole,
+    and the unreadable lines count as one skipped record (with frames after them, it is not whole)."""
+    junk = "python 2 [000] 2.0: 5 cpu-clock: \n\t    12 f (/bin/p)\n???garbage\n???more\n\n"
+    collapser = fold(GOOD + junk + GOOD.replace("main", "after"))
+    assert collapser.profile().counts == {"python;main": 7, "python;f": 5, "python;after": 7}
+    assert [(p.line, p.kind) for p in collapser.diagnostics.problems] == [(6, "bad-header")]
+    assert collapser.diagnostics.summary() == "skipped 1 of 4 records: 1 bad-header"
 
 
 def test_strict_stops_at_the_first_problem() -> None:

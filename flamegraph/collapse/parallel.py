@@ -1,31 +1,66 @@
 """`--jobs N`: fold one large text file in N processes, split on record boundaries.
 
-The output is identical to a single process: chunks start right after a blank line (so no
-record is cut), the event filter is fixed from the file's head before splitting, and each
-worker's line numbers are shifted by the lines of the chunks before it.
+The output and the diagnostics are those of one process: chunks start right after a blank line
+(so no record is cut), the event filter is fixed from the file's head before splitting, each
+worker's problems are shifted by the lines of the chunks before it and merged in file order, and
+a frame hook sees every distinct frame a worker saw (replayed here, so its observations are whole).
+
+Workers are forked (no interpreter start, nothing to import): this process folds the first chunk
+while they fold the others, and each sends back its stacks, pickled through a pipe.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import signal
 from collections import Counter
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from ..diagnostics import Diagnostics, Problem
-from .perf import HEADER, HEADER_OURS, FoldOptions, PerfCollapser
+from .options import FoldOptions, FrameHook
+from .perf import PerfCollapser, Stacks
 from .perf_blocks import fold_blocks, iter_blocks
 
-MIN_CHUNK = 4 << 20  # below this, process start-up costs more than it saves
+MIN_CHUNK = 4 << 20  # below this, a worker costs more than it saves
+HookKey = tuple[bytes, bytes, bytes]
+
+
+class SeenFrames:
+    """A frame hook that remembers what it was asked, so a worker's questions can be asked again here."""
+
+    def __init__(self, hook: FrameHook) -> None:
+        self.hook = hook
+        self.seen: dict[HookKey, bytes | None] = {}
+
+    def __call__(self, pc: bytes, symbol: bytes, dso: bytes) -> bytes | None:
+        key = (pc, symbol, dso)
+        if key in self.seen:
+            return self.seen[key]
+        name = self.seen[key] = self.hook(pc, symbol, dso)
+        return name
 
 
 @dataclass
 class ChunkResult:
-    by_event: dict[bytes | None, dict[bytes, int]]
-    records_by_event: Counter[bytes | None]
+    stacks: dict[tuple[bytes | None, bytes], Stacks]
     skipped_by_event: Counter[bytes]
-    event_filter: bytes | None
     diagnostics: Diagnostics
     lines: int
+    frames_seen: list[HookKey] = field(default_factory=list)
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_jobs(size: int) -> int:
+    """What pays: one process per MIN_CHUNK * 2 of input, at most one per usable core."""
+    return max(1, min(cpu_count(), size // (2 * MIN_CHUNK)))
 
 
 def split_points(path: str, parts: int) -> list[int]:
@@ -46,67 +81,115 @@ def split_points(path: str, parts: int) -> list[int]:
     return sorted(set(points))
 
 
-def first_event(path: str, options: FoldOptions) -> bytes | None:
+def first_event(path: str, collapser: PerfCollapser) -> bytes | None:
     """The event the reference would fold by default: the first header's."""
-    probe = PerfCollapser(options, Diagnostics(echo=False))
-    header = HEADER if options.compat else HEADER_OURS
     with open(path, "rb") as f:
         for line in f:
-            if line[:1] in (b"\n", b"#") or (line[:1] in (b"\t", b" ") and options.compat):
-                continue
-            stripped = line.strip() if not options.compat else line.rstrip(b"\n")
-            if header.match(stripped):
-                event = probe._event(stripped)[0]
-                if event is not None:
-                    return event
+            event = collapser.first_event(line.rstrip(b"\n"))
+            if event is not None:
+                return event
     return None
 
 
 def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkResult:
     diagnostics = Diagnostics(echo=False)
+    hook = options.frame_hook
+    before = set(hook.seen) if isinstance(hook, SeenFrames) else set()
     collapser = PerfCollapser(options, diagnostics)
     with open(path, "rb") as stream:
         stream.seek(start)
         lines = fold_blocks(collapser, iter_blocks(stream, end - start), path)
-    return ChunkResult(
-        collapser.by_event,
-        collapser.records_by_event,
-        collapser.skipped_by_event,
-        collapser.event_filter,
-        diagnostics,
-        lines,
-    )
+    seen = [key for key in hook.seen if key not in before] if isinstance(hook, SeenFrames) else []
+    return ChunkResult(collapser.stacks, collapser.skipped_by_event, diagnostics, lines, seen)
 
 
-def fold_parallel(path: str, options: FoldOptions, jobs: int, into: PerfCollapser) -> int:
-    """Fold `path` with `jobs` processes and merge the results into `into`; returns lines read."""
-    if not options.per_event and options.event_filter is None:
-        event = first_event(path, options)
-        if event is not None:
-            options = replace(options, event_filter=event.decode("utf-8", "surrogateescape"))
-            into.event_filter = event
-    from concurrent.futures import ProcessPoolExecutor  # only --jobs pays for it
+def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
+    """Run `work` in a child process; (pid, read end of the pipe its pickled result comes through)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never runs the parent's clean-ups
+        code = 0
+        try:
+            os.close(read)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)  # the parent handles signals and stops us
+            try:
+                payload = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
+            except Exception as err:  # noqa: BLE001 - handed to the parent, which raises it
+                payload = pickle.dumps((False, err), pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as out:
+                out.write(payload)
+        except BaseException:  # noqa: BLE001 - nothing may escape a forked child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, read
 
+
+def _collect(pid: int, read: int) -> ChunkResult:
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise RuntimeError(f"fold worker {pid} died ({status=:#x})")
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _stop(children: list[tuple[int, int]]) -> None:
+    for pid, read in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        try:
+            os.close(read)
+        except OSError:
+            pass
+
+
+def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
+    """Fold `path` into `into` with up to `jobs` processes; returns the lines read."""
+    options = into.options
+    if not options.per_event and into.event_filter is None:
+        into.event_filter = first_event(path, into)
+    if into.event_filter is not None and not options.per_event:
+        options = replace(options, event_filter=into.event_filter.decode("utf-8", "surrogateescape"))
+    hook = into.frames.options.frame_hook
+    if hook is not None and not options.compat and not isinstance(hook, SeenFrames):
+        hook = SeenFrames(hook)
+        into.frames.options = replace(into.frames.options, frame_hook=hook)
+    options = replace(options, frame_hook=hook)
     points = split_points(path, jobs)
     chunks = list(zip(points, points[1:], strict=False))
-    # This process folds the first chunk itself while jobs-1 workers fold the rest.
-    with ProcessPoolExecutor(max_workers=max(1, len(chunks) - 1)) as pool:
-        futures = [pool.submit(_fold_chunk, path, a, b, options) for a, b in chunks[1:]]
-        results = [_fold_chunk(path, *chunks[0], options)] + [future.result() for future in futures]
-    base = 0
+    children: list[tuple[int, int]] = []
+    try:
+        for start, end in chunks[1:]:
+            children.append(_fork(lambda start=start, end=end: _fold_chunk(path, start, end, options)))
+        with open(path, "rb") as stream:  # this process folds the first chunk meanwhile
+            lines = fold_blocks(into, iter_blocks(stream, chunks[0][1]), path)
+        results = []
+        while children:
+            results.append(_collect(*children[0]))
+            children.pop(0)
+    finally:
+        _stop(children)
     for result in results:
-        shifted = Diagnostics(echo=False)
-        shifted.problems = [Problem(p.path, p.line + base, p.kind, p.text) for p in result.diagnostics.problems]
-        shifted.counts = result.diagnostics.counts
-        shifted.records = result.diagnostics.records
-        into.diagnostics.merge(shifted)
-        base += result.lines
-        for event, counts in result.by_event.items():
-            target = into.by_event.setdefault(event, {})
-            for stack, count in counts.items():
-                target[stack] = target.get(stack, 0) + count
-        into.records_by_event.update(result.records_by_event)
-        into.skipped_by_event.update(result.skipped_by_event)
-        if into.event_filter is None:
-            into.event_filter = result.event_filter
-    return base
+        _merge(into, result, lines)
+        lines += result.lines
+    return lines
+
+
+def _merge(into: PerfCollapser, result: ChunkResult, base: int) -> None:
+    shifted = result.diagnostics
+    shifted.problems = [Problem(p.path, p.line + base, p.kind, p.text) for p in shifted.problems]
+    into.diagnostics.merge(shifted)
+    into.merge(result.stacks, result.skipped_by_event)
+    hook = into.frames.options.frame_hook
+    if isinstance(hook, SeenFrames):
+        for key in result.frames_seen:
+            hook(*key)

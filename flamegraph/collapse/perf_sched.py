@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..folded import decode
-from .perf import FoldOptions, PerfCollapser, SampleHook, split_frame
-from .tidy import is_kernel_dso
+from .frames import FrameNames
+from .options import FoldOptions, SampleHook
 
 HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
 SWITCH = re.compile(
@@ -218,8 +218,8 @@ class SchedCollapser:
     def __init__(self, options: OffCpuOptions, diagnostics: Diagnostics) -> None:
         self.options = options
         self.diagnostics = diagnostics
-        self._namer = PerfCollapser(FoldOptions(kernel=options.annotate_kernel), diagnostics)
-        self._frames: dict[bytes, bytes | None] = {}  # raw frame line -> folded name, b"" to drop
+        # Frames are named as `fold` names them; kernel frames dropped unless `kernel`.
+        self.frames = FrameNames(FoldOptions(kernel=options.annotate_kernel), drop_kernel=not options.kernel)
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
         self.other_records = 0  # samples of other events, not folded
@@ -237,25 +237,18 @@ class SchedCollapser:
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
-        name = self._frames.get(line)
-        if name is not None or line in self._frames:
-            return name
-        text = line.strip()
-        parts = split_frame(text, False)
-        if parts is None:
-            return None
-        if not self.options.kernel and is_kernel_dso(parts[2]):
-            name = b""
-        else:
-            name = self._namer.frame_name(text, False)
-        self._frames[line] = name
-        return name
+        name = self.frames.plain.get(line)
+        return name if name is not None else self.frames.name(line)
 
     def iter_waits(self, lines: Iterable[bytes], path: str, recording_end: int | None = None) -> Iterator[Wait]:
         """Every wait of one recording, in the order the waits end; open ones last, clipped to the
-        last record or to `recording_end` (ns, perf's clock) when that is later."""
+        last record or to `recording_end` (ns, perf's clock) when that is later.
+
+        Lines come without their line end (as `str.split` cuts a block), or with it (as a file
+        iterates); both fold the same."""
         pairing = _Pairing(self.diagnostics, path)
         diagnostics = self.diagnostics
+        named = self.frames.plain.get
         ready: list[Wait] = []
         frames: list[bytes] = []
         out: _SwitchOut | None = None  # the sched_switch whose frames we are reading
@@ -264,7 +257,9 @@ class SchedCollapser:
             first = line[:1]
             if first == b"\t" or (first == b" " and HEADER.match(line) is None):
                 if out is not None:
-                    name = self.frame(line)
+                    name = named(line)
+                    if name is None:
+                        name = self.frames.name(line)
                     if name is None:
                         diagnostics.report(path, number, "bad-frame-line", decode(line))
                     elif name:
@@ -312,6 +307,7 @@ class SchedCollapser:
         header = HEADER.match(line)
         if header is None:
             self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
+            self.diagnostics.skipped_records += 1
             return None
         comm, pid, tid_text, seconds, fraction, rest = header.groups()
         tid = int(tid_text or pid)
@@ -361,6 +357,7 @@ class SchedCollapser:
         fields = SWITCH.search(rest)
         if fields is None:
             self.diagnostics.report(pairing.path, number, "bad-switch", decode(line))
+            self.diagnostics.skipped_records += 1
             return None
         self.switches += 1
         prev_comm, prev_pid, state, next_comm, next_pid, trailing = fields.groups()

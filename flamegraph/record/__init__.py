@@ -26,7 +26,7 @@ script (perf script -> folded), status (the progress line).
 """
 
 from .run import record
-from .script import fold_recording, iter_progress, script_args
+from .script import fold_recording, script_args, show_progress
 from .spec import (
     DEFAULT_CALL_GRAPH,
     DEFAULT_EVENT,
@@ -59,10 +59,10 @@ __all__ = [
     "check_target",
     "explain_failure",
     "fold_recording",
-    "iter_progress",
     "parse_call_graph",
     "parse_window",
     "record",
     "record_command",
     "script_args",
+    "show_progress",
 ]

@@ -1,13 +1,14 @@
-"""From a recording to folded stacks: `perf script --no-inline` (windowed) streamed into the folder."""
+"""From a recording to folded stacks: `perf script --no-inline` (windowed) folded as perf writes it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 
-from ..collapse.perf import FoldOptions, PerfCollapser
+from ..collapse.options import FoldOptions
+from ..collapse.perf import PerfCollapser
 from ..diagnostics import Diagnostics, NoSamples
+from ..fold import fold_input
 from ..model import FoldedProfile
-from ..perf import script_command, stream_script
 from .spec import ONCPU_FIELDS, Recording
 from .status import Status
 
@@ -23,15 +24,13 @@ def script_args(
     return [*extra, *recording.script_extra]
 
 
-def iter_progress(lines: Iterable[bytes], status: Status, label: str) -> Iterator[bytes]:
-    """Passes lines through, showing how much text has gone by (every 64k lines)."""
-    size = 0
-    for n, line in enumerate(lines, 1):
-        size += len(line)
-        if not n & 0xFFFF:
-            status.show(f"{label}: {size / 1e6:.0f} MB of perf script text")
-        yield line
-    status.clear()
+def show_progress(status: Status, label: str) -> Callable[[int], None]:
+    """A fold's progress callback: how much perf script text has gone by."""
+
+    def show(done: int) -> None:
+        status.show(f"{label}: {done / 1e6:.0f} MB of perf script text")
+
+    return show
 
 
 def fold_recording(
@@ -41,14 +40,15 @@ def fold_recording(
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
 ) -> FoldedProfile:
-    """`perf script --no-inline` streamed into the on-CPU folder; the capture metadata go along."""
+    """`perf script --no-inline` folded through the one fold path; the capture metadata go along."""
     status = status or Status()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options or FoldOptions(), diagnostics)
-    command = script_command(str(recording.perf_data), extra=script_args(recording, window))
     label = str(recording.perf_data)
-    with stream_script(command, label) as lines:
-        collapser.feed(iter_progress(lines, status, "folding"), label)
+    try:
+        fold_input(collapser, label, script_args=script_args(recording, window), progress=show_progress(status, "folding"))
+    finally:
+        status.clear()
     diagnostics.finish()
     profile = collapser.profile()
     if not profile.counts:

@@ -1,0 +1,143 @@
+"""Name one `perf script` frame line, and the one cache of frame lines every folder shares.
+
+Frame lines it names (leading whitespace and the address vary; the line end is never part of it):
+    \t    7f0c1a2b3c4d std::_Function_handler<void (std::shared_ptr<X>), F>::_M_invoke+0x1d (/lib/libmxnet.so)
+    \t    ffffffff8103d0ca native_write_msr_safe ([kernel.kallsyms])
+    \t    7f00 foo+0x1->bar+0x2 (inlined)
+    7f12 PyEval_Eval+0x3 (/usr/bin/python3)        <- the frame on a header line (recorded without -g)
+
+A recording repeats a few thousand distinct frame lines millions of times, so a line is named once
+and looked up by its raw bytes afterwards; lines that differ only in address and offset share a
+second cache keyed by what is left.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import tidy
+from .options import FoldOptions
+
+FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")  # the reference's pattern, verbatim
+FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
+HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
+    """'<addr> <symbol> (<dso>)' -> (addr, symbol, dso); the DSO is the last balanced (...) group."""
+    match = FRAME_REFERENCE.match(text)
+    if match is None:
+        return None
+    if compat:
+        return match.group(1), match.group(2), match.group(3)
+    body = text.rstrip()
+    if not body.endswith(b")"):
+        return match.group(1), match.group(2), match.group(3)
+    dso = match.group(3)
+    if b"(" not in dso and b")" not in dso and len(body) - len(dso) - 2 == body.rfind(b" (") + 1:
+        return match.group(1), match.group(2), dso  # the usual case: the last group is the whole DSO
+    depth = 0
+    for i in range(len(body) - 1, -1, -1):
+        byte = body[i]
+        if byte == 0x29:
+            depth += 1
+        elif byte == 0x28:
+            depth -= 1
+            if depth == 0:
+                # As the reference: the symbol ends before the " (" that opens the DSO group.
+                head = FRAME_HEAD.match(body[: i - 1]) if i and body[i - 1] == 0x20 else None
+                if head is None:
+                    break
+                return head.group(1), head.group(2), body[i + 1 : -1]
+    return match.group(1), match.group(2), match.group(3)
+
+
+def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes | None:
+    """Folded text of one frame line: b'' for a frame the reference drops, None if malformed.
+
+    `java`: the sample's process is a JVM (Java's tidy rules apply). Inlined frames come out
+    joined by ';', caller first, as perf lists them ('outer->inner')."""
+    parts = split_frame(line, options.compat)
+    if parts is None:
+        return None
+    pc, raw, dso = parts
+    raw = tidy.OFFSET.sub(b"", raw)
+    if raw.startswith(b"(") and (options.compat or not raw.startswith(tidy.ANONYMOUS_NAMESPACE)):
+        return b""  # the reference drops "(...)" names as process names
+    if options.frame_hook is not None and not options.compat:
+        raw = options.frame_hook(pc, raw, dso) or raw
+    names = []
+    for i, name in enumerate(raw.split(b"->")):
+        if name == b"[unknown]":
+            name = dso.rsplit(b"/", 1)[-1] if dso != b"[unknown]" else b"unknown"
+            name = b"[" + name + (b" <" + pc + b">" if options.addrs else b"") + b"]"
+        name = tidy.tidy_name(name, java, options.compat)
+        if i > 0 or (dso == b"inlined" and not options.compat):
+            if b"_[i]" not in name:
+                name += b"_[i]"
+        elif options.kernel and tidy.is_kernel_dso(dso, options.compat):
+            name += b"_[k]"
+        elif options.jit and tidy.is_jit_dso(dso, options.compat) and b"_[j]" not in name:
+            name += b"_[j]"
+        names.append(name)
+    return b";".join(names)
+
+
+def symbol_key(line: bytes, java: bool, addrs: bool, hooked: bool = False) -> bytes | None:
+    """'<addr> <sym>+0x<off> (<dso>)' -> b'<sym> (<dso>)' (+ java flag); None when unsure."""
+    body = line.strip()
+    space = body.find(b" ")
+    paren = body.rfind(b" (")
+    if space <= 0 or paren <= space or not body[:space].isalnum():
+        return None
+    symbol = body[space + 1 : paren].lstrip()
+    if b"[unknown]" in symbol and (addrs or (hooked and not body.endswith(b" ([unknown])"))):
+        return None  # --addrs prints the address; a frame hook may name each address differently
+    plus = symbol.rfind(b"+0x")
+    if plus > 0 and len(symbol) > plus + 3 and HEX_DIGITS.issuperset(symbol[plus + 3 :]):
+        symbol = symbol[:plus]
+    return (b"J" if java else b"-") + symbol + body[paren:]
+
+
+class FrameNames:
+    """The frame-line cache: raw line (without its line end) -> folded name, one table per tidy rule set.
+
+    `plain` and `java` map lines to non-empty names only, so a fold can look a whole record up with
+    `map(table.get, lines)` and treat None as "not named yet". Lines that fold to nothing (frames the
+    reference drops; kernel frames when `drop_kernel`) are remembered apart.
+    """
+
+    def __init__(self, options: FoldOptions, drop_kernel: bool = False) -> None:
+        self.options = options
+        self.drop_kernel = drop_kernel
+        self.plain: dict[bytes, bytes] = {}
+        self.java: dict[bytes, bytes] = {}
+        self._dropped: set[bytes] = set()
+        self._symbols: dict[bytes, bytes] = {}  # frame line without address and offset -> name
+
+    def table(self, java: bool) -> dict[bytes, bytes]:
+        return self.java if java else self.plain
+
+    def name(self, line: bytes, java: bool = False) -> bytes | None:
+        """Name a line the table does not hold yet: b'' for frames to drop, None if malformed."""
+        if line in self._dropped:
+            return b""
+        options = self.options
+        # Lines differing only in address and offset ("7f01 work+0x34 (/t)", "7f09 work+0x3c (/t)")
+        # fold to the same name: key a second cache by what is left.
+        key = symbol_key(line, java, options.addrs, options.frame_hook is not None)
+        name = self._symbols.get(key) if key is not None else None
+        if name is None:
+            if self.drop_kernel:
+                parts = split_frame(line, options.compat)
+                if parts is not None and tidy.is_kernel_dso(parts[2]):
+                    self._dropped.add(line)
+                    return b""
+            name = name_frame(line, options, java)
+            if name and key is not None:
+                self._symbols[key] = name
+        if name:
+            (self.java if java else self.plain)[line] = name
+        elif name == b"":
+            self._dropped.add(line)
+        return name

@@ -1,0 +1,32 @@
+"""What a fold is asked to do: stackcollapse-perf.pl's options plus ours, and the frame hook's type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# (address, symbol, DSO) of a frame -> a replacement symbol, or None to keep it. Called once per
+# distinct frame (never with --compat); flamegraph.report.FrameObserver groups [unknown] frames of
+# readable DSOs by function with it (--group-unknown) and notes which frames are JIT code.
+FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
+# (sample header line, folded frame names leaf first) -> the frame names to fold, leaf first.
+SampleHook = Callable[[bytes, list[bytes]], list[bytes]]
+
+
+@dataclass(frozen=True)
+class FoldOptions:
+    """stackcollapse-perf.pl's options, with their meaning, plus ours."""
+
+    pid: bool = False  # comm-PID as the root frame
+    tid: bool = False  # comm-PID/TID as the root frame
+    kernel: bool = False  # annotate kernel frames with _[k]
+    jit: bool = False  # annotate JIT frames with _[j]
+    addrs: bool = False  # [dso <addr>] instead of [dso] for unknown symbols
+    event_filter: str | None = None  # fold only this event (default: the first one seen)
+    per_event: bool = False  # fold every event separately (no filtering)
+    compat: bool = False  # reproduce the reference byte for byte, including the records it loses
+    frame_hook: FrameHook | None = None  # see FrameHook; ignored with compat
+
+    @classmethod
+    def with_all(cls, **kwargs: object) -> FoldOptions:
+        return cls(kernel=True, jit=True, **kwargs)  # type: ignore[arg-type]
