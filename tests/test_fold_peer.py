@@ -1,4 +1,7 @@
-"""The reference folder's own test corpus: 13 real inputs, 92 expected outputs, byte for byte."""
+"""The reference folder's own test corpus: 13 real inputs, 92 expected outputs, byte for byte.
+
+Folded through the production path (opener, block fast path) with one process and with two, and
+through the block path fed in odd block sizes (carries across block ends)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import shared_dir
+from fold_paths import fold_file
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 from flamegraph.collapse.perf_blocks import fold_blocks
@@ -45,8 +49,25 @@ CASES = _cases()
 IDS = [f"{Path(s).stem}-{o or 'default'}" for s, o, _ in CASES]
 
 
-def fold_bytes(data: bytes, options: FoldOptions) -> bytes:
-    """Through the production path: whole-record blocks, with odd block sizes to exercise carries."""
+HOW = ["blocks", "jobs1", "jobs2"]
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each peer input as plain text (the .gz ones unpacked: --jobs splits text files)."""
+    where = tmp_path_factory.mktemp("peer")
+    paths = {}
+    for source, _, _ in CASES:
+        paths[source] = where / Path(source).name.removesuffix(".gz")
+        paths[source].write_bytes(_read(Path(source)))
+    return paths
+
+
+def fold_bytes(data: bytes, options: FoldOptions, how: str = "blocks", path: Path | None = None) -> bytes:
+    """Whole-record blocks with odd block sizes (carries), or the production path on `path`."""
+    if how != "blocks":
+        assert path is not None and path.read_bytes() == data
+        return fold_file(path, options, int(how[-1]))
     collapser = PerfCollapser(options, Diagnostics(echo=False))
     blocks = [data[i : i + 65521] for i in range(0, len(data), 65521)]
     fold_blocks(collapser, blocks, "input")
@@ -57,9 +78,12 @@ def test_the_whole_corpus_is_here() -> None:
     assert len(CASES) == 92, f"expected 92 peer files in {PEER}, found {len(CASES)}"
 
 
+@pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=IDS)
-def test_compat_mode_matches_the_reference_byte_for_byte(source: str, option: str, expected: str) -> None:
-    actual = fold_bytes(_read(Path(source)), FoldOptions(compat=True, **OPTIONS[option]))
+def test_compat_mode_matches_the_reference_byte_for_byte(
+    source: str, option: str, expected: str, how: str, texts: dict[str, Path]
+) -> None:
+    actual = fold_bytes(_read(Path(source)), FoldOptions(compat=True, **OPTIONS[option]), how, texts[source])
     assert actual == _read(Path(expected))
 
 
@@ -74,12 +98,15 @@ def readable_rust(folded: bytes) -> bytes:
     return b"".join(b"%s %d\n" % (stack, counts[stack]) for stack in sorted(counts))
 
 
+@pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize(("source", "option", "expected"), CASES, ids=IDS)
-def test_default_mode_differs_only_by_the_record_the_reference_loses(source: str, option: str, expected: str) -> None:
+def test_default_mode_differs_only_by_the_record_the_reference_loses(
+    source: str, option: str, expected: str, how: str, texts: dict[str, Path]
+) -> None:
     """Our default keeps the last record of a file without a final blank line and shows Rust's
     half-demangled names readable; nothing else differs."""
     data = _read(Path(source))
-    actual = fold_bytes(data, FoldOptions(**OPTIONS[option]))
+    actual = fold_bytes(data, FoldOptions(**OPTIONS[option]), how, texts[source])
     reference = readable_rust(_read(Path(expected)))
     if data.endswith(b"\n\n"):
         assert actual == reference

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
+from fold_paths import fold_collapser, small_chunks
 from flamegraph.collapse.perf_blocks import fold_blocks
 from flamegraph.folded import iter_folded_lines, read_folded
 from flamegraph.model import FoldedProfile
@@ -100,17 +101,11 @@ def test_folded_text_round_trips(profile: dict[tuple[str, list[str]], int]) -> N
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(profile=st.dictionaries(stacks, st.integers(1, 10**6), min_size=1, max_size=40))
 def test_jobs_output_equals_single_process(profile: dict, tmp_path_factory) -> None:  # type: ignore[type-arg,no-untyped-def]
-    import flamegraph.collapse.parallel as parallel
-
     path = Path(tmp_path_factory.mktemp("jobs")) / "in.txt"
     path.write_bytes(as_perf_script(profile, True) * 3)  # type: ignore[arg-type]
-    old = parallel.MIN_CHUNK
-    parallel.MIN_CHUNK = 1  # force real splitting on these small inputs
-    try:
+    with small_chunks():  # force real splitting on these small inputs
         single = fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False), jobs=1)
         multi = fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False), jobs=3)
-    finally:
-        parallel.MIN_CHUNK = old
     assert multi.profile.counts == single.profile.counts
 
 
@@ -126,3 +121,19 @@ def test_block_fast_path_equals_line_state_machine(pieces: list[str], compat: bo
     assert by_blocks.by_event == by_lines.by_event
     assert by_blocks.diagnostics.problems == by_lines.diagnostics.problems
     assert by_blocks.diagnostics.records == by_lines.diagnostics.records
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(LINE_PIECES, max_size=60), compat=st.booleans(), jobs=st.integers(2, 4))
+def test_jobs_give_the_same_stacks_and_diagnostics(pieces: list[str], compat: bool, jobs: int, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the input, N processes fold what one does and report the same problems, at the same
+    lines, with the same record counts and summary."""
+    path = Path(tmp_path_factory.mktemp("jobs")) / "mix.txt"
+    path.write_bytes(("\n".join(pieces) + "\n").encode())
+    one = fold_collapser(path, FoldOptions(compat=compat), 1)
+    many = fold_collapser(path, FoldOptions(compat=compat), jobs)
+    assert many.by_event == one.by_event and many.event_filter == one.event_filter
+    assert many.skipped_by_event == one.skipped_by_event
+    assert many.diagnostics.problems == one.diagnostics.problems
+    assert many.diagnostics.summary() == one.diagnostics.summary()
+    assert many.diagnostics.records == one.diagnostics.records

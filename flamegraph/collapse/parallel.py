@@ -15,7 +15,7 @@ import os
 import pickle
 import signal
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..diagnostics import Diagnostics, Problem
@@ -68,27 +68,39 @@ def split_points(path: str, parts: int) -> list[int]:
     size = os.path.getsize(path)
     parts = max(1, min(parts, size // MIN_CHUNK))
     points = [0]
+    window = 1 << 20
     with open(path, "rb") as f:
         for k in range(1, parts):
             target = max(size * k // parts, points[-1])
             f.seek(target)
-            window = f.read(1 << 20)
-            found = window.find(b"\n\n")
-            if found < 0:
-                continue
-            points.append(target + found + 2)
+            found = f.read(window).find(b"\n\n")
+            if found >= 0:
+                point = target + found + 2
+            else:  # none after the target: the last one before it
+                start = max(points[-1], target - window)
+                f.seek(start)
+                found = f.read(target - start + 1).rfind(b"\n\n")
+                point = start + found + 2 if found >= 0 else 0
+            if points[-1] < point < size:
+                points.append(point)
     points.append(size)
-    return sorted(set(points))
+    return points
 
 
-def first_event(path: str, collapser: PerfCollapser) -> bytes | None:
-    """The event the reference would fold by default: the first header's."""
-    with open(path, "rb") as f:
-        for line in f:
-            event = collapser.first_event(line.rstrip(b"\n"))
-            if event is not None:
-                return event
-    return None
+def first_event(path: str, options: FoldOptions) -> bytes | None:
+    """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
+    found by running the state machine on the file's head until it does."""
+    probe = PerfCollapser(replace(options, frame_hook=None, event_filter=None), Diagnostics(echo=False))
+
+    def head() -> Iterator[bytes]:
+        with open(path, "rb") as lines:
+            for line in lines:
+                yield line[:-1] if line[-1:] == b"\n" else line
+                if probe.event_filter is not None:
+                    return
+
+    probe.feed_lines(head(), path)
+    return probe.event_filter
 
 
 def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkResult:
@@ -156,7 +168,7 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
     """Fold `path` into `into` with up to `jobs` processes; returns the lines read."""
     options = into.options
     if not options.per_event and into.event_filter is None:
-        into.event_filter = first_event(path, into)
+        into.event_filter = first_event(path, options)
     if into.event_filter is not None and not options.per_event:
         options = replace(options, event_filter=into.event_filter.decode("utf-8", "surrogateescape"))
     hook = into.frames.options.frame_hook

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
@@ -51,6 +52,19 @@ class HeaderFacts(NamedTuple):
     frames: dict[bytes, bytes]  # the frame-line table for its process (Java or not)
 
 
+@dataclass
+class _Record:
+    """Where the state machine stopped: the record being read, if any."""
+
+    state: int = NONE
+    bad: bool = False
+    tail_junk: bool = False
+    period: int = 1
+    java: bool = False
+    counts: Stacks = field(default_factory=dict)
+    frames: list[bytes] = field(default_factory=list)
+
+
 class PerfCollapser:
     """Folds one or more `perf script` streams into stacks per event.
 
@@ -69,6 +83,7 @@ class PerfCollapser:
         self.frames = FrameNames(options)
         self.headers: dict[bytes, HeaderFacts | None] = {}  # header without its timestamp -> facts
         self._header_re = HEADER if options.compat else HEADER_OURS
+        self._record = _Record()
 
     # -- headers -----------------------------------------------------------------------------
     def root_name(self, match: re.Match[bytes]) -> bytes:
@@ -99,13 +114,6 @@ class PerfCollapser:
         # Tracepoint fields ("prev_comm=x prev_pid=1 ...") are not a frame: require '<hex> <sym> (<dso>)'.
         is_frame = frame is not None and frame.group(2).endswith(b")") and b" (" in frame.group(2)
         return timed.group(2), timed.group(1), rest if is_frame else b""
-
-    def first_event(self, header: bytes) -> bytes | None:
-        """The event of a line if it is a sample header (the reference folds the first one seen)."""
-        if header[:1] in (b"", b"#") or (header[:1] in (b"\t", b" ") and self.options.compat):
-            return None
-        stripped = header if self.options.compat else header.strip()
-        return self.event_of(stripped)[0] if self._header_re.match(stripped) else None
 
     def header_facts(self, header: bytes, space: int, colon: int) -> HeaderFacts | None:
         """Facts of a record's first line for the fast path, or None: the line path must read it.
@@ -147,24 +155,36 @@ class PerfCollapser:
 
     # -- the line-by-line state machine ------------------------------------------------------
     def feed(self, lines: Iterable[bytes], path: str, first_line: int = 1) -> int:
-        """Fold lines as a file iterates them (with their b'\\n'); returns the number of lines read."""
-        return self.feed_lines((line[:-1] if line[-1:] == b"\n" else line for line in lines), path, first_line)
+        """Fold a whole input given as a file iterates it (lines with their b'\\n'); returns the
+        number of lines read."""
+        read = self.feed_lines((line[:-1] if line[-1:] == b"\n" else line for line in lines), path, first_line)
+        self.end_input()
+        return read
+
+    def end_input(self) -> None:
+        """The input ends: a record without a blank line after it ends too (the reference loses it)."""
+        record = self._record
+        if record.state == OPEN and not self.options.compat:
+            self._close(record.counts, record.frames, record.period, record.bad, record.tail_junk)
+        self._record = _Record()
 
     def feed_lines(self, lines: Iterable[bytes], path: str, first_line: int = 1) -> int:
-        """Fold lines given without their line end; returns the number of lines read."""
+        """Fold lines given without their line end, going on from where the last call stopped
+        (`end_input` ends the input); returns the number of lines read."""
         opts = self.options
         compat = opts.compat
         diagnostics = self.diagnostics
         frame_names = self.frames
         header_re = self._header_re
-        cache = frame_names.plain
-        java = False
-        state = NONE
-        record_bad = False  # a problem inside the record: it is not folded
-        tail_junk = False  # an unindented line we cannot read ended the record's frames
-        period = 1
-        counts: Stacks = {}
-        frames: list[bytes] = []
+        record = self._record
+        java = record.java
+        cache = frame_names.table(java)
+        state = record.state
+        record_bad = record.bad  # a problem inside the record: it is not folded
+        tail_junk = record.tail_junk  # an unindented line we cannot read ended the record's frames
+        period = record.period
+        counts = record.counts
+        frames = record.frames
         append = frames.append
         number = first_line - 1
 
@@ -261,8 +281,7 @@ class PerfCollapser:
                 elif name:
                     append(name)
 
-        if state == OPEN and not compat:  # no blank line after the last record
-            self._close(counts, frames, period, record_bad, tail_junk)
+        self._record = _Record(state, record_bad, tail_junk, period, java, counts, frames)
         return number - first_line + 1
 
     def _close(self, counts: Stacks, frames: list[bytes], period: int, bad: bool, tail_junk: bool) -> None:

@@ -21,6 +21,7 @@ from typing import IO
 from .perf import Names, PerfCollapser
 
 BLOCK = 4 << 20
+MAX_CARRY = 8 * BLOCK
 
 
 def iter_blocks(stream: IO[bytes], limit: int | None = None, size: int = BLOCK) -> Iterator[bytes]:
@@ -64,27 +65,36 @@ def fold_blocks(
     line = first_line
     carry = b""
     done = 0
+    pending = False  # the state machine is inside a record: the next one is its to finish
     for block in blocks:
         done += len(block)
         data = carry + block if carry else block
         cut = data.rfind(b"\n\n")
         if cut < 0:
             carry = data
+            end = carry.rfind(b"\n") if len(carry) > MAX_CARRY else -1
+            if end >= 0:  # no blank line for long (CRLF, garbage): the state machine reads on
+                line += collapser.feed_lines(carry[:end].split(b"\n"), path, line)
+                carry, pending = carry[end + 1 :], True
             continue
         carry = data[cut + 2 :]
-        line = _fold_records(collapser, data[:cut], path, line)
+        line = _fold_records(collapser, data[:cut], path, line, pending)
+        pending = False
         if progress is not None:
             progress(done)
-    if carry:  # the tail: no blank line after it; feed_lines applies the end-of-input rules
+    if carry:  # the tail: no blank line after it
         lines = carry.split(b"\n")
         if not lines[-1]:
             lines.pop()  # the line end of the last line, not a blank line
         line += collapser.feed_lines(lines, path, line)
+    collapser.end_input()
     return line - first_line
 
 
-def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -> int:
-    """Fold complete records (text holds records joined by blank lines); returns the next line."""
+def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, pending: bool = False) -> int:
+    """Fold complete records (text holds records joined by blank lines); returns the next line.
+
+    `pending`: the first record goes on with one the state machine has begun."""
     headers = collapser.headers
     facts_of = collapser.header_facts
     records = text.split(b"\n\n")
@@ -98,7 +108,7 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int) -
         facts = headers.get(header[:space] + header[colon:], False) if 0 <= space < colon else None
         if facts is False:
             facts = facts_of(header, space, colon)
-        if facts is not None:
+        if facts is not None and not (pending and index == 0):
             weight, stacks, table = facts  # type: ignore[misc]
             del lines[0]
             names = tuple(map(table.get, lines))

@@ -1,0 +1,43 @@
+"""Folding a file the way the commands do: the input opener, the block fast path, and `--jobs`.
+
+With jobs > 1 the chunks are made small enough that even a golden file of a few records is
+really split between processes (inferno runs every collapse golden with one thread and with two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import flamegraph.collapse.parallel as parallel
+from flamegraph import Diagnostics, FoldOptions, PerfCollapser
+from flamegraph.fold import fold_input
+from flamegraph.folded import iter_folded_lines
+
+
+@contextmanager
+def small_chunks() -> Iterator[None]:
+    old = parallel.MIN_CHUNK
+    parallel.MIN_CHUNK = 1
+    try:
+        yield
+    finally:
+        parallel.MIN_CHUNK = old
+
+
+def fold_collapser(path: Path, options: FoldOptions, jobs: int, strict: bool = False) -> PerfCollapser:
+    collapser = PerfCollapser(options, Diagnostics(strict=strict, echo=False))
+    with small_chunks():
+        fold_input(collapser, str(path), jobs)
+    return collapser
+
+
+def fold_file(path: Path, options: FoldOptions, jobs: int) -> bytes:
+    """The folded text of `path` through the production path with `jobs` processes."""
+    return b"".join(iter_folded_lines(fold_collapser(path, options, jobs).profile()))
+
+
+def splits_in_two(path: Path) -> bool:
+    with small_chunks():
+        return len(parallel.split_points(str(path), 2)) == 3
