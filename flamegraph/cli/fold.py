@@ -41,7 +41,13 @@ def fold(
     per_event: Annotated[
         Path | None, typer.Option("--per-event", metavar="DIR", help="write one DIR/EVENT.folded per event")
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="processes for large text files")] = 1,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "-j", "--jobs", min=1, show_default=False,
+            help="processes for a large text file [default: one per core from 8 MB, else 1]",
+        ),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")] = False,
     compat: Annotated[
         bool,
@@ -82,8 +88,6 @@ def fold(
         compat=compat,
         frame_hook=hook,
     )
-    if report and jobs > 1:
-        jobs = 1  # the report needs what the frame hook saw, which worker processes keep to themselves
     diagnostics = Diagnostics(strict=strict)
     result = fold_perf(inputs or [], options, diagnostics, jobs=jobs)
     note = grouping_note(namer)

@@ -1,0 +1,66 @@
+"""`--jobs`: what it folds equals one process, what a frame hook sees is whole, and the default pays."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import GOLDEN
+from fold_paths import fold_collapser, small_chunks
+
+import flamegraph.collapse.parallel as parallel
+from flamegraph import FoldOptions
+from flamegraph.diagnostics import InputMissing
+from flamegraph.fold import jobs_for
+
+SOURCE = GOLDEN / "fold" / "cxx-names.perf.txt"
+
+
+class Observer:
+    """A frame hook like report.FrameObserver: remembers what it saw, renames one symbol."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[bytes, bytes, bytes]] = set()
+
+    def __call__(self, pc: bytes, symbol: bytes, dso: bytes) -> bytes | None:
+        self.seen.add((pc, symbol, dso))
+        return b"renamed" if symbol == b"main" else None
+
+
+def test_a_frame_hook_sees_what_the_workers_saw(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(SOURCE.read_bytes() * 4)
+    one, many = Observer(), Observer()
+    single = fold_collapser(path, FoldOptions(frame_hook=one), 1)
+    split = fold_collapser(path, FoldOptions(frame_hook=many), 3)
+    assert split.by_event == single.by_event
+    assert any(b"renamed" in stack for stack in single.by_event[None])
+    assert many.seen == one.seen and one.seen
+
+
+def test_a_failing_worker_fails_the_fold_and_leaves_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(SOURCE.read_bytes() * 4)
+
+    def broken(*args: object) -> None:
+        raise InputMissing("in.txt: read failed: simulated")
+
+    monkeypatch.setattr(parallel, "_fold_chunk", broken)
+    with pytest.raises(InputMissing, match="simulated"):
+        fold_collapser(path, FoldOptions(), 2)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every worker was reaped
+
+
+def test_default_jobs_one_for_small_inputs_all_cores_for_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = tmp_path / "small.txt"
+    small.write_bytes(SOURCE.read_bytes())
+    assert jobs_for(str(small), None, strict=False) == 1
+    monkeypatch.setattr(parallel, "cpu_count", lambda: 2)
+    assert parallel.default_jobs(1 << 20) == 1
+    assert parallel.default_jobs(200 << 20) == 2
+    with small_chunks():
+        assert jobs_for(str(small), None, strict=False) == 2
+        assert jobs_for(str(small), None, strict=True) == 1  # --strict stops at the first problem: in order
+        assert jobs_for("-", 4, strict=False) == 1
