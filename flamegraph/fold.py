@@ -48,7 +48,9 @@ def jobs_for(path: str, jobs: int | None, strict: bool) -> int:
 
 
 @contextmanager
-def open_lines(path: str, script_args: Sequence[str] = (), progress: Progress | None = None) -> Iterator[Iterator[bytes]]:
+def open_lines(
+    path: str, script_args: Sequence[str] = (), progress: Progress | None = None
+) -> Iterator[Iterator[bytes]]:
     """The lines of any input, without their line ends, for folders that read line by line (off-CPU)."""
     with open_stream(path, script_args=script_args) as stream:
         size = PIPE_SIZE if is_pipe(stream) else BLOCK

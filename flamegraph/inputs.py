@@ -110,7 +110,7 @@ def open_stream(path: str, with_pid: bool = False, script_args: Sequence[str] = 
                 _widen_pipe(stream)
                 yield stream
             elif kind == "gzip":
-                yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[misc]
+                yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[arg-type]
             else:
                 if path == STDIN:
                     _widen_pipe(raw)

@@ -19,7 +19,8 @@ def fold(text: str, **options: object) -> PerfCollapser:
 @pytest.mark.parametrize(
     ("bad", "line", "kind", "summary"),
     [
-        ("python 2 [000] 2.0: 5 cpu-clock: \n\tnot a frame\n\t    12 f (/bin/p)\n\n", 5, "bad-frame-line", "1 of 3 records"),
+        ("python 2 [000] 2.0: 5 cpu-clock: \n\tnot a frame\n\t    12 f (/bin/p)\n\n", 5, "bad-frame-line",
+         "1 of 3 records"),
         ("python 2 [000] 2.0: 5 cpu-clock: \n\t    12 f (/bin/p)\n???garbage\n\t    13 g (/bin/p)\n\n", 6,
          "bad-header", "1 of 3 records"),
         ("\t    12 orphan (/bin/p)\n\n", 4, "orphan-frame", "0 of 2 records; 1 problem line"),

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from fold_paths import fold_collapser, small_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
-from fold_paths import fold_collapser, small_chunks
 from flamegraph.collapse.perf_blocks import fold_blocks
 from flamegraph.folded import iter_folded_lines, read_folded
 from flamegraph.model import FoldedProfile
@@ -125,7 +125,7 @@ def test_block_fast_path_equals_line_state_machine(pieces: list[str], compat: bo
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(LINE_PIECES, max_size=60), compat=st.booleans(), jobs=st.integers(2, 4))
-def test_jobs_give_the_same_stacks_and_diagnostics(pieces: list[str], compat: bool, jobs: int, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+def test_jobs_give_the_same_stacks_and_diagnostics(pieces: list[str], compat: bool, jobs: int, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Whatever the input, N processes fold what one does and report the same problems, at the same
     lines, with the same record counts and summary."""
     path = Path(tmp_path_factory.mktemp("jobs")) / "mix.txt"

@@ -17,6 +17,7 @@ import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..diagnostics import Diagnostics, Problem
 from .options import FoldOptions, FrameHook
@@ -181,7 +182,7 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
     children: list[tuple[int, int]] = []
     try:
         for start, end in chunks[1:]:
-            children.append(_fork(lambda start=start, end=end: _fold_chunk(path, start, end, options)))
+            children.append(_fork(partial(_fold_chunk, path, start, end, options)))
         with open(path, "rb") as stream:  # this process folds the first chunk meanwhile
             lines = fold_blocks(into, iter_blocks(stream, chunks[0][1]), path)
         results = []

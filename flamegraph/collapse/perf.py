@@ -305,7 +305,9 @@ class PerfCollapser:
 
     def is_frame_line(self, line: bytes) -> bool:
         """An indented, non-blank line that is not an indented header: the fast path may name it."""
-        return line[:1] in (b"\t", b" ") and bool(line.strip()) and not (b": " in line and self._is_indented_header(line))
+        if line[:1] not in (b"\t", b" ") or not line.strip():
+            return False
+        return not (b": " in line and self._is_indented_header(line))
 
     # -- results -----------------------------------------------------------------------------
     @property

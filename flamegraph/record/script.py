@@ -46,7 +46,8 @@ def fold_recording(
     collapser = PerfCollapser(options or FoldOptions(), diagnostics)
     label = str(recording.perf_data)
     try:
-        fold_input(collapser, label, script_args=script_args(recording, window), progress=show_progress(status, "folding"))
+        progress = show_progress(status, "folding")
+        fold_input(collapser, label, script_args=script_args(recording, window), progress=progress)
     finally:
         status.clear()
     diagnostics.finish()
