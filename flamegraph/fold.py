@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from .collapse.options import FoldOptions
 from .collapse.perf import PerfCollapser
-from .collapse.perf_blocks import BLOCK, fold_blocks, iter_blocks, iter_lines
+from .collapse.perf_blocks import fold_blocks, iter_blocks, iter_lines
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .inputs import PIPE_SIZE, STDIN, is_pipe, kind_of, label, open_stream
+from .inputs import STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
@@ -53,8 +53,7 @@ def open_lines(
 ) -> Iterator[Iterator[bytes]]:
     """The lines of any input, without their line ends, for folders that read line by line (off-CPU)."""
     with open_stream(path, script_args=script_args) as stream:
-        size = PIPE_SIZE if is_pipe(stream) else BLOCK
-        yield iter_lines(iter_blocks(stream, size=size), progress)
+        yield iter_lines(iter_blocks(stream), progress)
 
 
 def fold_input(
@@ -77,8 +76,7 @@ def fold_input(
             raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
         return
     with open_stream(path, options.pid or options.tid, script_args) as stream:
-        size = PIPE_SIZE if is_pipe(stream) else BLOCK
-        fold_blocks(collapser, iter_blocks(stream, size=size), where, progress=progress)
+        fold_blocks(collapser, iter_blocks(stream), where, progress=progress)
 
 
 def fold_perf(

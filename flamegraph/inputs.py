@@ -9,8 +9,6 @@ one-line `InputMissing` (exit 4): a missing or unreadable file, a truncated or c
 from __future__ import annotations
 
 import gzip
-import os
-import stat
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
@@ -68,14 +66,6 @@ def _kind(head: bytes) -> str:
     if head[:2] == GZIP_MAGIC:
         return "gzip"
     return "text"
-
-
-def is_pipe(stream: IO[bytes]) -> bool:
-    """Whether reading waits on a writer (perf script, a shell pipe): then read in smaller blocks."""
-    try:
-        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 def _widen_pipe(stream: IO[bytes]) -> None:
