@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import GOLDEN
+from conftest import GOLDEN, REPO
 from fold_paths import fold_collapser, small_chunks
 
 import flamegraph.collapse.parallel as parallel
@@ -66,3 +69,40 @@ def test_default_jobs_one_for_small_inputs_all_cores_for_large(tmp_path: Path, m
         assert jobs_for(str(small), None, strict=False) == 2
         assert jobs_for(str(small), None, strict=True) == 1  # --strict stops at the first problem: in order
         assert jobs_for("-", 4, strict=False) == 1
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_worker_dies_with_its_parent(tmp_path: Path) -> None:
+    """SIGKILL to `fold -j2` (no clean-up possible) still leaves no worker folding on."""
+    path = tmp_path / "big.txt"
+    record = (GOLDEN / "fold" / "cxx-names.perf.txt").read_bytes()
+    path.write_bytes(record * (60_000_000 // len(record)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flamegraph", "fold", "-j2", "--no-group-unknown", str(path), "-o", str(tmp_path / "o")],
+        cwd=REPO, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while not workers and proc.poll() is None and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.001)
+    assert workers, "the fold ended before a worker was seen"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(_alive(pid) for pid in workers)

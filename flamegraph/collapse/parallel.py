@@ -25,6 +25,7 @@ from .perf import PerfCollapser, Stacks
 from .perf_blocks import fold_blocks, iter_blocks
 
 MIN_CHUNK = 4 << 20  # below this, a worker costs more than it saves
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 HookKey = tuple[bytes, bytes, bytes]
 
 
@@ -116,9 +117,22 @@ def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkR
     return ChunkResult(collapser.stacks, collapser.skipped_by_event, diagnostics, lines, seen)
 
 
+def _die_with(parent: int) -> None:
+    """Ask Linux to kill this process when its parent dies (however it dies: SIGKILL too)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: a worker outlives a killed parent only until its chunk is folded
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before we asked
+
+
 def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
     """Run `work` in a child process; (pid, read end of the pipe its pickled result comes through)."""
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns, never runs the parent's clean-ups
         code = 0
@@ -126,6 +140,7 @@ def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
             os.close(read)
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, signal.SIG_DFL)  # the parent handles signals and stops us
+            _die_with(parent)
             try:
                 payload = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
             except Exception as err:  # noqa: BLE001 - handed to the parent, which raises it
