@@ -81,7 +81,8 @@ class PerfCollapser:
         self.stacks: dict[tuple[bytes | None, bytes], Stacks] = {}
         self.skipped_by_event: Counter[bytes] = Counter()
         self.frames = FrameNames(options)
-        self.headers: dict[bytes, HeaderFacts | None] = {}  # header without its timestamp -> facts
+        # (header before its timestamp, after it) -> facts, or None: the line path reads such headers
+        self.headers: dict[tuple[bytes, bytes], HeaderFacts | None] = {}
         self._header_re = HEADER if options.compat else HEADER_OURS
         self._record = _Record()
 
@@ -124,7 +125,7 @@ class PerfCollapser:
         other header of the same key then matches the same way whatever its timestamp (a token with
         no blank and no ': ' in it: neither pattern can end, nor PERIOD_EVENT start, inside it)."""
         facts = self._facts(header, space, colon)
-        self.headers[header[:space] + header[colon:]] = facts
+        self.headers[header[:space], header[colon + 2 :]] = facts
         return facts
 
     def _facts(self, header: bytes, space: int, colon: int) -> HeaderFacts | None:

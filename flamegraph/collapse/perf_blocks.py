@@ -107,11 +107,11 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
     for index, record in enumerate(records):
         lines = record.split(b"\n")
         header = lines[0]
-        colon = header.find(b": ")
-        space = header.rfind(b" ", 0, colon)
-        facts = headers.get(header[:space] + header[colon:], False) if 0 <= space < colon else None
+        stamped, sep, rest = header.partition(b": ")
+        before, blank, _ = stamped.rpartition(b" ")  # the timestamp is the last word before ': '
+        facts = headers.get((before, rest), False) if blank and sep else None
         if facts is False:
-            facts = facts_of(header, space, colon)
+            facts = facts_of(header, len(before), len(stamped))
         if facts is not None and not (pending and index == 0):
             weight, stacks, table = facts  # type: ignore[misc]
             del lines[0]
