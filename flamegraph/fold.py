@@ -33,7 +33,7 @@ class FoldResult:
 
 def jobs_for(path: str, jobs: int | None, strict: bool) -> int:
     """Processes for one input: 1 unless it is a regular text file; `None` picks what pays."""
-    if strict or path == STDIN or jobs == 1:
+    if strict or path == STDIN or jobs == 1 or not hasattr(os, "fork"):
         return 1
     try:
         size = os.stat(path).st_size
@@ -66,7 +66,8 @@ def fold_input(
     """Fold one input into `collapser`: the one path every command takes."""
     options = collapser.options
     where = label(path)
-    processes = jobs_for(path, jobs, collapser.diagnostics.strict)
+    # A sample hook is called per sample, in order, and may keep what it saw: one process.
+    processes = 1 if options.sample_hook is not None else jobs_for(path, jobs, collapser.diagnostics.strict)
     if processes > 1:
         from .collapse.parallel import fold_parallel
 

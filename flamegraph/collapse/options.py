@@ -9,7 +9,9 @@ from dataclasses import dataclass
 # distinct frame (never with --compat); flamegraph.report.FrameObserver groups [unknown] frames of
 # readable DSOs by function with it (--group-unknown) and notes which frames are JIT code.
 FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
-# (sample header line, folded frame names leaf first) -> the frame names to fold, leaf first.
+# (sample header line, folded frame names leaf first) -> the frame names to fold, leaf first. Called
+# once per kept sample record (never with --compat), so a fold with one runs in one process; it can
+# add frames from the sample's time and thread (flamegraph.mxnet's operator frames). None costs nothing.
 SampleHook = Callable[[bytes, list[bytes]], list[bytes]]
 
 
@@ -26,6 +28,7 @@ class FoldOptions:
     per_event: bool = False  # fold every event separately (no filtering)
     compat: bool = False  # reproduce the reference byte for byte, including the records it loses
     frame_hook: FrameHook | None = None  # see FrameHook; ignored with compat
+    sample_hook: SampleHook | None = None  # see SampleHook; ignored with compat
 
     @classmethod
     def with_all(cls, **kwargs: object) -> FoldOptions:

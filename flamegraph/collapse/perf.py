@@ -24,9 +24,12 @@ from ..diagnostics import Diagnostics
 from ..folded import decode
 from ..model import FoldedProfile
 from .frames import FrameNames, name_frame, split_frame
-from .options import FoldOptions, FrameHook
+from .options import FoldOptions, FrameHook, SampleHook
 
-__all__ = ["FoldOptions", "FrameHook", "HeaderFacts", "Names", "PerfCollapser", "Stacks", "name_frame", "split_frame"]
+__all__ = [
+    "FoldOptions", "FrameHook", "HeaderFacts", "Names", "PerfCollapser", "SampleHook", "Stacks", "name_frame",
+    "split_frame",
+]
 
 # The reference's patterns, kept verbatim so that what it accepts, we accept the same way.
 HEADER = re.compile(rb"^(\S.+?)\s+(\d+)/*(\d+)*\s+")
@@ -57,6 +60,7 @@ class _Record:
     """Where the state machine stopped: the record being read, if any."""
 
     state: int = NONE
+    header: bytes = b""
     bad: bool = False
     tail_junk: bool = False
     period: int = 1
@@ -166,7 +170,7 @@ class PerfCollapser:
         """The input ends: a record without a blank line after it ends too (the reference loses it)."""
         record = self._record
         if record.state == OPEN and not self.options.compat:
-            self._close(record.counts, record.frames, record.period, record.bad, record.tail_junk)
+            self._close(record.counts, record.header, record.frames, record.period, record.bad, record.tail_junk)
         self._record = _Record()
 
     def feed_lines(self, lines: Iterable[bytes], path: str, first_line: int = 1) -> int:
@@ -181,6 +185,7 @@ class PerfCollapser:
         java = record.java
         cache = frame_names.table(java)
         state = record.state
+        header = record.header  # the sample header line of the record being read
         record_bad = record.bad  # a problem inside the record: it is not folded
         tail_junk = record.tail_junk  # an unindented line we cannot read ended the record's frames
         period = record.period
@@ -220,7 +225,7 @@ class PerfCollapser:
 
             if first == 10 or (first == 13 and line == b"\r" and not compat):  # the record ends
                 if state == OPEN:
-                    self._close(counts, frames, period, record_bad, tail_junk)
+                    self._close(counts, header, frames, period, record_bad, tail_junk)
                 frames.clear()
                 state, tail_junk = NONE, False
                 continue
@@ -249,7 +254,7 @@ class PerfCollapser:
 
             # A sample header: the previous record ends here when it had no blank line after it.
             if state == OPEN and not compat:
-                self._close(counts, frames, period, record_bad, tail_junk)
+                self._close(counts, header, frames, period, record_bad, tail_junk)
                 frames.clear()
             elif state == FILTERED:
                 frames.clear()
@@ -274,6 +279,7 @@ class PerfCollapser:
             java = root.startswith(b"java")
             cache = frame_names.table(java)
             state = OPEN
+            header = stripped
             if rest:  # sampled without -g: the one frame is on the header line
                 name = name_frame(rest, opts, java)
                 if name is None:
@@ -282,16 +288,19 @@ class PerfCollapser:
                 elif name:
                     append(name)
 
-        self._record = _Record(state, record_bad, tail_junk, period, java, counts, frames)
+        self._record = _Record(state, header, record_bad, tail_junk, period, java, counts, frames)
         return number - first_line + 1
 
-    def _close(self, counts: Stacks, frames: list[bytes], period: int, bad: bool, tail_junk: bool) -> None:
+    def _close(
+        self, counts: Stacks, header: bytes, frames: list[bytes], period: int, bad: bool, tail_junk: bool
+    ) -> None:
         """The record ends: add its stack, or count it skipped. An unreadable unindented line after
         its frames is a record of its own (counted, skipped); this one is whole and kept."""
         if bad:
             self.diagnostics.skipped_records += 1
         else:
-            key = tuple(frames)
+            hook = self.options.sample_hook
+            key = tuple(frames if hook is None or self.options.compat else hook(header, list(frames)))
             counts[key] = counts.get(key, 0) + period
         if tail_junk:
             self.diagnostics.records += 1

@@ -100,6 +100,7 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
     `pending`: the first record goes on with one the state machine has begun."""
     headers = collapser.headers
     facts_of = collapser.header_facts
+    hook = collapser.options.sample_hook if not collapser.options.compat else None
     records = text.split(b"\n\n")
     end = line + text.count(b"\n") + 2  # its lines and the blank one after it
     counted = 0  # records[:counted] are in `line` (counted only when the line path needs it)
@@ -121,6 +122,8 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
                 if names is None:
                     lines.insert(0, header)
             if names is not None:
+                if hook is not None:
+                    names = tuple(hook(header, list(names)))
                 stacks[names] = stacks.get(names, 0) + weight
                 continue
         line += sum(r.count(b"\n") + 2 for r in records[counted:index])
