@@ -15,15 +15,16 @@ when the CPU goes idle or to another process (pairing on `next_pid` alone loses 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from .collapse.perf_sched import THROUGHOUT, WHOLE_RECORDING, OffCpuOptions, SchedCollapser, Wait, state_frame
 from .collapse.sched_totals import OffCpuFolder
 from .diagnostics import Diagnostics, FlamegraphError, NoSamples, NotPermitted, PerfFailed
 from .fold import open_lines
-from .inputs import STDIN, label
+from .inputs import STDIN, label, open_stream
 from .model import FoldedProfile
 from .record import Recording, RecordSpec, Status, record, show_progress
 
@@ -201,6 +202,13 @@ def whole_window_resolver(pid: int, before: dict[int, ThreadState]) -> Resolver:
 
 
 # -- folding --------------------------------------------------------------------------------------
+@contextmanager
+def open_offcpu(path: str) -> Iterator[IO[bytes]]:
+    """`perf script` text (plain, gzip, stdin) or a perf.data file scripted with the off-CPU options."""
+    with open_stream(path, script_args=SCRIPT_OPTIONS) as stream:
+        yield stream
+
+
 def fold_offcpu(
     inputs: Sequence[str],
     options: OffCpuOptions | None = None,
