@@ -8,17 +8,15 @@ one-line `InputMissing` (exit 4): a missing or unreadable file, a truncated or c
 
 from __future__ import annotations
 
-import gzip
 import sys
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import IO, BinaryIO
 
 from .diagnostics import InputMissing
-from .perf import PERF_DATA_MAGIC, script_command, stream_script
 
 GZIP_MAGIC = b"\x1f\x8b"
+PERF_DATA_MAGIC = (b"PERFILE2", b"2ELIFREP")  # little- and big-endian perf.data headers
 STDIN = "-"
 F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
 PIPE_SIZE = 1 << 20  # perf script keeps writing while a block is folded (the default 64 KiB would stall it)
@@ -96,17 +94,23 @@ def open_stream(path: str, with_pid: bool = False, script_args: Sequence[str] = 
             if kind == "perf.data":
                 if path == STDIN:
                     raise InputMissing("<stdin>: perf.data on stdin is not supported; pass the file's path")
+                from .perf import script_command, stream_script  # subprocess: only for perf.data
+
                 stream = stack.enter_context(stream_script(script_command(path, with_pid, script_args), path))
                 _widen_pipe(stream)
                 yield stream
             elif kind == "gzip":
-                yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[arg-type]
+                import gzip
+                import zlib
+
+                try:
+                    yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[arg-type]
+                except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+                    raise InputMissing(f"{where}: truncated or corrupt gzip data: {err}") from None
             else:
                 if path == STDIN:
                     _widen_pipe(raw)
                 yield raw
-        except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-            raise InputMissing(f"{where}: truncated or corrupt gzip data: {err}") from None
         except OSError as err:
             raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
 
