@@ -61,8 +61,8 @@ def cpu_count() -> int:
 
 
 def default_jobs(size: int) -> int:
-    """What pays: one process per MIN_CHUNK * 2 of input, at most one per usable core."""
-    return max(1, min(cpu_count(), size // (2 * MIN_CHUNK)))
+    """What pays: one process per MIN_CHUNK of input from two chunks (8 MB) on, at most one per core."""
+    return max(1, min(cpu_count(), size // MIN_CHUNK)) if size >= 2 * MIN_CHUNK else 1
 
 
 def split_points(path: str, parts: int) -> list[int]:
