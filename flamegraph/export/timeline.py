@@ -1,7 +1,7 @@
 """Samples in time order, for the one export that needs them (Chrome's Trace Event Format).
 
 Folded text has no time, so this reads `perf script` text itself: each record's thread, time and
-stack, with frames named by the folder's own `PerfCollapser.frame_name` (same names as `fold`, kernel
+stack, with frames named by the folder's own `name_frame` (same names as `fold`, kernel
 and JIT annotations and `[unknown]` grouping included). On-CPU, a sample stands for the time until
 the thread's next sample, at most one sampling interval (from the `frequency` capture fact, from
 the period of a clock event, else the lower decile of the gaps between a thread's samples), so idle
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..collapse.perf import HEADER_OURS, FoldOptions, PerfCollapser
+from ..collapse.perf import HEADER_OURS, FoldOptions, name_frame
 from ..collapse.perf_sched import OffCpuOptions, SchedCollapser, parse_time_ns
 from ..diagnostics import Diagnostics
 from ..folded import decode
@@ -67,7 +67,7 @@ class _Reader:
 
     def __init__(self, path: str, options: FoldOptions, diagnostics: Diagnostics) -> None:
         self.path, self.diagnostics = path, diagnostics
-        self.namer = PerfCollapser(options, diagnostics)  # frames named exactly as `fold` names them
+        self.options = options  # frames named exactly as `fold` names them
         self.names: dict[bytes, str | None] = {}  # raw frame line -> name; '' dropped, None malformed
         self.timeline = Timeline()
         self.samples: list[_Sample] = []
@@ -90,7 +90,7 @@ class _Reader:
             return  # a frame of a record we skip (another event, a bad header)
         name = self.names.get(line, "?")
         if name == "?":
-            raw = self.namer.frame_name(line.strip(), self.java)
+            raw = name_frame(line.strip(), self.options, self.java)
             name = self.names[line] = decode(raw) if raw is not None else None
         if name is None:
             self.diagnostics.report(self.path, number, "bad-frame-line", decode(line))
@@ -124,7 +124,7 @@ class _Reader:
             self.periods.append(int(timed.group(3)))  # a clock event's period is in ns
         rest = timed.group(5).strip()
         if rest and HEADER_FRAME.match(rest):  # sampled without -g: the one frame is on the header
-            raw = self.namer.frame_name(rest, self.java)
+            raw = name_frame(rest, self.options, self.java)
             if raw:
                 self.frames.append(decode(raw))
 
