@@ -92,7 +92,9 @@ def split_points(path: str, parts: int) -> list[int]:
 def first_event(path: str, options: FoldOptions) -> bytes | None:
     """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
     found by running the state machine on the file's head until it does."""
-    probe = PerfCollapser(replace(options, frame_hook=None, event_filter=None), Diagnostics(echo=False))
+    probe = PerfCollapser(
+        replace(options, frame_hook=None, sample_hook=None, event_filter=None), Diagnostics(echo=False)
+    )
 
     def head() -> Iterator[bytes]:
         with open(path, "rb") as lines:
