@@ -137,3 +137,29 @@ def test_jobs_give_the_same_stacks_and_diagnostics(pieces: list[str], compat: bo
     assert many.diagnostics.problems == one.diagnostics.problems
     assert many.diagnostics.summary() == one.diagnostics.summary()
     assert many.diagnostics.records == one.diagnostics.records
+
+
+TOKENS = st.text(st.sampled_from("ab1:./[]() -\t"), min_size=1, max_size=8)
+HEADERS = st.builds(
+    lambda comm, ids, stamp, period, event: f"{comm} {ids} {stamp}: {period}{event}: ",
+    st.sampled_from(["python", "java", "p", "a b", "x:y", "#c"]),
+    st.sampled_from(["42", "1/2", "7/0", "x", "3 [001]"]),
+    TOKENS,
+    st.sampled_from(["", "1001 ", "0 ", "5 "]),
+    st.sampled_from(["cpu-clock", "cycles", "a:b", "ev :x"]),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(HEADERS, LINE_PIECES), max_size=30), st.booleans())
+def test_header_cache_never_changes_a_result(pieces: list[str], compat: bool) -> None:
+    """Headers whose timestamp slot holds anything at all: the fast path, which caches header facts
+    under the header without that slot, folds what the line-by-line state machine folds."""
+    data = ("\n".join(pieces) + "\n").encode()
+    by_lines = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    by_lines.feed(data.splitlines(keepends=True), "x")
+    by_blocks = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    fold_blocks(by_blocks, [data], "x")
+    assert by_blocks.by_event == by_lines.by_event
+    assert by_blocks.skipped_by_event == by_lines.skipped_by_event
+    assert by_blocks.diagnostics.problems == by_lines.diagnostics.problems
