@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from pathlib import Path
 
@@ -163,3 +164,32 @@ def test_header_cache_never_changes_a_result(pieces: list[str], compat: bool) ->
     assert by_blocks.by_event == by_lines.by_event
     assert by_blocks.skipped_by_event == by_lines.skipped_by_event
     assert by_blocks.diagnostics.problems == by_lines.diagnostics.problems
+
+
+@settings(max_examples=200)
+@given(st.lists(LINE_PIECES, max_size=40), st.booleans(), st.integers(1, 64), st.booleans())
+def test_long_stretches_without_a_blank_line_fold_the_same(
+    pieces: list[str], compat: bool, block: int, crlf: bool
+) -> None:
+    """Input without blank lines for long (CRLF text, garbage) is handed to the state machine as it
+    comes rather than held in memory: the result is the same as folding it line by line."""
+    import flamegraph.collapse.perf_blocks as perf_blocks
+
+    data = (("\r\n" if crlf else "\n").join(pieces) + "\n").encode()
+    by_lines = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    by_lines.feed(_lines(data), "x")
+    by_blocks = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
+    old = perf_blocks.MAX_CARRY
+    perf_blocks.MAX_CARRY = 32
+    try:
+        fold_blocks(by_blocks, [data[i : i + block] for i in range(0, len(data), block)], "x")
+    finally:
+        perf_blocks.MAX_CARRY = old
+    assert by_blocks.by_event == by_lines.by_event
+    assert by_blocks.diagnostics.problems == by_lines.diagnostics.problems
+    assert by_blocks.diagnostics.records == by_lines.diagnostics.records
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """As a file iterates bytes: split after each b'\\n' only."""
+    return io.BytesIO(data).readlines()
