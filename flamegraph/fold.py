@@ -76,7 +76,9 @@ def fold_input(
         except OSError as err:
             raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
         return
-    with open_stream(path, options.pid or options.tid, script_args) as stream:
+    # perf.data: `-F +pid` for --pid/--tid, unless the caller names the fields itself (record does).
+    with_pid = (options.pid or options.tid) and not script_args
+    with open_stream(path, with_pid, script_args) as stream:
         fold_blocks(collapser, iter_blocks(stream), where, progress=progress)
 
 

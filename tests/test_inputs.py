@@ -46,3 +46,26 @@ def test_a_corrupt_gzip_is_one_line_and_exit_4(tmp_path: Path, command: str, cor
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{bad}: truncated or corrupt gzip data" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_perf_data_fields_named_by_the_caller_are_not_doubled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`record --threads` names perf script's fields itself: no second `-F +pid` for its tid roots."""
+    import flamegraph.perf as perf
+    from flamegraph import Diagnostics, FoldOptions, PerfCollapser
+    from flamegraph.fold import fold_input
+
+    data = tmp_path / "perf.data"
+    data.write_bytes(b"PERFILE2" + b"\0" * 64)
+    asked: list[tuple[bool, tuple[str, ...]]] = []
+
+    def command(path: str, with_pid: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+        asked.append((with_pid, tuple(extra)))
+        raise perf.PerfMissing("stop here")
+
+    monkeypatch.setattr(perf, "script_command", command)
+    collapser = PerfCollapser(FoldOptions(tid=True), Diagnostics(echo=False))
+    with pytest.raises(perf.PerfMissing):
+        fold_input(collapser, str(data), script_args=["-F", "comm,pid,tid,time,event,ip,sym,dso"])
+    with pytest.raises(perf.PerfMissing):
+        fold_input(collapser, str(data))  # `fold --tid perf.data`: perf must print the pid
+    assert asked == [(False, ("-F", "comm,pid,tid,time,event,ip,sym,dso")), (True, ())]
