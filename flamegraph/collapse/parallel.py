@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from ..diagnostics import Diagnostics, Problem
+from ..folded import decode
 from .options import FoldOptions, FrameHook
 from .perf import PerfCollapser, Stacks
 from .perf_blocks import fold_blocks, iter_blocks
@@ -188,7 +189,7 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
     if not options.per_event and into.event_filter is None:
         into.event_filter = first_event(path, options)
     if into.event_filter is not None and not options.per_event:
-        options = replace(options, event_filter=into.event_filter.decode("utf-8", "surrogateescape"))
+        options = replace(options, event_filter=decode(into.event_filter))
     hook = into.frames.options.frame_hook
     if hook is not None and not options.compat and not isinstance(hook, SeenFrames):
         hook = SeenFrames(hook)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
-from ..folded import decode
+from ..folded import decode, encode
 from ..model import FoldedProfile
 from .frames import FrameNames, name_frame, split_frame
 from .options import FoldOptions, FrameHook, SampleHook
@@ -31,16 +31,23 @@ __all__ = [
     "split_frame",
 ]
 
-# The reference's patterns, kept verbatim so that what it accepts, we accept the same way.
-HEADER = re.compile(rb"^(\S.+?)\s+(\d+)/*(\d+)*\s+")
-HEADER_OURS = re.compile(rb"^(\S.*?)\s+(\d+)/*(\d+)*\s+")  # the reference needs comm >= 2 chars
-PERIOD_EVENT = re.compile(rb":\s*(\d+)*\s+(\S+):\s*$")
+# The reference's patterns, so that what it accepts, we accept the same way. Its `(\d+)*` is written
+# `(\d++)?`: the same matches and groups, without the exponential backtracking of a repeated group
+# (a header with 40 digits where a period would be took hours).
+HEADER = re.compile(rb"^(\S.+?)\s+(\d++)/*(\d++)?\s+")
+HEADER_OURS = re.compile(rb"^(\S.*?)\s+(\d++)/*(\d++)?\s+")  # the reference needs comm >= 2 chars
+PERIOD_EVENT = re.compile(rb":\s*(\d++)?\s+(\S+):\s*$")
 # Ours, tried only where the reference's fails: "<time>: [<period>] <event>: <rest>", where rest is
 # the sampled frame of a recording made without -g, or a tracepoint's fields.
 TIMED_EVENT = re.compile(rb"\s\d+\.\d+:\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)(.*)$")
 FRAME_ON_HEADER = re.compile(rb"^\s*([0-9a-fA-F]+)\s+(.+?)\s*$")
 
 NONE, OPEN, FILTERED = 0, 1, 2  # record state: between records, inside one we keep, inside a skipped one
+MAX_PERIOD = 2**64 - 1  # perf's period is a u64; a longer number is damage (and int() stops at 4300 digits)
+
+
+def is_period(text: bytes) -> bool:
+    return len(text) <= 20 and int(text) <= MAX_PERIOD
 
 
 Names = tuple[bytes, ...]  # the folded names of a stack's frames below its root, leaf first
@@ -80,7 +87,8 @@ class PerfCollapser:
     def __init__(self, options: FoldOptions, diagnostics: Diagnostics) -> None:
         self.options = options
         self.diagnostics = diagnostics
-        self.event_filter: bytes | None = options.event_filter.encode() if options.event_filter else None
+        # surrogateescape: an event named with raw bytes (argv, or --jobs passing the file's first one on)
+        self.event_filter: bytes | None = encode(options.event_filter) if options.event_filter else None
         # (event, root frame) -> stacks; the event is None without --per-event (the one kept profile).
         self.stacks: dict[tuple[bytes | None, bytes], Stacks] = {}
         self.skipped_by_event: Counter[bytes] = Counter()
@@ -140,13 +148,14 @@ class PerfCollapser:
         found = PERIOD_EVENT.search(header)
         if match is None or match.end() > space + 1 or found is None or found.start() != colon:
             return None
-        event = found.group(2)
+        event, period = found.group(2), found.group(1)
+        if period is not None and not is_period(period):
+            return None  # the line path reports it
         if not self.options.per_event:
             if self.event_filter is None:
                 self.event_filter = event
             if event != self.event_filter:
                 return None  # skipped events take the line path: it alone tells frames from headers
-        period = found.group(1)
         root = self.root_name(match)
         stacks = self.stacks_of(event if self.options.per_event else None, root)
         weight = int(period) if period and period != b"0" else 1
@@ -229,8 +238,8 @@ class PerfCollapser:
                 frames.clear()
                 state, tail_junk = NONE, False
                 continue
-            if first == 35:  # "#": perf's header comments
-                continue
+            if first == 35 and (compat or not self._is_indented_header(line)):
+                continue  # "#": perf's header comments; not a sample of a thread named "#..." (the reference drops it)
 
             stripped = line.rstrip(b"\r") if not compat else line
             match = header_re.match(stripped)
@@ -264,6 +273,12 @@ class PerfCollapser:
             diagnostics.records += 1
 
             event, period_text, rest = self.event_of(stripped)
+            if period_text is not None and not is_period(period_text):
+                diagnostics.report(path, number, "bad-header", decode(line))
+                diagnostics.skipped_records += 1
+                frames.clear()
+                state = FILTERED  # swallow its frames
+                continue
             if event is not None:
                 if self.event_filter is None and not opts.per_event:
                     self.event_filter = event
