@@ -29,9 +29,10 @@ from .inputs import STDIN, kind_of, label
 from .model import FoldedProfile
 from .perf import script_command, stream_script
 from .record import Recording, RecordSpec, Status, iter_progress, record
+from .record.spec import OFFCPU_CALL_GRAPH
 
 EVENT = "sched:sched_switch"
-DEFAULT_CALL_GRAPH = "dwarf,8192"  # frame pointers stop at libc's futex wrappers: 1 user frame
+DEFAULT_CALL_GRAPH = OFFCPU_CALL_GRAPH  # with the on-CPU defaults, so the CLI need not import this module
 SCRIPT_OPTIONS = (
     "-F",
     "comm,tid,time,event,trace,ip,sym,dso",
