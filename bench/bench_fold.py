@@ -249,15 +249,20 @@ def parse_totals(text: bytes) -> dict[bytes, float]:
 
 
 def compare_totals(ours: bytes, theirs: bytes) -> str:
-    """'same stacks and totals', or how far apart the two folded outputs are."""
+    """'same stacks and totals', or how the two folded outputs differ: records without frames that only we
+    keep (stack = the comm alone; inferno drops them), frames named differently, or lost samples."""
     a, b = parse_totals(ours), parse_totals(theirs)
+    frameless = {k: v for k, v in a.items() if b";" not in k and k not in b}
+    for key in frameless:
+        del a[key]
+    kept = f"; ours also keeps {sum(frameless.values()):,.0f} in records without frames" if frameless else ""
     total_a, total_b = sum(a.values()), sum(b.values())
     if a == b:
-        return f"same {len(a):,} stacks and totals ({total_a:,.0f})"
+        return f"same {len(a):,} stacks and totals ({total_a:,.0f}){kept}"
     differ = sum(1 for k in a.keys() | b.keys() if a.get(k) != b.get(k))
     if total_a == total_b:  # the same samples, some frames named differently
-        return f"same total ({total_a:,.0f}); {differ:,} of {len(a.keys() | b.keys()):,} stacks differ in names"
-    return f"DIFFERENT: totals {total_a:,.0f} (ours) vs {total_b:,.0f}; {differ:,} stacks differ"
+        return f"same total ({total_a:,.0f}); {differ:,} of {len(a.keys() | b.keys()):,} stacks differ in names{kept}"
+    return f"DIFFERENT: totals {total_a:,.0f} (ours) vs {total_b:,.0f}; {differ:,} stacks differ{kept}"
 
 
 def jobs_default() -> str:
@@ -336,7 +341,7 @@ def short_check(line: str) -> str:
     if who.startswith("ours -j"):
         return f"`{who[5:]}` = 1 process"
     if who.startswith(INFERNO):
-        return "= inferno" if verdict.startswith("same ") and "differ" not in verdict else f"inferno: {verdict}"
+        return "= inferno" if verdict.startswith("same ") and ";" not in verdict else f"inferno: {verdict}"
     if who.startswith(PERL):
         return "`--compat` = perl"
     return line
