@@ -29,6 +29,7 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -75,14 +76,20 @@ class Contender:
         wrap = rss_file is not None and GNU_TIME is not None
         command = [GNU_TIME, "-f", "%M", "-o", str(rss_file), *self.command] if wrap else self.command
         start = time.perf_counter()
+        # its own process group, so that an interrupted bench leaves nothing behind (perf, workers, shims)
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, env=self.env, start_new_session=True)
         try:
-            proc = subprocess.run(command, stdout=sink, stderr=subprocess.PIPE, env=self.env)
+            _, stderr = proc.communicate()
             elapsed = time.perf_counter() - start
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         finally:
             if sink is not subprocess.DEVNULL:
                 sink.close()  # type: ignore[union-attr]
         if proc.returncode != 0:
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
             raise SystemExit(f"failed: {shlex.join(self.command)}\n" + "\n".join(tail))
         if rss_file is not None:
             self.peak_kib = max(self.peak_kib, peak_rss_kib(rss_file))
@@ -348,6 +355,7 @@ def short_check(line: str) -> str:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: kill the running command, remove temp files
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", metavar="[LABEL=]FILE", help="perf script text files")
     parser.add_argument(
