@@ -122,6 +122,7 @@ class Bench:
     with_j2: bool
     compat_check: bool
     cases: list[Case] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)  # the 1-minute load average as each case began
 
     # -- building cases ------------------------------------------------------------------------------------
 
@@ -186,7 +187,9 @@ class Bench:
 
     def run(self, case: Case, rounds: int) -> None:
         """An untimed round first (warm caches, outputs to check, peak RSS), then `rounds` timed ones."""
-        print(f"# {case.label}: {len(case.contenders)} commands x {rounds} rounds", file=sys.stderr, flush=True)
+        load = os.getloadavg()[0]
+        self.loads.append(load)
+        print(f"# {case.label}: {len(case.contenders)} commands x {rounds} rounds, load {load:.1f}", file=sys.stderr)
         for contender in case.contenders:
             contender.run(contender.name != INFERNO, rss_file=self.tmp / "rss")
         case.checks = self.check(case)
@@ -405,7 +408,8 @@ def main() -> None:
     print(
         f"`make bench`: medians of {args.repeat} interleaved runs ({args.big_repeat} over {BIG / 1e6:.0f} MB, ", end=""
     )
-    print(f"{args.startup_repeat} for start-up), wall time of the whole command; ÷: the peer's time / ours.")
+    print(f"{args.startup_repeat} for start-up), wall time of the whole command; ÷: the peer's time / ours; ", end="")
+    print(f"load average {min(bench.loads, default=0):.1f}-{max(bench.loads, default=0):.1f} on {os.cpu_count()} CPUs.")
     print()
     print("\n".join(markdown(bench.cases, bench.with_j2)))
 
