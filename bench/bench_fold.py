@@ -333,7 +333,7 @@ def markdown(cases: list[Case], with_j2: bool) -> list[str]:
         for name in (PERL, INFERNO):
             c = case.get(name)
             cells.append(f"{c.median / ours.median:.2f}×" if c else "–")
-        cells.append(f"{case.size / ours.median / 1e6:.0f}" if case.size > 1_000_000 else "–")
+        cells.append(f"{case.size / ours.median / 1e6:.0f}" if case.size > 1_000_000 and case.records else "–")
         cells.append(f"{ours.peak_kib / 1024:.0f} MB")
         cells.append("; ".join(short_check(line) for line in case.checks) or "–")
         lines.append("| " + " | ".join(cells) + " |")
@@ -351,7 +351,14 @@ def short_check(line: str) -> str:
     if who.startswith("ours -j"):
         return f"`{who[5:]}` = 1 process"
     if who.startswith(INFERNO):
-        return "= inferno" if verdict.startswith("same ") and ";" not in verdict else f"inferno: {verdict}"
+        same, *more = verdict.split("; ")
+        short = "= inferno" if same.startswith("same ") and "stacks and totals" in same else f"inferno: {same}"
+        for detail in more:
+            if "differ in names" in detail:
+                short = f"= inferno but {detail.replace('differ in names', 'named differently')}"
+            elif "without frames" in detail:
+                short += " (ours also keeps the records without frames)"
+        return short
     if who.startswith(PERL):
         return "`--compat` = perl"
     return line
