@@ -61,7 +61,7 @@ HELP_NEVER = (
 # (whose bare interpreter has not imported pathlib & co. yet) with typer 0.28; typer 0.29's pydantic
 # adapter took it to 245.
 FOLD_MODULE_BUDGET = 160
-COMMANDS = ("fold", "render", "diff", "record", "offcpu")
+COMMANDS = ("fold", "render", "diff", "record", "offcpu", "convert")
 
 
 def imported(args: list[str], cwd: Path) -> tuple[list[str], bytes]:
