@@ -1,6 +1,5 @@
 """Benchmark inputs that the corpus recipe does not make (used by `make bench`).
 
-    python bench/make_inputs.py one-sample OUT             a single perf script record (start-up cost)
     python bench/make_inputs.py shift-copies N IN OUT      N copies of IN, copy k's addresses XOR k << 36
     python bench/make_inputs.py perf-script JSON OUT       the `perf script` text `make flamegraph` folded
 
@@ -20,22 +19,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-ONE_SAMPLE = (
-    b"python 1234 12345.678901: 1 cpu-clock:u: \n"
-    b"\t    7f0000001000 main+0x10 (/usr/bin/python3.11)\n"
-    b"\t    7f0000000100 __libc_start_main+0x80 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
-    b"\n"
-)
 # a stack line of `perf script`: indentation, the address, the rest
 # 	ffffffff8104f45a native_write_msr_safe ([kernel.kallsyms])
 # 	          12b25d _PyEval_EvalFrameDefault (/usr/bin/python3.11)
 FRAME_ADDRESS = re.compile(rb"^([ \t]+)([0-9a-f]+)(?= )", re.MULTILINE)
 
 
-def write_atomically(path: Path, chunks: list[bytes] | bytes) -> None:
+def write_atomically(path: Path, chunks: list[bytes]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as out:
-        out.writelines([chunks] if isinstance(chunks, bytes) else chunks)
+        out.writelines(chunks)
     os.replace(tmp, path)
 
 
@@ -65,7 +58,6 @@ def save_perf_script(summary: Path, out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
-    sub.add_parser("one-sample").add_argument("out", type=Path)
     shift = sub.add_parser("shift-copies")
     shift.add_argument("copies", type=int)
     shift.add_argument("input", type=Path)
@@ -74,9 +66,7 @@ def main() -> None:
     script.add_argument("summary", type=Path)
     script.add_argument("out", type=Path)
     args = parser.parse_args()
-    if args.what == "one-sample":
-        write_atomically(args.out, ONE_SAMPLE)
-    elif args.what == "shift-copies":
+    if args.what == "shift-copies":
         write_atomically(args.out, shift_copies(args.input.read_bytes(), args.copies))
     else:
         save_perf_script(args.summary, args.out)
