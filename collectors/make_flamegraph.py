@@ -23,7 +23,8 @@ from pathlib import Path
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.mxnet.summary import JoinSummary
-from flamegraph.record import RecordHook, RecordSpec
+from flamegraph.perf import script_command
+from flamegraph.record import RecordHook, RecordSpec, script_args
 
 from .mnist import prepare_mnist
 from .recipe import (
@@ -110,6 +111,10 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
         "window_s": round(recorded.log.window[1] - recorded.log.window[0], 3) if recorded.log.window else None,
         "fold_s": round(fold_seconds, 2),
         "perf_data_mb": round(recorded.recording.perf_data.stat().st_size / 1e6, 1),
+        # the text the fold read, for `make bench` (which saves it once and folds it with every peer)
+        "perf_script": script_command(
+            str(recorded.recording.perf_data), extra=script_args(recorded.recording, recorded.window)
+        ),
         "samples_per_s_with_perf": round(rate),
         "samples_per_s_without_perf": round(baseline.mean_rate() or 0) if baseline else None,
         "overhead_percent": round(loss, 1) if loss is not None else None,

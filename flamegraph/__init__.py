@@ -3,13 +3,39 @@
 The stages, each callable alone:
     fold_perf(inputs, FoldOptions(...)) -> FoldResult   # perf script text / perf.data -> folded
     read_folded / write_folded                           # the folded text contract
+
+The names are imported on first use (flamegraph.lazy): every command starts with this package,
+and `flamegraph --help` or `flamegraph render` must not pay for the folder.
 """
 
-from .collapse.perf import FoldOptions, PerfCollapser
-from .diagnostics import Diagnostics, FlamegraphError
-from .fold import FoldResult, fold_perf
-from .folded import read_folded, write_folded
-from .model import FoldedProfile, Rect
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .collapse.perf import FoldOptions, PerfCollapser
+    from .diagnostics import Diagnostics, FlamegraphError
+    from .fold import FoldResult, fold_perf
+    from .folded import read_folded, write_folded
+    from .model import FoldedProfile, Rect
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Diagnostics": ".diagnostics",
+        "FlamegraphError": ".diagnostics",
+        "FoldOptions": ".collapse.perf",
+        "FoldResult": ".fold",
+        "FoldedProfile": ".model",
+        "PerfCollapser": ".collapse.perf",
+        "Rect": ".model",
+        "fold_perf": ".fold",
+        "read_folded": ".folded",
+        "write_folded": ".folded",
+    },
+)
 
 __all__ = [
     "Diagnostics",

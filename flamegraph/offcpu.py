@@ -27,9 +27,10 @@ from .fold import open_lines
 from .inputs import STDIN, label, open_stream
 from .model import FoldedProfile
 from .record import Recording, RecordSpec, Status, record, show_progress
+from .record.spec import OFFCPU_CALL_GRAPH
 
 EVENT = "sched:sched_switch"
-DEFAULT_CALL_GRAPH = "dwarf,8192"  # frame pointers stop at libc's futex wrappers: 1 user frame
+DEFAULT_CALL_GRAPH = OFFCPU_CALL_GRAPH  # with the on-CPU defaults, so the CLI need not import this module
 SCRIPT_OPTIONS = (
     "-F",
     "comm,tid,time,event,trace,ip,sym,dso",

@@ -8,23 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..collapse.perf import FoldOptions
-from ..collapse.perf_sched import OffCpuOptions
+# The folding and export stages are imported where they run: `flamegraph --help` imports every command module.
 from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
-from ..export.sources import Source, read_source_timeline, recording_timeline, sniff
-from ..export.timeline import Timeline
-from ..grouping import grouping_note, namer_for_inputs
 from ..model import FoldedProfile
-from ..record import Recording
-from ..report import FrameObserver
-from ..symbols import FunctionNamer
 from .app import app
 from .output import atomic_output
+
+if TYPE_CHECKING:
+    from ..collapse.perf import FoldOptions
+    from ..collapse.perf_sched import OffCpuOptions
+    from ..export.sources import Source
+    from ..export.timeline import Timeline
+    from ..record import Recording
+    from ..symbols import FunctionNamer
 
 FormatName = Annotated[
     str | None,
@@ -84,6 +85,9 @@ def write_exports(
 ) -> None:
     """`record` / `offcpu` --speedscope/--pprof/--chrome-trace: each file written atomically and announced.
     The Chrome trace re-reads the recording in time order with the options the fold used."""
+    from ..collapse.perf import FoldOptions
+    from ..export.sources import recording_timeline
+
     for fmt, path in request.files:
         if fmt in TIMED_FORMATS:
             options = timeline_options or FoldOptions.with_all(tid=True)
@@ -149,6 +153,11 @@ def convert(
     sched_switch recordings are paired into waits); OUT's format comes from its ending, or --to.
     chrome-trace needs sample times, so it is made from perf script text or perf.data, not folded stacks.
     """
+    from ..collapse.perf import FoldOptions
+    from ..export.sources import read_source_timeline, sniff
+    from ..grouping import grouping_note
+    from ..report import FrameObserver
+
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
     fmt = output_format(output, to)
@@ -173,6 +182,8 @@ def convert(
 def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer | None:
     """`[unknown]` frames of perf input grouped by function under `fold`'s rule: perf.data where the
     build-ids match (by default), text only on request (then unverified, and the note says so)."""
+    from ..grouping import namer_for_inputs
+
     if found.kind == "folded":
         return None
     return namer_for_inputs([found.path], group_unknown)

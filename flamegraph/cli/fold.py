@@ -10,14 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ..collapse.perf import FoldOptions
-from ..diagnostics import Diagnostics
-from ..fold import fold_perf
-from ..folded import write_folded
-from ..grouping import grouping_note, namer_for_inputs
-from ..report import FrameObserver, build_report, report_lines
 from .app import app
-from .output import write_atomically
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -72,6 +65,15 @@ def fold(
     ] = False,
 ) -> None:
     """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
+    # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
+    from ..collapse.perf import FoldOptions
+    from ..diagnostics import Diagnostics
+    from ..fold import fold_perf
+    from ..folded import write_folded
+    from ..grouping import grouping_note, namer_for_inputs
+    from ..report import FrameObserver, build_report, report_lines
+    from .output import write_atomically
+
     if offcpu:
         _fold_offcpu(inputs or [], output, kernel or all_, strict)
         return
@@ -113,7 +115,10 @@ def fold(
 def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, strict: bool) -> None:
     """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr."""
     from ..collapse.perf_sched import OffCpuOptions
+    from ..diagnostics import Diagnostics
+    from ..folded import write_folded
     from ..offcpu import fold_offcpu
+    from .output import write_atomically
 
     profile = fold_offcpu(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
     write_atomically(output, lambda out: write_folded(profile, out))

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..collapse.perf_sched import OffCpuOptions
-from ..diagnostics import Diagnostics
-from ..export import ExportRequest
-from ..model import FoldedProfile
-from ..offcpu import (
-    DEFAULT_CALL_GRAPH,
-    fold_offcpu_recording,
-    offcpu_spec,
-    record_offcpu,
-    snapshot_threads,
-    whole_window_resolver,
-)
-from ..record import Recording, Status, parse_call_graph, parse_window
-from ..render import RenderOptions, render_svg
+# Only what the command's signature needs: `flamegraph --help` imports every command module, so the
+# recording, pairing and rendering stages are imported where they run.
+from ..record.spec import OFFCPU_CALL_GRAPH, parse_call_graph, parse_window
 from .app import app
-from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+
+if TYPE_CHECKING:
+    from ..model import FoldedProfile
+    from ..record import Recording, Status
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -76,7 +68,7 @@ def offcpu_command(
     kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
     call_graph: Annotated[
         str, typer.Option("--call-graph", callback=_call_graph, help="fp or dwarf[,SIZE]")
-    ] = DEFAULT_CALL_GRAPH,
+    ] = OFFCPU_CALL_GRAPH,
     window: Annotated[
         str | None,
         typer.Option("--window", metavar="START,END", help="keep off-CPU time in this CLOCK_MONOTONIC span (s)"),
@@ -103,6 +95,14 @@ def offcpu_command(
     stack rooted at comm-tid and ending with the state ([S] sleeping, [D] uninterruptible, [R] preempted).
     Ctrl-C stops the recording and still draws the graph.
     """
+    from ..collapse.perf_sched import OffCpuOptions
+    from ..diagnostics import Diagnostics
+    from ..export import ExportRequest
+    from ..offcpu import fold_offcpu_recording, offcpu_spec, record_offcpu, snapshot_threads, whole_window_resolver
+    from ..record import Status
+    from ..render import RenderOptions, render_svg
+    from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)

@@ -22,12 +22,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..diagnostics import OutputFailed
 from ..folded import write_folded
 from ..model import FoldedProfile
-from ..record.spec import Recording
+
+if TYPE_CHECKING:
+    from ..record.spec import Recording  # `fold` writes through this module and records nothing
 
 STDOUT = "<stdout>"
 MAX_LINKS = 40  # as the kernel's ELOOP limit

@@ -4,34 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..collapse.perf import FoldOptions, SampleHook
-from ..color import HighlightRule, resolve_highlights
-from ..diagnostics import Diagnostics
+# Only what the command's signature and Drawing need: `flamegraph --help` imports every command module,
+# so the recording, JIT, folding and rendering stages are imported where they run.
 from ..export import ExportRequest
-from ..grouping import grouping_note, namer_for_recording
-from ..jit.recording import JIT_CALL_GRAPH, JitHook
-from ..model import FoldedProfile
-from ..mxnet.recording import MxnetHook
-from ..record import (
-    DEFAULT_CALL_GRAPH,
-    DEFAULT_EVENT,
-    DEFAULT_FREQ,
-    Recording,
-    RecordSpec,
-    Status,
-    fold_recording,
-    parse_call_graph,
-    parse_window,
-    record,
-)
-from ..render import RenderOptions, render_svg
-from ..report import FrameObserver, build_report, report_lines, report_metadata
+from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph, parse_window
 from .app import app
-from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+
+if TYPE_CHECKING:
+    from ..collapse.perf import SampleHook
+    from ..model import FoldedProfile
+    from ..record import Recording, RecordSpec, Status
+    from ..render import RenderOptions
 
 
 def _call_graph(text: str) -> str:
@@ -70,6 +57,12 @@ def fold_with_report(
     """Fold (kernel/JIT annotated, [unknown] grouped by function where the build-ids match), print the
     attribution report and put its figures after the capture facts in the profile's metadata (the SVG header).
     `sample_hook` adds frames per sample (--mxnet's operator and primitive frames)."""
+    from ..collapse.perf import FoldOptions
+    from ..diagnostics import Diagnostics
+    from ..grouping import grouping_note, namer_for_recording
+    from ..record import fold_recording
+    from ..report import FrameObserver, build_report, report_lines, report_metadata
+
     namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
     hook = FrameObserver(namer)
     options = FoldOptions.with_all(tid=threads, frame_hook=hook, sample_hook=sample_hook)
@@ -95,6 +88,9 @@ def render_options(
     name: str, title: str | None, subtitle: str, preset: str | None, highlights: list[str]
 ) -> RenderOptions:
     """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
+    from ..color import HighlightRule, resolve_highlights
+    from ..render import RenderOptions
+
     rules: list[str | HighlightRule] = list(highlights)
     options = RenderOptions(title=title or f"{name}: on-CPU", subtitle=subtitle, preset=preset, highlights=rules)
     options.check()
@@ -174,6 +170,9 @@ def record_command(
     Records with `perf record -N --buildid-all -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
     Ctrl-C stops the recording and still draws the graph.
     """
+    from ..jit.recording import JIT_CALL_GRAPH
+    from ..record import RecordSpec
+
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
         call_graph = JIT_CALL_GRAPH  # the gemm kernels' frames are 12-16 KB: a 16 KB copy cuts their stacks
@@ -223,6 +222,15 @@ def record_and_draw(
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
     with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
+    from ..collapse.perf import FoldOptions
+    from ..grouping import namer_for_recording
+    from ..jit.recording import JitHook
+    from ..mxnet.recording import MxnetHook
+    from ..record import Status, record
+    from ..render import render_svg
+    from ..report import FrameObserver
+    from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+
     status = Status()
     exports = [path for _, path in draw.exports.files]
     for path in (draw.svg if draw.options is not None else None, draw.folded, *exports, perf_data):

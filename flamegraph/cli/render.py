@@ -16,7 +16,6 @@ from ..diagnostics import BadOption, Diagnostics, InputMissing
 from ..folded import decode, has_two_counts, parse_count, read_folded
 from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
-from ..render import RenderOptions, render_diff, render_png, render_svg
 from .app import app
 from .output import write_atomically
 from .palette import load_palette
@@ -116,6 +115,9 @@ def render(
 
     Two counts per line (difffolded.pl's `stack BEFORE AFTER`) draw a differential graph, as flamegraph.pl does.
     """
+    # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
+    from ..render import RenderOptions, render_diff, render_svg
+
     if group_by not in (None, "op"):
         raise BadOption(f"--group-by {group_by!r}: the only grouping is op")
     if group_by is not None and flamechart:
@@ -193,6 +195,8 @@ def diff(
     strict: Strict = False,
 ) -> None:
     """Differential flame graph: frames red where AFTER has more self time than BEFORE, blue where less."""
+    from ..render import RenderOptions, render_diff
+
     if before == "-" and after == "-":
         raise BadOption("BEFORE and AFTER cannot both be stdin")
     diagnostics = Diagnostics(strict=strict)
@@ -278,6 +282,8 @@ def _describe(profile: FoldedProfile, event: str | None, unit: str | None, meta:
 
 
 def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
+    from ..render import render_png
+
     if png is not None:
         image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output
         write_atomically(png, partial(_put, image))

@@ -25,25 +25,58 @@ Modules: spec (options -> argv, checks, errors, metadata), run (perf record itse
 script (perf script -> folded), status (the progress line).
 """
 
-from .run import record
-from .script import fold_recording, script_args, show_progress
-from .spec import (
-    DEFAULT_CALL_GRAPH,
-    DEFAULT_EVENT,
-    DEFAULT_FREQ,
-    DEFAULT_MMAP,
-    ONCPU_FIELDS,
-    RecordHook,
-    Recording,
-    RecordSpec,
-    capture_metadata,
-    check_target,
-    explain_failure,
-    parse_call_graph,
-    parse_window,
-    record_command,
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .run import record
+    from .script import fold_recording, script_args, show_progress
+    from .spec import (
+        DEFAULT_CALL_GRAPH,
+        DEFAULT_EVENT,
+        DEFAULT_FREQ,
+        DEFAULT_MMAP,
+        ONCPU_FIELDS,
+        RecordHook,
+        Recording,
+        RecordSpec,
+        capture_metadata,
+        check_target,
+        explain_failure,
+        parse_call_graph,
+        parse_window,
+        record_command,
+    )
+    from .status import Status
+
+# Imported on first use (flamegraph.lazy): the CLI reads the defaults in .spec without the folder in .script.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_CALL_GRAPH": ".spec",
+        "DEFAULT_EVENT": ".spec",
+        "DEFAULT_FREQ": ".spec",
+        "DEFAULT_MMAP": ".spec",
+        "ONCPU_FIELDS": ".spec",
+        "RecordHook": ".spec",
+        "RecordSpec": ".spec",
+        "Recording": ".spec",
+        "Status": ".status",
+        "capture_metadata": ".spec",
+        "check_target": ".spec",
+        "explain_failure": ".spec",
+        "fold_recording": ".script",
+        "show_progress": ".script",
+        "parse_call_graph": ".spec",
+        "parse_window": ".spec",
+        "record": ".run",
+        "record_command": ".spec",
+        "script_args": ".script",
+    },
 )
-from .status import Status
 
 __all__ = [
     "DEFAULT_CALL_GRAPH",

@@ -26,6 +26,7 @@ from ..perf import describe_exit
 DEFAULT_EVENT = "cpu-clock"  # software event: works in VMs without a hardware PMU
 DEFAULT_FREQ = 499
 DEFAULT_CALL_GRAPH = "dwarf,16384"
+OFFCPU_CALL_GRAPH = "dwarf,8192"  # sched_switch: frame pointers stop at libc's futex wrappers: 1 user frame
 DEFAULT_MMAP = "16M"  # DWARF needs big buffers; only root may lock this much (perf_event_mlock_kb)
 ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 MAX_DWARF_SIZE = 65528

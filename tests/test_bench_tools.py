@@ -1,0 +1,42 @@
+"""The benchmark's own pieces: the address-shifted input and how two folded outputs are compared."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from bench.bench_fold import compare_totals, labelled, short_check
+from bench.make_inputs import FRAME_ADDRESS, shift_copies
+from flamegraph import Diagnostics, FoldOptions, fold_perf
+
+
+def _fold(path: Path) -> dict[str, float]:
+    return dict(fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False)).profile.counts)
+
+
+def test_shifted_copies_fold_to_n_times_the_counts_with_new_frame_lines(shared: Path, tmp_path: Path) -> None:
+    text = gzip.decompress((shared / "peer-tests" / "flamegraph-pl" / "example-perf-stacks.txt.gz").read_bytes())
+    copies = shift_copies(text, 3)
+    (tmp_path / "one.txt").write_bytes(text)
+    (tmp_path / "three.txt").write_bytes(b"".join(copies))
+    one, three = _fold(tmp_path / "one.txt"), _fold(tmp_path / "three.txt")
+    assert three == {stack: 3 * count for stack, count in one.items()}
+    addresses = [{m[2] for m in FRAME_ADDRESS.finditer(copy)} for copy in copies]
+    assert addresses[0] and not addresses[0] & addresses[1] and not addresses[1] & addresses[2]
+
+
+def test_compare_totals_names_the_difference() -> None:
+    ours = b"a;b 2\na;c 1\nperl 5\n"
+    assert compare_totals(b"a;b 2\na;c 1\n", b"a;c 1\na;b 2\n") == "same 2 stacks and totals (3)"
+    kept = compare_totals(ours, b"a;b 2\na;c 1\n")
+    assert kept == "same 2 stacks and totals (3); ours also keeps 5 in records without frames"
+    assert short_check(f"inferno vs ours: {kept}") == "= inferno (ours also keeps the records without frames)"
+    renamed = compare_totals(b"a;op() 3\n", b"a;op 3\n")
+    assert renamed == "same total (3); 2 of 2 stacks differ in names"
+    assert compare_totals(b"a;b 3\n", b"a;b 2\n").startswith("DIFFERENT: totals 3 (ours) vs 2")
+    assert short_check("inferno vs ours: DIFFERENT: totals 3 (ours) vs 2; 1 stacks differ").startswith("**")
+
+
+def test_labelled_inputs() -> None:
+    assert labelled("fp, real=/c/fp.perf.txt") == ("fp, real", Path("/c/fp.perf.txt"))
+    assert labelled("/c/fp.perf.txt") == ("fp.perf.txt", Path("/c/fp.perf.txt"))

@@ -1,0 +1,122 @@
+"""Start-up: what each command imports before it does its work, and that every command's help stays the same.
+
+`flamegraph fold` on a one-sample file is dominated by imports, so the fold command must not import
+what it does not use (pydantic through typer's adapter, rich, jinja2 and the renderer, the JIT and
+recording stages, process pools). Counted with `python -X importtime`, in a fresh interpreter.
+The help texts are compared with goldens (tests/golden/help/), so a typer upgrade or a lazier import
+cannot drop or change an option unnoticed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import GOLDEN, REPO, check_golden
+
+import flamegraph
+import flamegraph.record
+
+ONE_SAMPLE = (
+    b"python 1234 12345.678901: 1 cpu-clock:u: \n"
+    b"\t    7f0000001000 main+0x10 (/usr/bin/python3.11)\n"
+    b"\t    7f0000000100 __libc_start_main+0x80 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+    b"\n"
+)
+# Never needed to fold text: the CLI library's extras, the renderer, recording, JIT naming, worker pools.
+FOLD_NEVER = (
+    "pydantic",
+    "pydantic_core",
+    "rich",
+    "jinja2",
+    "markupsafe",
+    "elftools",
+    "capstone",
+    "cairosvg",
+    "concurrent.futures",
+    "multiprocessing",
+    "flamegraph.render",
+    "flamegraph.layout",
+    "flamegraph.jit.session",
+    "flamegraph.jit.recording",
+    "flamegraph.record",
+    "flamegraph.offcpu",
+)
+# `flamegraph --help` registers every command but runs none: no stage (the record and offcpu commands
+# read their defaults from flamegraph.record.spec, which is light).
+HELP_NEVER = (
+    *(name for name in FOLD_NEVER if name not in ("flamegraph.record", "flamegraph.offcpu")),
+    "flamegraph.offcpu",
+    "flamegraph.record.run",
+    "flamegraph.record.script",
+    "flamegraph.collapse",
+    "flamegraph.fold",
+    "flamegraph.report",
+    "flamegraph.symbols",
+)
+# Modules `fold` may import beyond a bare interpreter's: 109 in the editable dev install, 143 in a plain one
+# (whose bare interpreter has not imported pathlib & co. yet) with typer 0.28; typer 0.29's pydantic
+# adapter took it to 245.
+FOLD_MODULE_BUDGET = 160
+COMMANDS = ("fold", "render", "diff", "record", "offcpu", "convert")
+
+
+def imported(args: list[str], cwd: Path) -> tuple[list[str], bytes]:
+    """Modules a fresh `python -X importtime ARGS` imports (in order) and its stdout."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args], capture_output=True, cwd=cwd, env=_env(), check=True
+    )
+    names = [
+        line.rpartition("|")[2].strip()
+        for line in result.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line and "imported package" not in line
+    ]
+    return names, result.stdout
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSTARTUP", "PYTHONPROFILEIMPORTTIME")}
+    env["COLUMNS"] = "80"  # click wraps help at the terminal's width
+    return env
+
+
+def _hits(names: list[str], never: tuple[str, ...]) -> list[str]:
+    return [n for n in names if any(n == bad or n.startswith(bad + ".") for bad in never)]
+
+
+def test_fold_imports_only_what_it_uses(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_bytes(ONE_SAMPLE)
+    names, out = imported(["-m", "flamegraph", "fold", "one.txt"], tmp_path)
+    assert out == b"python;__libc_start_main;main 1\n"
+    assert not _hits(names, FOLD_NEVER), _hits(names, FOLD_NEVER)
+    bare, _ = imported(["-c", "pass"], tmp_path)
+    extra = len(set(names) - set(bare))
+    assert extra <= FOLD_MODULE_BUDGET, f"fold imports {extra} modules beyond a bare interpreter's"
+
+
+def test_help_imports_no_stage(tmp_path: Path) -> None:
+    names, out = imported(["-m", "flamegraph", "--help"], tmp_path)
+    assert b"Commands:" in out
+    assert not _hits(names, HELP_NEVER), _hits(names, HELP_NEVER)
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_is_unchanged(command: str) -> None:
+    """Every command's help, option by option, as the goldens have it (UPDATE_GOLDEN=1 after a deliberate change)."""
+    args = [sys.executable, "-m", "flamegraph", *([command] if command else []), "--help"]
+    result = subprocess.run(args, capture_output=True, cwd=REPO, env=_env())
+    assert result.returncode == 0, result.stderr
+    check_golden(result.stdout, GOLDEN / "help" / f"{command or 'flamegraph'}.txt")
+
+
+@pytest.mark.parametrize("package", [flamegraph, flamegraph.record])
+def test_lazy_exports_resolve(package: object) -> None:
+    """Every public name of a lazy facade (flamegraph.lazy) imports; other names are errors, as before."""
+    names = package.__all__  # type: ignore[attr-defined]
+    for name in names:
+        assert getattr(package, name) is not None
+    with pytest.raises(AttributeError):
+        package.no_such_name  # type: ignore[attr-defined]  # noqa: B018
