@@ -22,6 +22,8 @@ EXIT_NOT_PERMITTED = 6  # perf_event_paranoid / not root / tracefs not mounted
 EXIT_NO_PROCESS = 7  # --pid names no running process
 EXIT_NO_COMMAND = 8  # COMMAND to profile not found
 EXIT_DATA = 9  # workload data (MNIST) could not be fetched or verified
+EXIT_PARTIAL = 10  # fleet: the graph was drawn from some hosts only (the header and stderr say which and why)
+EXIT_NO_CLUSTER = 11  # fleet: Dask missing, the scheduler unreachable or without workers, or no host answered
 EXIT_INTERRUPTED = 130
 EXIT_HANGUP = 129  # SIGHUP (128 + 1): recording stopped, graph drawn, as for Ctrl-C
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15): likewise
@@ -80,6 +82,16 @@ class CommandNotFound(FlamegraphError):
 
 class DataUnavailable(FlamegraphError):
     exit_code = EXIT_DATA
+
+
+class PartialResult(FlamegraphError):
+    """Raised after the outputs were written: some hosts of a fleet are missing from them."""
+
+    exit_code = EXIT_PARTIAL
+
+
+class ClusterUnavailable(FlamegraphError):
+    exit_code = EXIT_NO_CLUSTER
 
 
 class BadOption(FlamegraphError):

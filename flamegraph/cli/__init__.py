@@ -25,6 +25,7 @@ COMMAND_MODULES = {
     "record": "record",
     "offcpu": "offcpu",
     "convert": "convert",
+    "fleet": "fleet",
 }
 
 

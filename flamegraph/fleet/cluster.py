@@ -1,0 +1,283 @@
+"""The Dask side of a fleet: connect (or start a LocalCluster), find the hosts, run one task per host.
+
+Dask is imported here only, inside the functions, so the rest of flamegraph (and `flamegraph
+--help`) never pays for it and works without it. `--scheduler local[:N]` starts a LocalCluster on
+127.0.0.1 (no dashboard) and then takes exactly the path a real scheduler address takes.
+
+Hosts are found by asking every worker who it is (`Client.run(host_identity)`): workers on the same
+host are grouped and only one of them records (two would record the same machine twice). Each
+host's task is pinned to that worker, is never retried elsewhere, and is watched: a worker that
+leaves the cluster, a task that fails, or one that has not answered `duration + grace` seconds
+after it started is reported as missing, and the rest are merged. Ctrl-C sets a Dask `Event` every
+task watches, so each host stops perf cleanly and still sends back what it recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from ..diagnostics import BadOption, ClusterUnavailable
+from .hosts import host_identity, installed_version
+from .model import FAILED, MISSING, HostIdentity, HostRequest, HostResult
+from .tasks import record_host
+
+CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
+START_ALLOWANCE = 15.0  # seconds a task may take to start (worker busy, imports) before its clock runs
+POLL = 0.5
+INSTALL_HINT = "install it with `pip install 'flamegraph-perf[fleet]'`"
+
+Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """`local`, `local:N` or a Dask scheduler address (tcp://host:8786, tls://..., a scheduler file path)."""
+
+    address: str | None  # None: start a LocalCluster
+    workers: int | None = None  # LocalCluster workers (None: one per usable core)
+
+    @classmethod
+    def parse(cls, text: str) -> Scheduler:
+        name, sep, count = text.strip().partition(":")
+        if name != "local":
+            if not text.strip():
+                raise BadOption("--scheduler: expected local, local:N or a Dask scheduler address")
+            return cls(text.strip())
+        if not sep:
+            return cls(None)
+        if not count.isdigit() or not 1 <= int(count) <= 256:
+            raise BadOption(f"--scheduler {text!r}: local:N needs N from 1 to 256 workers")
+        return cls(None, int(count))
+
+    def describe(self) -> str:
+        return self.address or f"a local cluster of {self.workers or _cores()} workers"
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterUnavailable(f"fleet commands need Dask (dask.distributed): {INSTALL_HINT}") from None
+    return distributed
+
+
+@contextmanager
+def connect(scheduler: Scheduler) -> Iterator[Any]:
+    """A `distributed.Client` for the scheduler, closed (and a LocalCluster stopped) on the way out."""
+    distributed = _distributed()
+    cluster = None
+    try:
+        if scheduler.address is None:
+            cluster = distributed.LocalCluster(
+                n_workers=scheduler.workers or _cores(),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",  # nothing listens beyond this machine
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = distributed.Client(cluster)
+        else:
+            client = distributed.Client(scheduler.address, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as err:
+        if cluster is not None:
+            cluster.close()
+        raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler.describe()}: {err}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def live_workers(client: Any) -> dict[str, int]:
+    """worker address -> threads, asked of the scheduler now (not a cached view)."""
+    return dict(client.nthreads())
+
+
+def survey(client: Any, note: Note) -> dict[str, list[tuple[str, HostIdentity]]]:
+    """host -> [(worker address, identity)], sorted; workers that cannot run flamegraph are named and left out."""
+    answers = client.run(host_identity, on_error="return")
+    if not answers:
+        raise ClusterUnavailable("the Dask cluster has no workers")
+    hosts: dict[str, list[tuple[str, HostIdentity]]] = {}
+    mine = installed_version()
+    for worker, answer in sorted(answers.items()):
+        if isinstance(answer, BaseException):
+            note(f"flamegraph: worker {worker} cannot run flamegraph ({type(answer).__name__}: {answer}); left out")
+            continue
+        if answer.flamegraph != mine:
+            note(f"flamegraph: worker {worker} ({answer.host}) has flamegraph {answer.flamegraph}, this client {mine}")
+        hosts.setdefault(answer.host, []).append((worker, answer))
+    if not hosts:
+        raise ClusterUnavailable("no worker of the Dask cluster can run flamegraph: " + INSTALL_HINT + " there")
+    return hosts
+
+
+def run_host_task(request: HostRequest, identity: HostIdentity, worker: str, stop_event: str) -> HostResult:
+    """The task on a host's worker: `record_host` watching the client's stop Event."""
+    from distributed import Event
+
+    event = Event(stop_event)
+
+    def stop(seconds: float) -> bool:
+        return bool(event.wait(seconds)) if seconds > 0 else bool(event.is_set())
+
+    return record_host(request, identity, worker, stop)
+
+
+class _Watch:
+    """The client's view of the running tasks: one per host, each with its worker and its deadline."""
+
+    def __init__(self, hosts: dict[str, list[tuple[str, HostIdentity]]], grace: float) -> None:
+        self.hosts = hosts
+        self.grace = grace
+        self.results: dict[str, HostResult] = {}
+        self.pending: dict[str, Any] = {}  # host -> future
+        self.started: dict[str, float] = {}
+
+    def missing(self, host: str, reason: str) -> None:
+        worker, identity = self.hosts[host][0]
+        self.results[host] = HostResult(
+            host, MISSING, worker=worker, workers=len(self.hosts[host]), simulated=identity.simulated, reason=reason
+        )
+        future = self.pending.pop(host, None)
+        if future is not None:
+            future.cancel()
+
+
+@dataclass
+class FleetRecording:
+    results: list[HostResult]  # one per host, sorted by host
+    stop_signal: int | None = None  # SIGINT (Ctrl-C), SIGTERM or SIGHUP if one stopped the hosts early
+
+
+def record_fleet(client: Any, request: HostRequest, grace: float, note: Note) -> FleetRecording:
+    """Record every host of the cluster once; one result per host, whatever happened."""
+    distributed = _distributed()
+    hosts = survey(client, note)
+    run = uuid.uuid4().hex[:12]
+    event = distributed.Event(f"flamegraph-fleet-stop-{run}", client=client)
+    watch = _Watch(hosts, grace)
+    for host, members in hosts.items():
+        worker, identity = members[0]
+        watch.pending[host] = client.submit(
+            run_host_task,
+            request,
+            identity,
+            worker,
+            event.name,
+            key=f"flamegraph-fleet-record-{host}-{run}",
+            workers=[worker],
+            allow_other_workers=False,
+            pure=False,
+            retries=0,
+        )
+        watch.started[host] = time.monotonic()
+    note(f"flamegraph: recording {len(hosts)} host{'s' * (len(hosts) != 1)} for {request.duration:g} s")
+    try:
+        signum = _watch(client, distributed, watch, request.duration, event, note)
+    finally:
+        event.set()  # whatever happened here, no host keeps recording
+        for future in watch.pending.values():
+            future.cancel()
+    for result in watch.results.values():
+        result.workers = len(hosts[result.host])
+    return FleetRecording([watch.results[host] for host in sorted(watch.results)], signum)
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _watch(client: Any, distributed: Any, watch: _Watch, duration: float, event: Any, note: Note) -> int | None:
+    """Polls until every host answered or is missing; returns the signal that stopped them early, if any."""
+    stopping_since: float | None = None
+    signum: int | None = None
+    with _terminate_as_interrupt():
+        while watch.pending:
+            try:
+                _poll(client, distributed, watch, duration, stopping_since)
+            except KeyboardInterrupt as stop:
+                name = "Ctrl-C" if not isinstance(stop, StopSignal) else signal.Signals(stop.signum).name
+                if stopping_since is not None:
+                    for host in list(watch.pending):
+                        watch.missing(host, f"abandoned by a second {name} while it was still recording or folding")
+                    break
+                signum = stop.signum if isinstance(stop, StopSignal) else signal.SIGINT
+                stopping_since = time.monotonic()
+                event.set()
+                note(f"flamegraph: {name}: stopping every host's recording ({name} again abandons those still folding)")
+    return signum
+
+
+def _poll(client: Any, distributed: Any, watch: _Watch, duration: float, stopping_since: float | None) -> None:
+    futures = list(watch.pending.values())
+    try:
+        distributed.wait(futures, timeout=POLL, return_when="FIRST_COMPLETED")
+    except TimeoutError:
+        pass  # none finished in this poll
+    for host, future in list(watch.pending.items()):
+        if future.done():
+            watch.pending.pop(host)
+            watch.results[host] = _outcome(watch, host, future)
+    if not watch.pending:
+        return
+    alive = live_workers(client)
+    now = time.monotonic()
+    for host in list(watch.pending):
+        worker = watch.hosts[host][0][0]
+        limit = duration + watch.grace + START_ALLOWANCE
+        if worker not in alive:
+            watch.missing(host, f"its worker {worker} left the cluster during the recording (died or was stopped)")
+        elif now - watch.started[host] > limit:
+            watch.missing(host, f"no answer {limit:g} s after it started (--duration + --grace + start-up): hung")
+        elif stopping_since is not None and now - stopping_since > watch.grace:
+            watch.missing(host, f"no answer {watch.grace:g} s after Ctrl-C stopped it (--grace)")
+
+
+def _outcome(watch: _Watch, host: str, future: Any) -> HostResult:
+    """A finished task's HostResult; a task that raised is that host's failure (a bug shows its type)."""
+    worker, identity = watch.hosts[host][0]
+    try:
+        return future.result()  # type: ignore[no-any-return]
+    except Exception as err:  # noqa: BLE001 - one host's failure must not lose the others' profiles
+        kind = type(err).__name__
+        reason = f"its worker died while recording ({kind})" if kind == "KilledWorker" else f"{kind}: {err}"
+        return HostResult(host, FAILED, worker=worker, simulated=identity.simulated, reason=reason)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the hosts as Ctrl-C does (then the graph is still drawn)."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise StopSignal(signum)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,155 @@
+"""What runs on one host: record, fold there with that host's symbols, send back kilobytes.
+
+The task uses `flamegraph record`'s own path: `record()` (flamegraph.record) with the same
+RecordSpec defaults, and the fold function the client passes (the CLI passes `fold_with_report`,
+so grouping by build-id and the attribution figures are computed where the binaries are). perf.data
+stays in a scratch directory on the host and is removed once folded; it is kept (and its path sent
+back) only when folding it failed. Runs without Dask: `stop(seconds)` is how the client says stop.
+
+What is recorded on a host, as `perf record` sees it:
+    --match REGEX, one process:   perf record ... -p PID            (stopped at --duration)
+    --match REGEX, several:       perf record ... -p PID,PID -- sleep DURATION
+    --all-cpus:                   perf record ... -a -- sleep DURATION
+    -- CMD ARGS:                  perf record ... -- CMD ARGS       (stopped at --duration)
+The `sleep` bounds perf by itself: even a worker that froze leaves no perf running past DURATION.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ..diagnostics import FlamegraphError, NoSuchProcess
+from ..jit.recording import JitHook
+from ..record import RecordSpec, Status, record
+from .hosts import children, command_line, matching_processes
+from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
+
+StopCheck = Callable[[float], bool]  # waits up to N seconds; True once the client asked every host to stop
+POLL = 0.2
+
+
+class NoteCollector(Status):
+    """A `Status` that keeps the notes (what `flamegraph record` prints) and drops the progress line."""
+
+    def __init__(self) -> None:
+        import io
+
+        super().__init__(sink=io.BytesIO(), out_sink=io.BytesIO())
+        self.lines: list[str] = []
+
+    def show(self, text: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def record_host(request: HostRequest, identity: HostIdentity, worker: str, stop: StopCheck) -> HostResult:
+    """Record and fold on this host; a user-facing failure comes back as a FAILED result, not an exception."""
+    notes = NoteCollector()
+    result = HostResult(identity.host, FAILED, worker=worker, simulated=identity.simulated, notes=notes.lines)
+    try:
+        if stop(0):
+            raise NoSuchProcess("stopped before the recording started")
+        spec, pids = spec_for(request)
+        result.pids = pids
+        _record_and_fold(request, spec, notes, result, stop)
+    except FlamegraphError as err:
+        result.reason, result.exit_code = str(err), err.exit_code
+    return result
+
+
+def spec_for(request: HostRequest) -> tuple[RecordSpec, tuple[int, ...]]:
+    """The RecordSpec for this host's target (see the module docstring) and the pids it names."""
+    target = request.target
+    common = {"event": request.event, "freq": request.freq, "call_graph": request.call_graph}
+    bounded = ("sleep", f"{request.duration:g}")
+    if target.command:
+        return RecordSpec(command=target.command, duration=request.duration, **common), ()  # type: ignore[arg-type]
+    if target.all_cpus:
+        return RecordSpec(command=bounded, extra_args=("-a",), **common), ()  # type: ignore[arg-type]
+    assert target.match is not None
+    pids = tuple(matching_processes(target.match))
+    if not pids:
+        raise NoSuchProcess(f"no process matches /{target.match}/ on this host")
+    if len(pids) == 1:
+        return RecordSpec(pid=pids[0], duration=request.duration, **common), pids  # type: ignore[arg-type]
+    joined = ",".join(map(str, pids))
+    return RecordSpec(command=bounded, extra_args=("-p", joined), **common), pids  # type: ignore[arg-type]
+
+
+def _record_and_fold(
+    request: HostRequest, spec: RecordSpec, notes: NoteCollector, result: HostResult, stop: StopCheck
+) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-"))
+    data = scratch / "perf.data"
+    keep = False
+    try:
+        hooks = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with Stopper(data, stop):
+            recording = record(spec, data, hooks=hooks, status=notes)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        keep = True  # from here on, a failure keeps what was recorded
+        if not request.target.command and not request.jit:  # else the command's (perf inject's) CPU is mixed in
+            result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if recording.exit_status:
+            notes.note(f"the command exited with status {recording.exit_status}")
+        profile = request.fold(recording, None, notes, request.threads, request.group_unknown)
+        if result.pids:
+            profile.metadata["command"] = "; ".join(
+                f"pid {pid}: {command_line(pid) or '(exited)'}" for pid in result.pids
+            )
+        result.profile, result.seconds, result.state = profile, recording.seconds, OK
+        keep = False
+    except FlamegraphError as err:
+        if keep:
+            err.args = (f"{err}; the recording is kept on this host in {data}",)
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+class Stopper:
+    """Watches `stop` while perf records into `data`; when the client says stop, sends perf SIGINT (as
+    Ctrl-C and --duration do: perf writes its data and ends the command it launched). perf is found as
+    this process's child whose command line names `data` (the scratch path is unique)."""
+
+    def __init__(self, data: Path, stop: StopCheck) -> None:
+        self.data = str(data)
+        self.stop = stop
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="flamegraph-fleet-stopper", daemon=True)
+
+    def __enter__(self) -> Stopper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            if self.stop(POLL):
+                break
+        while not self.done.is_set():  # perf may not have started yet: try until record() returns
+            self._interrupt_perf()
+            self.done.wait(1.0)
+
+    def _interrupt_perf(self) -> None:
+        for pid in children(os.getpid()):
+            line = command_line(pid)
+            if line is not None and self.data in line.split(" "):
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except OSError:
+                    pass
