@@ -96,8 +96,15 @@ def fold_perf(
     collapser = PerfCollapser(options, diagnostics)
     for path in inputs or [STDIN]:
         fold_input(collapser, path, jobs)
+    return finish_fold(_result(collapser), inputs, options, diagnostics)
+
+
+def finish_fold(
+    result: FoldResult, inputs: Sequence[str], options: FoldOptions, diagnostics: Diagnostics
+) -> FoldResult:
+    """The end of every fold (here, and `fold --scheduler`'s): the summary line, the note on events not
+    folded, and the error when nothing could be folded."""
     diagnostics.finish()
-    result = _result(collapser)
     _explain_events(result, options, diagnostics)
     if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
         names = ", ".join(label(p) for p in inputs) or "<stdin>"

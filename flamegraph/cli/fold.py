@@ -63,8 +63,18 @@ def fold(
         bool,
         typer.Option("--report", help="print the attribution report (thread roots, [unknown], JIT) to stderr"),
     ] = False,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="fold on a Dask cluster (an address, or local[:N]); the workers need the files at the same paths",
+        ),
+    ] = None,
 ) -> None:
     """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
+    if scheduler is not None and (offcpu or report or per_event is not None or strict):
+        raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics
@@ -91,7 +101,12 @@ def fold(
         frame_hook=hook,
     )
     diagnostics = Diagnostics(strict=strict)
-    result = fold_perf(inputs or [], options, diagnostics, jobs=jobs)
+    if scheduler is not None:
+        from ..fleet.fold import fold_on_scheduler  # Dask only when asked for
+
+        result = fold_on_scheduler(scheduler, inputs or [], options, diagnostics)
+    else:
+        result = fold_perf(inputs or [], options, diagnostics, jobs=jobs)
     note = grouping_note(namer)
     if note is not None:
         diagnostics.note(note)
