@@ -19,7 +19,7 @@ help: ## list the targets
 $(VENV)/.installed: pyproject.toml
 	$(BOOT_PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,collect,jit,png]'
+	$(VENV)/bin/pip install -q -e '.[dev,collect,jit,png,fleet]'
 	touch $@
 
 venv: $(VENV)/.installed ## create .venv with the package, the workload (mxnet 1.9.1) and test tools

@@ -57,7 +57,7 @@ def fleet_record(
     duration: Annotated[float, typer.Option("--duration", min=0.1, help="seconds to record on every host")] = 10.0,
     grace: Annotated[
         float,
-        typer.Option("--grace", min=0.0, help="seconds a host may take after --duration (folding) before it is missing"),
+        typer.Option("--grace", min=0.0, help="seconds a host may take after --duration before it counts as missing"),
     ] = DEFAULT_GRACE,
     output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("fleet.svg"),
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the merged folded stacks here")] = None,
@@ -92,12 +92,12 @@ def fleet_record(
 
     Exit status 10: the graph was drawn, but some hosts are missing (the header and stderr say why).
     """
-    from ..jit.recording import JIT_CALL_GRAPH
     from ..fleet.cluster import Scheduler, connect, record_fleet
+    from ..jit.recording import JIT_CALL_GRAPH
 
     target = _target(match, all_cpus, tuple(command or ()))
-    if jit and target.all_cpus:
-        raise typer.BadParameter("--jit names the kernels of a process: use --match or -- COMMAND")
+    if jit and not target.command:
+        raise typer.BadParameter("--jit names the kernels of a process it launches: use -- COMMAND")
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
         call_graph = JIT_CALL_GRAPH
@@ -150,7 +150,9 @@ def _report_host(result: HostResult, status: Status) -> None:
         status.note(f"  {result.host}: {line}")
 
 
-def _merged(results: list[HostResult], per_host: bool, target: Target, scheduler: str, duration: float) -> FoldedProfile:
+def _merged(
+    results: list[HostResult], per_host: bool, target: Target, scheduler: str, duration: float
+) -> FoldedProfile:
     """The merged profile with the fleet header; no host with samples is an error (nothing to draw)."""
     if not any(r.state == OK and r.samples > 0 for r in results):
         reasons = "; ".join(f"{r.host}: {r.reason or 'no samples'}" for r in results)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from .model import FAILED, MISSING, HostIdentity, HostRequest, HostResult
 from .tasks import record_host
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
+SURVEY_TIMEOUT = 10.0  # seconds for the workers to say who they are
 START_ALLOWANCE = 15.0  # seconds a task may take to start (worker busy, imports) before its clock runs
 POLL = 0.5
 INSTALL_HINT = "install it with `pip install 'flamegraph-perf[fleet]'`"
@@ -112,23 +114,42 @@ def live_workers(client: Any) -> dict[str, int]:
     return dict(client.nthreads())
 
 
-def survey(client: Any, note: Note) -> dict[str, list[tuple[str, HostIdentity]]]:
-    """host -> [(worker address, identity)], sorted; workers that cannot run flamegraph are named and left out."""
-    answers = client.run(host_identity, on_error="return")
+Hosts = dict[str, list[tuple[str, HostIdentity]]]
+
+
+def survey(client: Any, note: Note, timeout: float | None = None) -> tuple[Hosts, dict[str, str]]:
+    """(host -> [(worker address, identity)], worker -> why it was left out): workers that cannot run
+    flamegraph, or do not answer within `timeout` seconds (a frozen worker), are left out."""
+    timeout = SURVEY_TIMEOUT if timeout is None else timeout
+    try:
+        answers = client.run(host_identity, on_error="return", callback_timeout=timeout)
+    except TimeoutError:  # someone is not answering: ask each worker alone, to learn who
+        answers = {}
+        for worker in sorted(live_workers(client)):
+            try:
+                answers.update(client.run(host_identity, workers=[worker], on_error="return", callback_timeout=timeout))
+            except TimeoutError:
+                answers[worker] = TimeoutError(f"no answer within {timeout:g} s")
     if not answers:
         raise ClusterUnavailable("the Dask cluster has no workers")
-    hosts: dict[str, list[tuple[str, HostIdentity]]] = {}
+    hosts: Hosts = {}
+    left_out: dict[str, str] = {}
     mine = installed_version()
     for worker, answer in sorted(answers.items()):
         if isinstance(answer, BaseException):
-            note(f"flamegraph: worker {worker} cannot run flamegraph ({type(answer).__name__}: {answer}); left out")
+            left_out[worker] = (
+                f"its worker did not say who it is within {timeout:g} s (frozen?)"
+                if isinstance(answer, TimeoutError)
+                else f"its worker cannot run flamegraph ({type(answer).__name__}: {answer})"
+            )
             continue
         if answer.flamegraph != mine:
             note(f"flamegraph: worker {worker} ({answer.host}) has flamegraph {answer.flamegraph}, this client {mine}")
         hosts.setdefault(answer.host, []).append((worker, answer))
     if not hosts:
-        raise ClusterUnavailable("no worker of the Dask cluster can run flamegraph: " + INSTALL_HINT + " there")
-    return hosts
+        why = "; ".join(f"{worker}: {reason}" for worker, reason in left_out.items())
+        raise ClusterUnavailable(f"no worker of the Dask cluster can run flamegraph ({why}): {INSTALL_HINT} there")
+    return hosts, left_out
 
 
 def run_host_task(request: HostRequest, identity: HostIdentity, worker: str, stop_event: str) -> HostResult:
@@ -146,9 +167,10 @@ def run_host_task(request: HostRequest, identity: HostIdentity, worker: str, sto
 class _Watch:
     """The client's view of the running tasks: one per host, each with its worker and its deadline."""
 
-    def __init__(self, hosts: dict[str, list[tuple[str, HostIdentity]]], grace: float) -> None:
+    def __init__(self, hosts: Hosts, grace: float, start_allowance: float) -> None:
         self.hosts = hosts
         self.grace = grace
+        self.start_allowance = start_allowance
         self.results: dict[str, HostResult] = {}
         self.pending: dict[str, Any] = {}  # host -> future
         self.started: dict[str, float] = {}
@@ -169,13 +191,16 @@ class FleetRecording:
     stop_signal: int | None = None  # SIGINT (Ctrl-C), SIGTERM or SIGHUP if one stopped the hosts early
 
 
-def record_fleet(client: Any, request: HostRequest, grace: float, note: Note) -> FleetRecording:
-    """Record every host of the cluster once; one result per host, whatever happened."""
+def record_fleet(
+    client: Any, request: HostRequest, grace: float, note: Note, start_allowance: float = START_ALLOWANCE
+) -> FleetRecording:
+    """Record every host of the cluster once; one result per host, whatever happened. A worker that could
+    not say who it is stands for a missing host under its address."""
     distributed = _distributed()
-    hosts = survey(client, note)
+    hosts, left_out = survey(client, note)
     run = uuid.uuid4().hex[:12]
     event = distributed.Event(f"flamegraph-fleet-stop-{run}", client=client)
-    watch = _Watch(hosts, grace)
+    watch = _Watch(hosts, grace, start_allowance)
     for host, members in hosts.items():
         worker, identity = members[0]
         watch.pending[host] = client.submit(
@@ -200,6 +225,8 @@ def record_fleet(client: Any, request: HostRequest, grace: float, note: Note) ->
             future.cancel()
     for result in watch.results.values():
         result.workers = len(hosts[result.host])
+    for worker, reason in left_out.items():
+        watch.results[worker] = HostResult(worker, MISSING, worker=worker, reason=reason)
     return FleetRecording([watch.results[host] for host in sorted(watch.results)], signum)
 
 
@@ -248,7 +275,7 @@ def _poll(client: Any, distributed: Any, watch: _Watch, duration: float, stoppin
     now = time.monotonic()
     for host in list(watch.pending):
         worker = watch.hosts[host][0][0]
-        limit = duration + watch.grace + START_ALLOWANCE
+        limit = duration + watch.grace + watch.start_allowance
         if worker not in alive:
             watch.missing(host, f"its worker {worker} left the cluster during the recording (died or was stopped)")
         elif now - watch.started[host] > limit:
@@ -275,6 +302,9 @@ def _terminate_as_interrupt() -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise StopSignal(signum)
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals (a library caller's thread: theirs to handle)
+        return
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield

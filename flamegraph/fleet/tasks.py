@@ -7,11 +7,12 @@ stays in a scratch directory on the host and is removed once folded; it is kept 
 back) only when folding it failed. Runs without Dask: `stop(seconds)` is how the client says stop.
 
 What is recorded on a host, as `perf record` sees it:
-    --match REGEX, one process:   perf record ... -p PID            (stopped at --duration)
-    --match REGEX, several:       perf record ... -p PID,PID -- sleep DURATION
-    --all-cpus:                   perf record ... -a -- sleep DURATION
-    -- CMD ARGS:                  perf record ... -- CMD ARGS       (stopped at --duration)
-The `sleep` bounds perf by itself: even a worker that froze leaves no perf running past DURATION.
+    --match REGEX:   perf record ... -p PID,PID,... -- sleep DURATION
+    --all-cpus:      perf record ... -a -- sleep DURATION
+    -- CMD ARGS:     perf record ... -- CMD ARGS       (stopped at --duration, as `record --duration`)
+The `sleep` bounds perf by itself: even a worker that froze or was killed leaves no perf running
+past DURATION. A launched command is stopped by record() (perf dies with its worker where record()
+arranges it).
 """
 
 from __future__ import annotations
@@ -79,8 +80,6 @@ def spec_for(request: HostRequest) -> tuple[RecordSpec, tuple[int, ...]]:
     pids = tuple(matching_processes(target.match))
     if not pids:
         raise NoSuchProcess(f"no process matches /{target.match}/ on this host")
-    if len(pids) == 1:
-        return RecordSpec(pid=pids[0], duration=request.duration, **common), pids  # type: ignore[arg-type]
     joined = ",".join(map(str, pids))
     return RecordSpec(command=bounded, extra_args=("-p", joined), **common), pids  # type: ignore[arg-type]
 

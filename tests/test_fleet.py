@@ -1,0 +1,388 @@
+"""`flamegraph fleet record`, `fleet diff` and `fold --scheduler` on real Dask clusters on this machine.
+
+Hosts are simulated honestly: each `dask worker` process gets FLAMEGRAPH_FLEET_HOST=<its --name>,
+the documented override of the host name (the header then says the names were simulated). The
+simulated hosts share one machine, so one process table: a `--match` pattern would find every
+host's workload on each of them. Per-host workloads are therefore launched (`-- CMD`), each picking
+its function by its host's name; `--match` is tested where one machine is one host (LocalCluster).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from flamegraph.cli.record import fold_with_report
+from flamegraph.diagnostics import (
+    EXIT_NO_PERF,
+    EXIT_NO_PROCESS,
+    EXIT_NOT_PERMITTED,
+    EXIT_PARTIAL,
+    Diagnostics,
+    Problem,
+)
+from flamegraph.fleet.fold import ChunkFold, merge_folds, plan_chunks
+from flamegraph.fleet.hosts import HOST_VARIABLE, matching_processes
+from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
+from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
+from flamegraph.fleet.outlier import find_outlier, split_by_root
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+
+distributed = pytest.importorskip("distributed")  # the fleet extra; `make test` installs it
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+DASK = str(Path(sys.executable).with_name("dask"))
+# alpha compresses (zlib: deflate), every other host hashes (libcrypto: SHA256_Update), for argv[1] seconds.
+WORKLOAD = """
+import hashlib, os, sys, time, zlib
+data = bytes(range(256)) * 4096
+if os.environ.get("FLAMEGRAPH_FLEET_HOST") == "alpha":
+    work = lambda: zlib.compress(data, 6)
+else:
+    work = lambda: hashlib.sha256(data).digest()
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    work()
+"""
+FAST = ["-F", "199", "--call-graph", "fp"]  # the graph's names do not need DWARF here; folding stays quick
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def share(profile: FoldedProfile, needle: str) -> float:
+    return sum(w for s, w in profile.counts.items() if needle in s) / profile.total
+
+
+def fleet_perfs() -> list[int]:
+    """perf processes recording for a fleet task (their perf.data is in a flamegraph-fleet- scratch dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"perf") and any(b"/flamegraph-fleet-" in a for a in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(check: object, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+# -- a real `dask scheduler` and `dask worker`s over TCP on 127.0.0.1 ------------------------------------
+
+
+@dataclass
+class TcpCluster:
+    address: str
+    scheduler: subprocess.Popen[bytes]
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def add_worker(
+        self, name: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+    ) -> subprocess.Popen[bytes]:
+        """`dask worker --name NAME` (no nanny: killing it kills the worker), standing for host NAME."""
+        environment = {**os.environ, HOST_VARIABLE: name, **(env or {})}
+        scratch = Path(tempfile.mkdtemp(prefix=f"dask-{name}-"))
+        scratch.chmod(0o777)  # a worker running as another user writes here too
+        argv = [*prefix, DASK, "worker", self.address, "--name", name, "--nthreads", "1", "--no-nanny"]
+        argv += ["--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(scratch)]
+        proc = subprocess.Popen(argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.workers[name] = proc
+        return proc
+
+    def names(self) -> set[str]:
+        with distributed.Client(self.address, timeout=10) as client:
+            info = client.scheduler_info(n_workers=-1)["workers"]
+            return {w["name"] for w in info.values()}
+
+    def wait_workers(self, *names: str) -> None:
+        wait_for(lambda: set(names) <= self.names(), 60, f"workers {names}")
+
+    def remove(self, name: str) -> None:
+        proc = self.workers.pop(name)
+        proc.kill()
+        proc.wait()
+        wait_for(lambda: name not in self.names(), 30, f"worker {name} to leave")
+
+
+@pytest.fixture(scope="module")
+def tcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpCluster]:
+    scheduler_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
+    argv = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"]
+    scheduler = subprocess.Popen(
+        [*argv, "--scheduler-file", str(scheduler_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    cluster = TcpCluster("", scheduler)
+    try:
+        wait_for(scheduler_file.exists, 60, "the scheduler")
+        time.sleep(0.2)
+        import json
+
+        cluster.address = json.loads(scheduler_file.read_text())["address"]
+        for name in ("alpha", "beta"):
+            cluster.add_worker(name)
+        cluster.wait_workers("alpha", "beta")
+        yield cluster
+    finally:
+        for proc in [*cluster.workers.values(), scheduler]:
+            proc.kill()  # idle by now; a graceful close only costs time
+            proc.wait()
+
+
+# -- pure parts: no cluster --------------------------------------------------------------------------
+
+
+def result(host: str, counts: dict[str, float], **kw: object) -> HostResult:
+    meta = {"event": "cpu-clock", "perf": "6.1", "kernel": "6.1.0"}
+    return HostResult(host, OK, profile=FoldedProfile(dict(counts), event="cpu-clock", metadata=meta), **kw)  # type: ignore[arg-type]
+
+
+def test_merge_sums_hosts_or_roots_them_per_host() -> None:
+    results = [result("a", {"p;f": 3}), result("b b", {"p;f": 1, "p;g": 2}), HostResult("c", MISSING, reason="x")]
+    assert merge_hosts(results).counts == {"p;f": 4, "p;g": 2}
+    assert merge_hosts(results, per_host=True).counts == {"a;p;f": 3, "b_b;p;f": 1, "b_b;p;g": 2}
+    assert root_frame("x;y z") == "x_y_z"
+    meta = fleet_metadata(results, "the whole machine", "tcp://s:8786", 5)
+    assert meta["fleet"] == "2 of 3 hosts answered (tcp://s:8786)"
+    assert meta["host a"].startswith("3 samples (50.0 %)") and "perf 6.1, kernel 6.1.0" in meta["host a"]
+    assert meta["host c"] == "missing: x" and meta["missing"] == "c (x)"
+    assert meta["event"] == "cpu-clock"
+
+
+def test_outlier_is_the_host_unlike_the_others() -> None:
+    same = {"p;main;work": 90, "p;main;io": 10}
+    profiles = {f"h{i}": FoldedProfile(dict(same)) for i in range(4)}
+    profiles["h2"] = FoldedProfile({"p;main;work": 40, "p;main;lock": 60})
+    found = find_outlier(profiles)
+    assert found.host == "h2" and found.distance == pytest.approx(0.6)
+    assert [host for host, _ in found.ranking][0] == "h2" and found.ranking[1][1] < 0.2
+    assert found.mean.counts == pytest.approx({"p;main;work": 0.9, "p;main;io": 0.1})  # the others' mean
+    assert split_by_root(FoldedProfile({"h1;p;f": 2, "h2;p;g": 1}))["h2"].counts == {"p;g": 1}
+
+
+def test_matching_skips_this_process_and_its_ancestors() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "fleet-match-marker"])
+    try:
+        found = matching_processes("fleet-match-marker")
+        assert list(found) == [child.pid]
+        assert os.getpid() not in matching_processes("python|pytest")  # this process asks: never recorded
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_fold_merge_shifts_line_numbers_in_file_order() -> None:
+    def part(lines: int, line: int) -> ChunkFold:
+        problem = Problem("f.txt", line, "bad-header", "x")
+        return ChunkFold({"a": 1}, problems=[(0, problem)], lines={0: lines})
+
+    merged = merge_folds([merge_folds([part(10, 3), part(7, 2)]), part(5, 1)])
+    assert [p.line for _, p in merged.problems] == [3, 12, 18] and merged.counts == {"a": 3}
+
+
+def test_fold_refuses_what_workers_cannot_read(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data"
+    data.write_bytes(b"PERFILE2" + bytes(100))
+    for inputs, needle in ((["-"], "stdin"), ([str(data)], "where it was recorded")):
+        with pytest.raises(Exception, match=needle):
+            plan_chunks(inputs, 2)
+
+
+# -- fold --scheduler ----------------------------------------------------------------------------------
+
+
+def test_fold_on_cluster_equals_local_fold(tcp: TcpCluster, shared: Path, tmp_path: Path) -> None:
+    """Several record-aligned chunks per text file, a .gz as one, the same file twice, malformed records
+    in more than one chunk: the folded bytes and stderr are a local fold's."""
+    import gzip
+
+    text = gzip.decompress((shared / "peer-tests/flamegraph-pl/example-perf-stacks.txt.gz").read_bytes())
+    broken = text.replace(b"\n\n", b"\n\nnot a header\n\n", 30)  # bad records in the first chunk
+    big = tmp_path / "big.txt"
+    big.write_bytes(broken + text * 3 + broken[-400_000:].partition(b"\n\n")[2])  # ~12 MB, bad ones late too
+    small_gz = tmp_path / "small.txt.gz"
+    small_gz.write_bytes(gzip.compress(text[:200_000].rpartition(b"\n\n")[0] + b"\n\n"))
+    inputs = [str(big), str(small_gz), str(big)]
+    chunks = plan_chunks(inputs, 2)
+    assert len([c for c in chunks if c.index == 0]) >= 2 and len([c for c in chunks if c.index == 1]) == 1
+    local = run_cli("fold", *inputs, "-o", str(tmp_path / "local.folded"))
+    remote = run_cli("fold", "--scheduler", tcp.address, *inputs, "-o", str(tmp_path / "remote.folded"))
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    assert (tmp_path / "local.folded").read_bytes() == (tmp_path / "remote.folded").read_bytes()
+    assert local.stderr == remote.stderr and "bad-header" in remote.stderr and "skipped" in remote.stderr
+
+
+# -- fleet record on the TCP cluster -------------------------------------------------------------------
+
+
+def test_each_host_records_its_own_workload(tcp: TcpCluster, tmp_path: Path) -> None:
+    svg, folded, outlier = tmp_path / "fleet.svg", tmp_path / "fleet.folded", tmp_path / "outlier.svg"
+    args = ["--scheduler", tcp.address, "--duration", "2", "--per-host", "-F", "199"]  # DWARF: names in libz too
+    proc = run_cli(
+        "fleet", "record", *args, "-o", str(svg), "--folded", str(folded), "--outlier", str(outlier),
+        "--", sys.executable, "-c", WORKLOAD, "4",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    profile = load(folded)
+    hosts = split_by_root(profile)
+    assert set(hosts) == {"alpha", "beta"}
+    for host, mine, other in (("alpha", "deflate", "SHA256"), ("beta", "SHA256", "deflate")):
+        assert share(hosts[host], mine) > 0.5, (host, mine)  # its own function dominates its root
+        assert share(hosts[host], other) == 0, (host, other)  # and the other host's is absent
+        assert 0.15 < hosts[host].total / profile.total < 0.85  # both busy for the same time: similar shares
+    text = svg.read_text()
+    for fact in ("2 of 2 hosts answered", "host alpha: ", "host beta: ", "simulated hosts", "roots ", "perf CPU"):
+        assert fact in text, fact
+    assert "differs most" in proc.stderr and "against the rest of the fleet" in outlier.read_text()
+
+
+def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Path) -> None:
+    svg = tmp_path / "fleet.svg"
+    argv = [*FLAMEGRAPH, "fleet", "record", "--scheduler", tcp.address, "--duration", "60", *FAST, "--per-host"]
+    client = subprocess.Popen(
+        [*argv, "--folded", str(tmp_path / "f"), "-o", str(svg), "--", sys.executable, "-c", WORKLOAD, "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(fleet_perfs()) >= 2, 60, "both hosts recording")
+        time.sleep(1.5)
+        client.send_signal(signal.SIGINT)
+        out, err = client.communicate(timeout=60)
+    finally:
+        client.kill()
+    assert client.returncode == 0, err
+    assert "stopping every host's recording" in err
+    assert set(split_by_root(load(tmp_path / "f"))) == {"alpha", "beta"}
+    assert "2 of 2 hosts answered" in svg.read_text()
+    wait_for(lambda: not fleet_perfs(), 10, "no perf left")
+
+
+def test_killed_worker_gives_a_partial_graph(tcp: TcpCluster, tmp_path: Path) -> None:
+    gamma = tcp.add_worker("gamma")
+    tcp.wait_workers("gamma")
+    folded, svg = tmp_path / "f", tmp_path / "fleet.svg"
+    argv = [*FLAMEGRAPH, "fleet", "record", "--scheduler", tcp.address, "--duration", "3", "--per-host", *FAST]
+    client = subprocess.Popen(
+        [*argv, "--folded", str(folded), "-o", str(svg), "--", sys.executable, "-c", WORKLOAD, "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: _perf_under(gamma.pid), 60, "gamma recording")
+        gamma.kill()  # the worker dies mid-recording
+        tcp.workers.pop("gamma")
+        out, err = client.communicate(timeout=90)
+    finally:
+        client.kill()
+    assert client.returncode == EXIT_PARTIAL, err
+    assert "gamma" in err and "left the cluster" in err
+    assert set(split_by_root(load(folded))) == {"alpha", "beta"}
+    text = svg.read_text()
+    assert "2 of 3 hosts answered" in text and "host gamma: missing: its worker" in text
+    wait_for(lambda: not fleet_perfs(), 15, "no perf left (the killed host's included)")
+
+
+def _perf_under(pid: int) -> bool:
+    from flamegraph.fleet.hosts import children
+
+    return any(child in fleet_perfs() for child in children(pid))
+
+
+def test_faulty_hosts_are_named_with_their_reason(tcp: TcpCluster, tmp_path: Path) -> None:
+    """No perf on one host, perf refused on another (its worker runs as nobody: perf_event_paranoid
+    refuses --all-cpus), a third frozen: the others still draw; each missing host says why."""
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() in ("-1", "0"):
+        pytest.skip("perf_event_paranoid lets every user record the whole machine: nothing refuses")
+    tcp.add_worker("noperf", {"PATH": str(tmp_path / "empty")})
+    tcp.add_worker("refused", prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    frozen = tcp.add_worker("frozen")
+    tcp.wait_workers("noperf", "refused", "frozen")
+    marker = f"fleet-faults-{os.getpid()}"
+    workload = subprocess.Popen([sys.executable, "-c", WORKLOAD, "60", marker])
+    request = HostRequest(Target(match=marker), 1.0, fold_with_report, freq=99, call_graph="fp")
+    notes: list[str] = []
+    from flamegraph.fleet.cluster import record_fleet
+
+    outcome: list[object] = []
+    try:
+        with distributed.Client(tcp.address, timeout=10) as client:
+            thread = threading.Thread(
+                target=lambda: outcome.append(record_fleet(client, request, 8.0, notes.append, start_allowance=2.0))
+            )
+            thread.start()
+            wait_for(lambda: _perf_under(frozen.pid), 60, "frozen recording")
+            os.kill(frozen.pid, signal.SIGSTOP)  # hangs past --duration + --grace
+            thread.join(timeout=60)
+    finally:
+        workload.kill()
+        os.kill(frozen.pid, signal.SIGKILL)
+        tcp.workers.pop("frozen").wait()
+        for name in ("noperf", "refused"):
+            tcp.remove(name)
+    results = {r.host: r for r in outcome[0].results}  # type: ignore[attr-defined]
+    assert results["alpha"].state == results["beta"].state == OK, [(r.host, r.reason) for r in results.values()]
+    assert results["noperf"].state == FAILED and results["noperf"].exit_code == EXIT_NO_PERF
+    assert "perf is not installed" in results["noperf"].reason
+    assert results["refused"].state == FAILED and results["refused"].exit_code == EXIT_NOT_PERMITTED
+    assert results["frozen"].state == MISSING and "hung" in results["frozen"].reason
+    meta = fleet_metadata(list(results.values()), "t", "s", 1.0)
+    assert meta["fleet"].startswith("2 of 5 hosts answered") and "noperf (perf is not installed" in meta["missing"]
+
+
+def test_no_matching_process_anywhere(tcp: TcpCluster, tmp_path: Path) -> None:
+    proc = run_cli(
+        "fleet", "record", "--scheduler", tcp.address, "--match", "no-such-process-[0-9]{9}", "--duration", "1",
+        "-o", str(tmp_path / "x.svg"),
+    )  # fmt: skip
+    assert proc.returncode == EXIT_NO_PROCESS, proc.stderr
+    assert "alpha: failed: no process matches" in proc.stderr and not (tmp_path / "x.svg").exists()
+
+
+# -- LocalCluster: one machine, two workers, one host ---------------------------------------------------
+
+
+def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
+    marker = f"fleet-local-{os.getpid()}"
+    workload = subprocess.Popen([sys.executable, "-c", WORKLOAD, "40", marker])
+    try:
+        folded, svg = tmp_path / "f", tmp_path / "fleet.svg"
+        proc = run_cli(
+            "fleet", "record", "--scheduler", "local:2", "--match", marker, "--duration", "1.5", "-F", "199",
+            "--folded", str(folded), "-o", str(svg),
+        )  # fmt: skip
+    finally:
+        workload.kill()
+        workload.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("samples in") == 1  # one host, one recording
+    text = svg.read_text()
+    assert "2 workers on this host, recorded once" in text and "1 process" in text
+    assert share(load(folded), "SHA256") > 0.5  # this host is not "alpha": it hashes
