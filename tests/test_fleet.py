@@ -24,6 +24,7 @@ import pytest
 
 from flamegraph.cli.record import fold_with_report
 from flamegraph.diagnostics import (
+    EXIT_NO_CLUSTER,
     EXIT_NO_PERF,
     EXIT_NO_PROCESS,
     EXIT_NOT_PERMITTED,
@@ -386,3 +387,30 @@ def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
     text = svg.read_text()
     assert "2 workers on this host, recorded once" in text and "1 process" in text
     assert share(load(folded), "SHA256") > 0.5  # this host is not "alpha": it hashes
+
+
+# -- without Dask ----------------------------------------------------------------------------------------
+
+NO_DASK = "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None; "
+
+
+def test_library_and_other_commands_run_without_dask(tmp_path: Path) -> None:
+    """Dask is the fleet extra's: `flamegraph --help` and every other command never import it, and a
+    fleet command without it says how to install it (exit 11), without a traceback."""
+    code = NO_DASK + (
+        "import flamegraph, flamegraph.fleet.cluster, flamegraph.fleet.fold, flamegraph.cli as c; "
+        "c.register_commands([]); print('ok')"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert ran.stdout.strip() == "ok", ran.stderr
+    code = "import sys, flamegraph.cli as c; c.register_commands([]); "
+    code += "print(sorted({'dask', 'distributed'} & {*sys.modules}))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+    code = NO_DASK + "from flamegraph.cli import main; sys.argv = ['flamegraph'] + sys.argv[1:]; main()"
+    args = ["fleet", "record", "--all-cpus", "--duration", "1", "-o", str(tmp_path / "x.svg")]
+    ran = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert ran.returncode == EXIT_NO_CLUSTER and "pip install 'flamegraph-perf[fleet]'" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    args = ["fold", "--scheduler", "local", str(tmp_path / "x")]
+    ran = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert ran.returncode == 4 and "no such file" in ran.stderr  # input checks come before the cluster
