@@ -33,7 +33,8 @@ from ..inputs import STDIN, kind_of, label, open_stream
 from ..model import FoldedProfile
 
 FAN_IN = 4  # chunks merged per reduction task: log4(chunks) rounds
-CHUNKS_PER_THREAD = 2  # some slack, so a slow worker does not hold the others up
+CHUNKS_PER_THREAD = 2
+PROBE_BLOCK = 1 << 16  # some slack, so a slow worker does not hold the others up
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def first_event(inputs: Sequence[str], options: FoldOptions) -> str | None:
     probe = PerfCollapser(replace(options, frame_hook=None), Diagnostics(echo=False))
     for path in inputs:
         with open_stream(path) as stream:
-            for block in iter_blocks(stream):
+            while block := stream.read(PROBE_BLOCK):  # a record cut at a block's end only costs the probe
                 fold_blocks(probe, [block], label(path))
                 if probe.event_filter is not None:
                     return decode(probe.event_filter)

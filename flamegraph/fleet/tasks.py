@@ -99,7 +99,7 @@ def _record_and_fold(
         keep = True  # from here on, a failure keeps what was recorded
         if not request.target.command and not request.jit:  # else the command's (perf inject's) CPU is mixed in
             result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if recording.exit_status:
+        if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
             notes.note(f"the command exited with status {recording.exit_status}")
         profile = request.fold(recording, None, notes, request.threads, request.group_unknown)
         if result.pids:
