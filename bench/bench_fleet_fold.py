@@ -57,7 +57,7 @@ def main() -> None:
         client = distributed.Client(cluster)
         start_s = time.perf_counter() - started
         seconds, result = best(
-            lambda: fold_on_cluster(client, args.files, FoldOptions(), Diagnostics(echo=False)), args.repeat
+            lambda c=client: fold_on_cluster(c, args.files, FoldOptions(), Diagnostics(echo=False)), args.repeat
         )
         same = folded_bytes(result.profile) == expected  # type: ignore[attr-defined]
         print(

@@ -214,6 +214,25 @@ def test_fold_refuses_what_workers_cannot_read(tmp_path: Path) -> None:
             plan_chunks(inputs, 2)
 
 
+def test_fleet_diff_draws_the_straggler_from_folded_files(tmp_path: Path) -> None:
+    per_host = tmp_path / "fleet.folded"
+    lines = [f"h{i};p;main;work 90\nh{i};p;main;io 10\n" for i in (1, 2, 4)]
+    lines.append("h3;p;main;work 30\nh3;p;main;lock 70\n")
+    per_host.write_text("".join(lines))
+    svg = tmp_path / "out.svg"
+    proc = run_cli("fleet", "diff", str(per_host), "-o", str(svg))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[0].startswith("h3: 70.0 %") and "h3 differs most" in proc.stderr
+    text = svg.read_text()
+    assert "h3 against the rest of the fleet" in text and "lock" in text
+    for name, body in (("a.folded", "p;f 5\n"), ("b.folded", "p;g 5\n")):
+        (tmp_path / name).write_text(body)
+    proc = run_cli("fleet", "diff", str(tmp_path / "a.folded"), str(tmp_path / "b.folded"), "-o", str(svg))
+    assert proc.returncode == 0 and "a: 100.0 %" in proc.stderr  # two hosts: equally far, the first by name
+    proc = run_cli("fleet", "diff", str(tmp_path / "a.folded"), "-o", str(svg))
+    assert proc.returncode == 2 and "at least two hosts" in proc.stderr
+
+
 # -- fold --scheduler ----------------------------------------------------------------------------------
 
 
