@@ -59,10 +59,13 @@ def find_outlier(profiles: Mapping[str, FoldedProfile]) -> Outlier:
     if len(usable) < 2:
         raise BadOption(f"the straggler view needs at least two hosts with samples, got {len(usable)}")
     functions = {host: shares(self_by_function(profile)) for host, profile in usable.items()}
+    n = len(functions)
+    fleet = mean_shares(list(functions.values()))
     ranking = []
-    for host in usable:
-        others = mean_shares([f for other, f in functions.items() if other != host])
-        ranking.append((host, variation_distance(functions[host], others)))
+    for host, own in functions.items():
+        # the others' mean without recomputing it: (n * mean - own) / (n - 1); O(hosts x functions) in all
+        others = {key: (n * value - own.get(key, 0.0)) / (n - 1) for key, value in fleet.items()}
+        ranking.append((host, variation_distance(own, others)))
     ranking.sort(key=lambda item: (-round(item[1], 12), item[0]))
     host, distance = ranking[0]
     mean = mean_shares([shares(p.counts) for other, p in usable.items() if other != host])
