@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import distributed  # the fleet extra: `make venv` installs it (a missing Dask fails here, loudly)
 import pytest
 
 from flamegraph.cli.record import fold_with_report
@@ -40,7 +41,7 @@ from flamegraph.fleet.outlier import find_outlier, split_by_root
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
 
-distributed = pytest.importorskip("distributed")  # the fleet extra; `make test` installs it
+pytestmark = pytest.mark.fleet
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -260,6 +261,7 @@ def test_fold_on_cluster_equals_local_fold(tcp: TcpCluster, shared: Path, tmp_pa
 # -- fleet record on the TCP cluster -------------------------------------------------------------------
 
 
+@pytest.mark.perf
 def test_each_host_records_its_own_workload(tcp: TcpCluster, tmp_path: Path) -> None:
     svg, folded, outlier = tmp_path / "fleet.svg", tmp_path / "fleet.folded", tmp_path / "outlier.svg"
     args = ["--scheduler", tcp.address, "--duration", "2", "--per-host", "-F", "199"]  # DWARF: names in libz too
@@ -281,6 +283,7 @@ def test_each_host_records_its_own_workload(tcp: TcpCluster, tmp_path: Path) -> 
     assert "differs most" in proc.stderr and "against the rest of the fleet" in outlier.read_text()
 
 
+@pytest.mark.perf
 def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Path) -> None:
     svg = tmp_path / "fleet.svg"
     argv = [*FLAMEGRAPH, "fleet", "record", "--scheduler", tcp.address, "--duration", "60", *FAST, "--per-host"]
@@ -304,6 +307,7 @@ def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Pat
     wait_for(lambda: not fleet_perfs(), 10, "no perf left")
 
 
+@pytest.mark.perf
 def test_killed_worker_gives_a_partial_graph(tcp: TcpCluster, tmp_path: Path) -> None:
     gamma = tcp.add_worker("gamma")
     tcp.wait_workers("gamma")
@@ -336,6 +340,7 @@ def _perf_under(pid: int) -> bool:
     return any(child in fleet_perfs() for child in children(pid))
 
 
+@pytest.mark.perf
 def test_faulty_hosts_are_named_with_their_reason(tcp: TcpCluster, tmp_path: Path) -> None:
     """No perf on one host, perf refused on another (its worker runs as nobody: perf_event_paranoid
     refuses --all-cpus), a third frozen: the others still draw; each missing host says why."""
@@ -377,6 +382,7 @@ def test_faulty_hosts_are_named_with_their_reason(tcp: TcpCluster, tmp_path: Pat
     assert meta["fleet"].startswith("2 of 5 hosts answered") and "noperf (perf is not installed" in meta["missing"]
 
 
+@pytest.mark.perf
 def test_no_matching_process_anywhere(tcp: TcpCluster, tmp_path: Path) -> None:
     proc = run_cli(
         "fleet", "record", "--scheduler", tcp.address, "--match", "no-such-process-[0-9]{9}", "--duration", "1",
@@ -389,6 +395,7 @@ def test_no_matching_process_anywhere(tcp: TcpCluster, tmp_path: Path) -> None:
 # -- LocalCluster: one machine, two workers, one host ---------------------------------------------------
 
 
+@pytest.mark.perf
 def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
     marker = f"fleet-local-{os.getpid()}"
     workload = subprocess.Popen([sys.executable, "-c", WORKLOAD, "40", marker])
