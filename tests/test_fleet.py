@@ -34,7 +34,7 @@ from flamegraph.diagnostics import (
     Problem,
 )
 from flamegraph.fleet.fold import ChunkFold, merge_folds, plan_chunks
-from flamegraph.fleet.hosts import HOST_VARIABLE, matching_processes
+from flamegraph.fleet.hosts import HOST_VARIABLE, command_line, matching_processes
 from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
 from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
 from flamegraph.fleet.outlier import find_outlier, split_by_root
@@ -190,6 +190,7 @@ def test_outlier_is_the_host_unlike_the_others() -> None:
 def test_matching_skips_this_process_and_its_ancestors() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "fleet-match-marker"])
     try:
+        wait_for(lambda: command_line(child.pid), 10, "the child's command line")  # empty until it first runs
         found = matching_processes("fleet-match-marker")
         assert list(found) == [child.pid]
         assert os.getpid() not in matching_processes("python|pytest")  # this process asks: never recorded

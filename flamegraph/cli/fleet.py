@@ -86,6 +86,9 @@ def fleet_record(
     jit: Annotated[
         bool, typer.Option("--jit/--no-jit", help="name oneDNN's JIT kernels as `flamegraph record --jit` does")
     ] = False,
+    mxnet: Annotated[
+        bool, typer.Option("--mxnet/--no-mxnet", help="[op] and [dnnl] frames as `flamegraph record --mxnet` adds")
+    ] = False,
 ) -> None:
     """Record every host of a Dask cluster at once (one recording per host, however many workers it has),
     fold each where its binaries are, and draw one flame graph.
@@ -96,8 +99,8 @@ def fleet_record(
     from ..jit.recording import JIT_CALL_GRAPH
 
     target = _target(match, all_cpus, tuple(command or ()))
-    if jit and not target.command:
-        raise typer.BadParameter("--jit names the kernels of a process it launches: use -- COMMAND")
+    if (jit or mxnet) and not target.command:
+        raise typer.BadParameter("--jit and --mxnet need the process launched by us: use -- COMMAND")
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
         call_graph = JIT_CALL_GRAPH
@@ -106,7 +109,9 @@ def fleet_record(
     where = Scheduler.parse(scheduler)
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}: {target.describe()}"
     options = render_options("fleet", title, subtitle, preset, list(highlight or []))
-    request = HostRequest(target, duration, fold_with_report, event, freq, call_graph, jit, threads, group_unknown)
+    request = HostRequest(
+        target, duration, fold_with_report, event, freq, call_graph, jit, mxnet, threads, group_unknown
+    )
     status = Status()
     with connect(where) as client:
         recording = record_fleet(client, request, grace, status.note)

@@ -11,12 +11,15 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..collapse.perf import SampleHook
 from ..model import FoldedProfile
 from ..record import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, Recording, Status
 
-# How a host's recording is folded: the CLI passes `flamegraph record`'s own fold (fold_with_report),
-# so a fleet profile is folded, grouped and attributed exactly as a local one.
-FoldFunction = Callable[[Recording, "tuple[float | None, float | None] | None", Status, bool, bool], FoldedProfile]
+Window = tuple[float | None, float | None] | None
+# How a host's recording is folded: the CLI passes `flamegraph record`'s own fold (fold_with_report:
+# recording, window, status, threads, group_unknown, sample hook), so a fleet profile is folded,
+# grouped and attributed exactly as a local one.
+FoldFunction = Callable[[Recording, Window, Status, bool, bool, SampleHook | None], FoldedProfile]
 
 # HostResult.state
 OK = "ok"
@@ -57,6 +60,7 @@ class HostRequest:
     freq: int = DEFAULT_FREQ
     call_graph: str = DEFAULT_CALL_GRAPH
     jit: bool = False
+    mxnet: bool = False  # --mxnet: operator and primitive frames (a launched Python command)
     threads: bool = False
     group_unknown: bool = True
 

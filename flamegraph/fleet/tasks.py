@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..diagnostics import FlamegraphError, NoSuchProcess
 from ..jit.recording import JitHook
+from ..mxnet.recording import MxnetHook
 from ..record import RecordSpec, Status, record
 from .hosts import children, command_line, matching_processes
 from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
@@ -91,17 +92,21 @@ def _record_and_fold(
     data = scratch / "perf.data"
     keep = False
     try:
-        hooks = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
+        hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
+        mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with Stopper(data, stop):
-            recording = record(spec, data, hooks=hooks, status=notes)
+            recording = record(spec, data, hooks=[*hooks, *([mx] if mx else [])], status=notes)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         keep = True  # from here on, a failure keeps what was recorded
-        if not request.target.command and not request.jit:  # else the command's (perf inject's) CPU is mixed in
+        if not request.target.command:  # else the command's CPU is mixed in
             result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
             notes.note(f"the command exited with status {recording.exit_status}")
-        profile = request.fold(recording, None, notes, request.threads, request.group_unknown)
+        joiner = mx.joiner(recording, None) if mx else None  # as `flamegraph record --mxnet` does
+        profile = request.fold(recording, None, notes, request.threads, request.group_unknown, joiner)
+        if mx and joiner:
+            mx.report(joiner, profile)
         if result.pids:
             profile.metadata["command"] = "; ".join(
                 f"pid {pid}: {command_line(pid) or '(exited)'}" for pid in result.pids
