@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import logging
 import os
 import time
 
 from flamegraph.collapse.perf import FoldOptions
 from flamegraph.diagnostics import Diagnostics
+from flamegraph.fleet.cluster import Scheduler, connect
 from flamegraph.fleet.fold import fold_on_cluster
 from flamegraph.fold import fold_perf
 from flamegraph.folded import write_folded
@@ -42,8 +42,6 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    import distributed
-
     size = sum(os.path.getsize(f) for f in args.files) / 1e6
     print(f"{size:.0f} MB in {len(args.files)} file(s); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     local_s, local = best(lambda: fold_perf(args.files, FoldOptions(), Diagnostics(echo=False), jobs=1), args.repeat)
@@ -51,21 +49,16 @@ def main() -> None:
     print(f"local fold, 1 process: {local_s:.2f} s ({size / local_s:.0f} MB/s)")
     for n in args.workers:
         started = time.perf_counter()
-        cluster = distributed.LocalCluster(
-            n_workers=n, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
-        )
-        client = distributed.Client(cluster)
-        start_s = time.perf_counter() - started
-        seconds, result = best(
-            lambda c=client: fold_on_cluster(c, args.files, FoldOptions(), Diagnostics(echo=False)), args.repeat
-        )
-        same = folded_bytes(result.profile) == expected  # type: ignore[attr-defined]
+        with connect(Scheduler(None, n)) as client:  # the LocalCluster `--scheduler local:N` starts
+            start_s = time.perf_counter() - started
+            seconds, result = best(
+                lambda c=client: fold_on_cluster(c, args.files, FoldOptions(), Diagnostics(echo=False)), args.repeat
+            )
+            same = folded_bytes(result.profile) == expected  # type: ignore[attr-defined]
         print(
             f"--scheduler local:{n}: {seconds:.2f} s ({size / seconds:.0f} MB/s, x{local_s / seconds:.2f});"
             f" cluster start {start_s:.1f} s; output identical: {same}"
         )
-        client.close()
-        cluster.close()
 
 
 if __name__ == "__main__":
