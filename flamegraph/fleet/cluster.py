@@ -97,7 +97,7 @@ def connect(scheduler: Scheduler) -> Iterator[Any]:
                     processes=True,
                     host="127.0.0.1",  # nothing listens beyond this machine
                     dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    silence_logs=logging.CRITICAL,  # shutdown races log "stream closed"; our errors are ours
                 )
             client = distributed.Client(cluster)
         else:
