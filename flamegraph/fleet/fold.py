@@ -56,9 +56,8 @@ class ChunkFold:
     counts: dict[str, int] = field(default_factory=dict)
     skipped: Counter[bytes] = field(default_factory=Counter)
     problems: list[tuple[int, Problem]] = field(default_factory=list)  # (input index, problem), in file order
-    kinds: Counter[str] = field(default_factory=Counter)
-    records: int = 0
-    notes: list[str] = field(default_factory=list)
+    # counts, records, notes... (its shown problems are moved to `problems`, where their lines can be shifted)
+    diagnostics: Diagnostics = field(default_factory=lambda: Diagnostics(echo=False))
     lines: dict[int, int] = field(default_factory=dict)  # input index -> lines read so far
 
 
@@ -125,13 +124,13 @@ def fold_chunk(chunk: Chunk, options: FoldOptions) -> ChunkFold:
     except (EOFError, gzip.BadGzipFile) as err:
         raise InputMissing(f"{chunk.label}: truncated or corrupt gzip data: {err}") from None
     profile = collapser.profile()
+    problems = [(chunk.index, problem) for problem in diagnostics.problems]
+    diagnostics.problems = []
     return ChunkFold(
         {stack: int(count) for stack, count in profile.counts.items()},
         Counter(collapser.skipped_by_event),
-        [(chunk.index, problem) for problem in diagnostics.problems],
-        Counter(diagnostics.counts),
-        diagnostics.records,
-        list(diagnostics.notes),
+        problems,
+        diagnostics,
         {chunk.index: lines},
     )
 
@@ -149,9 +148,7 @@ def merge_folds(parts: Sequence[ChunkFold]) -> ChunkFold:
                 shown[problem.kind] += 1
                 line = problem.line + merged.lines.get(index, 0)
                 merged.problems.append((index, Problem(problem.path, line, problem.kind, problem.text)))
-        merged.kinds.update(part.kinds)
-        merged.records += part.records
-        merged.notes += part.notes
+        merged.diagnostics.merge(part.diagnostics)  # counts, records, notes: whatever Diagnostics keeps
         for index, lines in part.lines.items():
             merged.lines[index] = merged.lines.get(index, 0) + lines
     return merged
@@ -189,10 +186,9 @@ def fold_on_cluster(
     chunks = plan_chunks(inputs, threads)
     fixed = replace(options, event_filter=first_event(inputs, options))
     folded = reduce_on_cluster(client, chunks, fixed)
-    seen = Diagnostics(echo=False)
+    seen = folded.diagnostics
     seen.problems = [problem for _, problem in folded.problems]
-    seen.counts, seen.records, seen.notes = folded.kinds, folded.records, folded.notes
-    diagnostics.merge(seen)
+    diagnostics.merge(seen)  # shown as a local fold shows them: the first of each kind, in file order
     profile = FoldedProfile(counts=dict(folded.counts), event=fixed.event_filter)  # type: ignore[arg-type]
     result = FoldResult(profile, {}, Counter({decode(e): n for e, n in folded.skipped.items()}))
     return finish_fold(result, inputs, options, diagnostics)
