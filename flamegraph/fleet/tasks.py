@@ -91,14 +91,18 @@ def _record_and_fold(
     scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-"))
     data = scratch / "perf.data"
     keep = False
+
+    def recorded() -> None:  # perf.data holds a recording (maybe cut short): a failure from here keeps it
+        nonlocal keep
+        keep = True
+
     try:
         hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
         mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with Stopper(data, stop):
-            recording = record(spec, data, hooks=[*hooks, *([mx] if mx else [])], status=notes)
+            recording = record(spec, data, hooks=[*hooks, *([mx] if mx else [])], status=notes, on_recording=recorded)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        keep = True  # from here on, a failure keeps what was recorded
         if not request.target.command:  # else the command's CPU is mixed in
             result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
