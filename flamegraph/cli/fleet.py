@@ -8,22 +8,19 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, FlamegraphError, PartialResult
-from ..fleet.merge import fleet_metadata, merge_hosts
-from ..fleet.model import OK, HostRequest, HostResult, Target
-from ..fleet.outlier import Outlier, find_outlier, outlier_metadata, split_by_root
-from ..folded import read_folded
-from ..inputs import open_stream
-from ..model import FoldedProfile
-from ..record import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, Status, parse_call_graph
-from ..render import RenderOptions, render_diff, render_svg
+from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
-from .output import atomic_output, write_results
-from .record import fold_with_report, render_options, report_top
+
+if TYPE_CHECKING:  # the stages are imported where the commands run: `flamegraph --help` stays cheap
+    from ..fleet.model import HostResult, Target
+    from ..fleet.outlier import Outlier
+    from ..model import FoldedProfile
+    from ..record import Status
 
 fleet_app = typer.Typer(
     help="One flame graph of a job that runs on many hosts, recorded on a Dask cluster.",
@@ -96,7 +93,13 @@ def fleet_record(
     Exit status 10: the graph was drawn, but some hosts are missing (the header and stderr say why).
     """
     from ..fleet.cluster import Scheduler, connect, record_fleet
+    from ..fleet.model import OK, HostRequest
+    from ..fleet.outlier import find_outlier
     from ..jit.recording import JIT_CALL_GRAPH
+    from ..record import Status
+    from ..render import render_svg
+    from .output import write_results
+    from .record import fold_with_report, render_options, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
     if (jit or mxnet) and not target.command:
@@ -136,6 +139,8 @@ def fleet_record(
 
 
 def _target(match: str | None, all_cpus: bool, command: tuple[str, ...]) -> Target:
+    from ..fleet.model import Target
+
     if sum((match is not None, all_cpus, bool(command))) != 1:
         raise typer.BadParameter("give exactly one of --match REGEX, --all-cpus and -- COMMAND ARGS")
     if match is not None:
@@ -147,6 +152,8 @@ def _target(match: str | None, all_cpus: bool, command: tuple[str, ...]) -> Targ
 
 
 def _report_host(result: HostResult, status: Status) -> None:
+    from ..fleet.model import OK
+
     if result.state == OK:
         status.note(f"{result.host}: {result.samples:,.0f} samples in {result.seconds:.1f} s")
     else:
@@ -159,6 +166,9 @@ def _merged(
     results: list[HostResult], per_host: bool, target: Target, scheduler: str, duration: float
 ) -> FoldedProfile:
     """The merged profile with the fleet header; no host with samples is an error (nothing to draw)."""
+    from ..fleet.merge import fleet_metadata, merge_hosts
+    from ..fleet.model import OK
+
     if not any(r.state == OK and r.samples > 0 for r in results):
         reasons = "; ".join(f"{r.host}: {r.reason or 'no samples'}" for r in results)
         error = ClusterUnavailable(f"no host sent back samples: {reasons}")
@@ -172,6 +182,11 @@ def _merged(
 
 
 def _write_outlier(straggler: Outlier, path: Path, title: str | None, status: Status) -> None:
+    from ..fleet.outlier import outlier_metadata
+    from ..model import FoldedProfile
+    from ..render import RenderOptions, render_diff
+    from .output import atomic_output
+
     options = RenderOptions(title=title or f"{straggler.host} against the rest of the fleet", normalize=True)
     before, after = straggler.mean, straggler.profile
     after = FoldedProfile(after.counts, after.unit, after.event, {**outlier_metadata(straggler), **after.metadata})
@@ -192,6 +207,9 @@ def fleet_diff(
 
     One input: its root frames are the hosts (`fleet record --per-host --folded F`). Several: each file
     is one host, named by its file name without `.folded`."""
+    from ..fleet.outlier import find_outlier
+    from ..record import Status
+
     status = Status()
     profiles = _read_hosts(inputs)
     straggler = find_outlier(profiles)
@@ -201,6 +219,10 @@ def fleet_diff(
 
 
 def _read_hosts(inputs: list[str]) -> dict[str, FoldedProfile]:
+    from ..fleet.outlier import split_by_root
+    from ..folded import read_folded
+    from ..inputs import open_stream
+
     profiles = {}
     for path in inputs:
         diagnostics = Diagnostics()

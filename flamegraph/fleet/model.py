@@ -10,16 +10,17 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..collapse.perf import SampleHook
-from ..model import FoldedProfile
-from ..record import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, Recording, Status
+from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 
-Window = tuple[float | None, float | None] | None
+if TYPE_CHECKING:
+    from ..model import FoldedProfile
+
 # How a host's recording is folded: the CLI passes `flamegraph record`'s own fold (fold_with_report:
-# recording, window, status, threads, group_unknown, sample hook), so a fleet profile is folded,
-# grouped and attributed exactly as a local one.
-FoldFunction = Callable[[Recording, Window, Status, bool, bool, SampleHook | None], FoldedProfile]
+# recording, window, status, threads, group_unknown, sample hook -> FoldedProfile), so a fleet profile
+# is folded, grouped and attributed exactly as a local one.
+FoldFunction = Callable[..., Any]
 
 # HostResult.state
 OK = "ok"
