@@ -61,7 +61,7 @@ HELP_NEVER = (
 # (whose bare interpreter has not imported pathlib & co. yet) with typer 0.28; typer 0.29's pydantic
 # adapter took it to 245.
 FOLD_MODULE_BUDGET = 160
-COMMANDS = ("fold", "render", "diff", "record", "offcpu", "convert")
+COMMANDS = ("fold", "render", "diff", "record", "offcpu", "convert", "fleet", "fleet record", "fleet diff")
 
 
 def imported(args: list[str], cwd: Path) -> tuple[list[str], bytes]:
@@ -106,10 +106,10 @@ def test_help_imports_no_stage(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_help_is_unchanged(command: str) -> None:
     """Every command's help, option by option, as the goldens have it (UPDATE_GOLDEN=1 after a deliberate change)."""
-    args = [sys.executable, "-m", "flamegraph", *([command] if command else []), "--help"]
+    args = [sys.executable, "-m", "flamegraph", *command.split(), "--help"]
     result = subprocess.run(args, capture_output=True, cwd=REPO, env=_env())
     assert result.returncode == 0, result.stderr
-    check_golden(result.stdout, GOLDEN / "help" / f"{command or 'flamegraph'}.txt")
+    check_golden(result.stdout, GOLDEN / "help" / f"{command.replace(' ', '-') or 'flamegraph'}.txt")
 
 
 @pytest.mark.parametrize("package", [flamegraph, flamegraph.record])
