@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .buildid import RecordedBuildIds, same_build_id
-from .jit.dwarf import read_sleb128, read_uleb128
+from .dwarf import read_sleb128, read_uleb128
 
 # Pointer encodings (LSB 10.6.1.1): the low nibble is the format, the high one how it applies.
 PE_OMIT = 0xFF

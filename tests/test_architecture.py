@@ -1,5 +1,6 @@
 """Imports point one way: cli -> stages -> model/diagnostics; collapse and render never meet;
-flamegraph/ never imports collectors/ or mxnet."""
+flamegraph/ never imports collectors/ or mxnet;
+symbol lookup shares the DWARF helpers with the JIT code but never imports it."""
 
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ def test_only_the_cli_imports_the_cli() -> None:
             continue
         bad = {name for name in imports_of(path) if name.startswith("flamegraph.cli")}
         assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_symbols_never_import_jit() -> None:
+    bad = {name for name in imports_of(PACKAGE / "symbols.py") if name.startswith("flamegraph.jit")}
+    assert not bad, f"symbols.py imports {bad}"
 
 
 def test_model_and_diagnostics_import_no_stage() -> None:

@@ -14,7 +14,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from .dwarf import (
+from ..dwarf import (
     DW_CFA_ADVANCE_LOC,
     DW_CFA_ADVANCE_LOC1,
     DW_CFA_ADVANCE_LOC2,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .dwarf import (
+from ..dwarf import (
     DW_CFA_DEF_CFA,
     DW_CFA_OFFSET,
     DW_EH_PE_DATAREL,

@@ -1,4 +1,5 @@
-"""DWARF numbers and LEB128 encoders shared by the CFI generator and the unwind-table builder."""
+"""DWARF numbers and LEB128 codecs: the ELF/DWARF helpers shared by symbol lookup (reading .eh_frame)
+and the JIT code (writing CFI and unwind tables for the kernels it names)."""
 
 from __future__ import annotations
 
