@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flamegraph.cli.record import fold_with_report, top_self
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.folded import write_folded
+from flamegraph.jit.recording import JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
+from flamegraph.oncpu import fold_with_report
 from flamegraph.record import RecordHook, Recording, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
+from flamegraph.render.summary import top_self
 
 from .mlp_log import TrainLog, parse_log
 
@@ -65,6 +67,7 @@ class RecordedRun:
     recording: Recording
     log: TrainLog
     lines: list[str]
+    jit_unwound: bool = False  # recorded with JIT kernels given unwind info (a JitHook)
 
     @property
     def window(self) -> tuple[float | None, float | None] | None:
@@ -110,7 +113,8 @@ def record_mlp(
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         status = recording.exit_status
         raise TrainingFailed(f"training under perf failed (exit {status}; {perf_data} kept): {tail}")
-    return RecordedRun(recording, log, lines)
+    jit_unwound = any(isinstance(hook, JitHook) and hook.unwound for hook in hooks)
+    return RecordedRun(recording, log, lines, jit_unwound)
 
 
 def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook | None = None) -> FoldedProfile:
@@ -120,7 +124,8 @@ def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook
     are joined in, and the coverage, clock and per-operator tables are printed and put in the header.
     """
     joiner = mxnet.joiner(run.recording, run.window) if mxnet is not None else None
-    profile = fold_with_report(run.recording, run.window, Status(), group_unknown=group_unknown, sample_hook=joiner)
+    status, unwound = Status(), run.jit_unwound
+    profile = fold_with_report(run.recording, run.window, status, False, group_unknown, joiner, unwound)
     if mxnet is not None and joiner is not None:
         mxnet.report(joiner, profile)
     return profile
@@ -143,7 +148,7 @@ def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title:
 def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:
     total = profile.total or 1
     print(f"top {n} frames by self samples ({profile.total:,.0f} samples in the training window):")
-    for name, weight in top_self(profile, n):
+    for name, weight in top_self(profile.counts.items(), n):
         short = name if len(name) <= width else name[: width - 3] + "..."
         print(f"  {100 * weight / total:5.1f} %  {short}")
 

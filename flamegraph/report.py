@@ -1,10 +1,11 @@
-"""The attribution report: how much of a profile is whole-truth, and what to do about the rest.
+"""The attribution report: how much of a folded profile is whole-truth, and what to do about the rest.
 
-Figures, each weighted by samples: stacks that reach a thread root (`_start`, `start_thread`,
+Post-fold analysis, figures each weighted by samples: stacks that reach a thread root (`_start`, `start_thread`,
 `clone`/`clone3`; `ret_from_fork` for kernel threads), samples with any `[unknown]` frame (before and
 after grouping by function), samples in JIT code, how many of those are named and reach a root,
-and, for every gap, the fix. It is computed from the folded profile plus what a `FrameObserver`
-saw while folding (which frames came from JIT code, the kernel, or were grouped); frames it reads:
+and, for every gap, the fix. It is computed from the folded profile plus what the fold's frame hook
+(flamegraph.observer) saw (which frames came from JIT code, the kernel, or were grouped) and how the
+profile was recorded (`HowRecorded`, when known); frames it reads:
     python;clone3;start_thread;...;mxnet::MKLDNNStream::Submit;libmxnet.so+0x758e820;jit_avx512_gemm_[j]
     python;_PyEval_EvalFrameDefault;[libpython3.11.so.1.0]          <- a stack cut short
     python;[unknown];[unknown]                                        <- frame-pointer garbage
@@ -15,53 +16,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .buildid import RecordedBuildIds
-from .collapse import tidy
-from .folded import decode
+from .color import strip_annotation
 from .model import FoldedProfile
-from .symbols import FunctionNamer
+from .observer import FrameObserver
 
 ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
-ANNOTATION = re.compile(r"_\[[kjiw]\]$")
 UNNAMED_JIT = re.compile(r"^\[(unknown|anon.*|perf-\d+\.map|jitted-\d+-\d+\.so)( <[0-9a-f]+>)?\]$")
 BRACKETED = re.compile(r"^\[.*\]$")
 END_KINDS = ("jit", "kernel", "other", "empty")
 ROOT_TARGET = 99.0  # % of samples: below this the report says how to do better
-
-
-def is_jit_dso(dso: bytes) -> bool:
-    """Code perf found in JIT memory: a perf map, an injected jitted-*.so, or anonymous memory."""
-    return tidy.is_jit_dso(dso, False) or dso == b"//anon" or dso.startswith(b"[anon") or dso == b"[unknown]"
-
-
-class FrameObserver:
-    """The folder's frame hook: sees each distinct (address, symbol, DSO) once, may rename `[unknown]`.
-
-    Renaming is done by `namer` (grouping by function, `--group-unknown`; JIT and kernel code never
-    go to it); what it observes lets the report tell JIT, kernel and grouped frames
-    apart in the folded names.
-    """
-
-    def __init__(self, namer: FunctionNamer | None = None) -> None:
-        self.namer = namer
-        self.jit: set[str] = set()  # folded names of named JIT functions
-        self.kernel: set[str] = set()
-        self.grouped: set[str] = set()  # names made by the namer
-
-    def __call__(self, pc: bytes, symbol: bytes, dso: bytes) -> bytes | None:
-        if symbol == b"[unknown]":
-            if self.namer is None or is_jit_dso(dso) or tidy.is_kernel_dso(dso):
-                return None  # JIT code has its own names; the kernel's build-id is not filed under its path
-            name = self.namer(pc, dso)
-            if name is not None:
-                self.grouped.add(decode(tidy.tidy_name(name, False, False)))
-            return name
-        folded = decode(tidy.tidy_name(symbol, False, False))
-        if is_jit_dso(dso):
-            self.jit.add(folded)
-        elif tidy.is_kernel_dso(dso):
-            self.kernel.add(folded)
-        return None
 
 
 @dataclass
@@ -77,7 +40,6 @@ class Attribution:
     short: float = 0.0  # stacks of at most 2 frames
     # Stacks without a root, by the kind of their outermost frame.
     cut_ends: dict[str, float] = field(default_factory=lambda: dict.fromkeys(END_KINDS, 0.0))
-    fixes: list[str] = field(default_factory=list)
 
     def share(self, part: float, whole: float | None = None) -> float:
         whole = self.samples if whole is None else whole
@@ -93,7 +55,7 @@ ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL = 1, 2, 4, 8, 16, 32
 
 def frame_flags(name: str, observer: FrameObserver | None) -> int:
     """What one folded frame is: a thread root, JIT code (named or not), unknown, kernel..."""
-    base = ANNOTATION.sub("", name)
+    base = strip_annotation(name)
     flags = ROOT if base in ROOTS else 0
     if name.endswith("_[k]") or base.startswith("[kernel") or (observer is not None and base in observer.kernel):
         flags |= KERNEL
@@ -261,18 +223,21 @@ def report_metadata(a: Attribution, fixes: list[str]) -> dict[str, str]:
     return meta
 
 
-def observer_for(group_unknown: bool, recorded: RecordedBuildIds | None = None) -> FrameObserver:
-    """The frame hook for a fold: grouping by function when asked (checked against `recorded`, the
-    recording's build-ids; unverified without them), observing always. flamegraph.grouping decides."""
-    return FrameObserver(FunctionNamer(recorded) if group_unknown else None)
+@dataclass(frozen=True)
+class HowRecorded:
+    """What the fixes need to know of the recording, when the profile comes from one we made."""
+
+    call_graph: str | None = None  # perf record's --call-graph (None: not known)
+    jit_unwound: bool = False  # the JIT kernels were given unwind info (--jit)
 
 
-def build_report(profile: FoldedProfile, observer: FrameObserver | None) -> tuple[Attribution, list[str]]:
+def build_report(
+    profile: FoldedProfile, observer: FrameObserver | None, recorded: HowRecorded = HowRecorded()
+) -> tuple[Attribution, list[str]]:
     """Figures and fixes for a folded profile (observer: the hook the fold ran with, if any)."""
     figures = attribute(profile, observer)
     namer = observer.namer if observer is not None else None
     unreadable = namer.unreadable if namer else None
     refused = namer.refused if namer else None
-    jit_unwound = "with unwind info" in profile.metadata.get("JIT kernels", "")
-    fixes = suggest(figures, namer is not None, unreadable, profile.metadata.get("call graph"), jit_unwound, refused)
+    fixes = suggest(figures, namer is not None, unreadable, recorded.call_graph, recorded.jit_unwound, refused)
     return figures, fixes

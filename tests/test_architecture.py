@@ -1,5 +1,5 @@
 """Imports point one way: cli -> stages -> model/diagnostics; collapse and render never meet;
-flamegraph/ never imports collectors/ or mxnet;
+flamegraph/ never imports collectors/ or mxnet; collectors/ use the library, never the CLI;
 symbol lookup shares the DWARF helpers with the JIT code but never imports it."""
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ def test_only_the_cli_imports_the_cli() -> None:
     for path in PACKAGE.rglob("*.py"):
         if "cli" in path.relative_to(PACKAGE).parts or path.name == "__main__.py":
             continue
+        bad = {name for name in imports_of(path) if name.startswith("flamegraph.cli")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_collectors_never_import_the_cli() -> None:
+    for path in (REPO / "collectors").rglob("*.py"):
         bad = {name for name in imports_of(path) if name.startswith("flamegraph.cli")}
         assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 

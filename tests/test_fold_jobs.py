@@ -21,7 +21,7 @@ SOURCE = GOLDEN / "fold" / "cxx-names.perf.txt"
 
 
 class Observer:
-    """A frame hook like report.FrameObserver: remembers what it saw, renames one symbol."""
+    """A frame hook like observer.FrameObserver: remembers what it saw, renames one symbol."""
 
     def __init__(self) -> None:
         self.seen: set[tuple[bytes, bytes, bytes]] = set()

@@ -23,7 +23,7 @@ from flamegraph.collapse.rust import demangle_legacy
 from flamegraph.collapse.tidy import is_kernel_dso, tidy_name
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import NOT_RECORDED_HINT, UNVERIFIED, grouping_note
-from flamegraph.report import FrameObserver
+from flamegraph.observer import FrameObserver
 from flamegraph.symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, EhFrameIndex, FunctionNamer
 
 DD_STACKS = shared_dir() / "peer-tests" / "flamegraph-pl" / "perf-dd-stacks-01.txt"

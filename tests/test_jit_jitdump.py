@@ -14,7 +14,8 @@ from conftest import REPO
 from test_jit_cfi import POSTAMBLE, PREAMBLE, assemble
 
 from flamegraph.jit import jitdump, session
-from flamegraph.jit.recording import HOOK, JitHook, wrap_command
+from flamegraph.jit.jitmap import Kernel
+from flamegraph.jit.recording import HOOK, JitHook, JitSummary, wrap_command
 from flamegraph.jit.unwind import EH_FRAME_HDR_SIZE, build_unwind
 from flamegraph.record import RecordSpec
 
@@ -186,3 +187,25 @@ def test_hook_module_imports_only_the_standard_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_kernels_file_carries_the_scan_time_as_a_field(tmp_path: Path) -> None:
+    kernel = Kernel(0x7EFC88E45000, 0x780, "jit_softmax_t", 36, "/run/jit/dnnl-4242/x.36.bin", 1466730211034)
+    comment = "1 JIT kernels located, 0 dumps not in memory (1 anonymous executable regions, 0.1 MiB, 9 ms)"
+    path = session.write_kernels(str(tmp_path), 4242, [kernel], comment, scan_ms=9)
+    assert session.read_header(path) == (comment, 9)
+    assert session.read_kernels(path) == [kernel]
+    bare = session.write_kernels(str(tmp_path), 4243, [kernel])  # named from outside: no comment, no time
+    assert session.read_header(bare) == ("", None)
+
+
+def test_jit_summary_is_shown_only_in_the_header_text() -> None:
+    summary = JitSummary("python train.py", 37, 36, [9, 11], 0.414, 0.2)
+    assert summary.unwound
+    assert summary.metadata() == {
+        "command": "python train.py",
+        "JIT kernels": "37 named, 36 with unwind info",
+        "JIT work after the run": "naming 9+11 ms in the process, unwind info 0.41 s, perf inject 0.20 s",
+    }
+    outside = JitSummary(kernels=5)
+    assert not outside.unwound and outside.metadata() == {"JIT kernels": "5 named from outside (perf map)"}

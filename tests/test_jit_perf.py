@@ -20,8 +20,9 @@ from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import namer_for_recording
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
+from flamegraph.observer import FrameObserver, observer_for
 from flamegraph.record import RecordSpec, fold_recording, record
-from flamegraph.report import FrameObserver, attribute, observer_for
+from flamegraph.report import attribute
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 

@@ -14,11 +14,11 @@ from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import UNVERIFIED
 from flamegraph.model import FoldedProfile
+from flamegraph.observer import FrameObserver, observer_for
 from flamegraph.report import (
-    FrameObserver,
+    HowRecorded,
     attribute,
     build_report,
-    observer_for,
     report_lines,
     report_metadata,
     suggest,
@@ -116,11 +116,9 @@ def test_dsos_missing_here_are_named_in_the_fix() -> None:
     )
     # Recorded with the largest stack copy already: the cut stacks get another explanation.
     profile = fold(crafted("/opt/elsewhere/libmissing.so"), observer)
-    profile.metadata["call graph"] = "dwarf,65528"
-    assert "deeper than perf's largest stack copy" in build_report(profile, observer)[1][1]
+    assert "deeper than perf's largest stack copy" in build_report(profile, observer, HowRecorded("dwarf,65528"))[1][1]
     # Recorded with --jit but a 16 KB copy: the JIT-cut stacks need a larger copy, not --jit.
-    profile.metadata.update({"call graph": "dwarf,16384", "JIT kernels": "37 named, 37 with unwind info"})
-    assert build_report(profile, observer)[1][0] == (
+    assert build_report(profile, observer, HowRecorded("dwarf,16384", jit_unwound=True))[1][0] == (
         "10.0 % of stacks stop at a JIT frame although the kernels have unwind info: their frames (12-16 KB "
         "for gemm) outgrow the stack copy; record with --call-graph dwarf,65528"
     )
@@ -136,8 +134,8 @@ def test_frame_pointer_recordings_are_told_to_use_dwarf() -> None:
         "library built without them; record with --call-graph dwarf"
     )
     deep = fold(text.replace("\t4011 compute", "\t1 a (/x)\n\t2 b (/x)\n\t3 c (/x)\n\t4011 compute"), None)
-    deep.metadata["call graph"] = "fp"  # deep frame-pointer stacks: the recording says how they were made
-    assert "record with --call-graph dwarf" in build_report(deep, None)[1][0]
+    # Deep frame-pointer stacks: the recording says how they were made.
+    assert "record with --call-graph dwarf" in build_report(deep, None, HowRecorded("fp"))[1][0]
 
 
 def test_a_whole_truth_profile_needs_no_fix() -> None:

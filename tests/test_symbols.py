@@ -13,7 +13,7 @@ from elftools.elf.elffile import ELFFile
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
-from flamegraph.report import FrameObserver
+from flamegraph.observer import FrameObserver
 from flamegraph.symbols import EhFrameIndex, FunctionNamer, NoIndex, Segment
 
 # Small stripped DSOs of the venv: numpy's bundled libquadmath (no .symtab, text at offset == vaddr)

@@ -156,7 +156,7 @@ def convert(
     from ..collapse.perf import FoldOptions
     from ..export.sources import read_source_timeline, sniff
     from ..grouping import grouping_note
-    from ..report import FrameObserver
+    from ..observer import FrameObserver
 
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")

@@ -81,7 +81,8 @@ def fold(
     from ..fold import fold_perf
     from ..folded import write_folded
     from ..grouping import grouping_note, namer_for_inputs
-    from ..report import FrameObserver, build_report, report_lines
+    from ..observer import FrameObserver
+    from ..report import build_report, report_lines
     from .output import write_atomically
 
     if offcpu:

@@ -15,9 +15,8 @@ from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse
 from .app import app
 
 if TYPE_CHECKING:
-    from ..collapse.perf import SampleHook
     from ..model import FoldedProfile
-    from ..record import Recording, RecordSpec, Status
+    from ..record import RecordSpec, Status
     from ..render import RenderOptions
 
 
@@ -37,50 +36,12 @@ def _window(text: str | None) -> tuple[float | None, float | None] | None:
         raise typer.BadParameter(str(err)) from None
 
 
-def top_self(profile: FoldedProfile, n: int = 8) -> list[tuple[str, float]]:
-    """The frames with the most self weight (the leaf of each stack)."""
-    leaves: dict[str, float] = {}
-    for stack, weight in profile.counts.items():
-        leaf = stack.rsplit(";", 1)[-1]
-        leaves[leaf] = leaves.get(leaf, 0) + weight
-    return sorted(leaves.items(), key=lambda item: (-item[1], item[0]))[:n]
-
-
-def fold_with_report(
-    recording: Recording,
-    window: tuple[float | None, float | None] | None,
-    status: Status,
-    threads: bool = False,
-    group_unknown: bool = True,
-    sample_hook: SampleHook | None = None,
-) -> FoldedProfile:
-    """Fold (kernel/JIT annotated, [unknown] grouped by function where the build-ids match), print the
-    attribution report and put its figures after the capture facts in the profile's metadata (the SVG header).
-    `sample_hook` adds frames per sample (--mxnet's operator and primitive frames)."""
-    from ..collapse.perf import FoldOptions
-    from ..diagnostics import Diagnostics
-    from ..grouping import grouping_note, namer_for_recording
-    from ..record import fold_recording
-    from ..report import FrameObserver, build_report, report_lines, report_metadata
-
-    namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
-    hook = FrameObserver(namer)
-    options = FoldOptions.with_all(tid=threads, frame_hook=hook, sample_hook=sample_hook)
-    profile = fold_recording(recording, options, window, Diagnostics(), status)
-    note = grouping_note(namer)
-    if note is not None:
-        status.note(note)
-    figures, fixes = build_report(profile, hook)
-    for line in report_lines(figures, fixes):
-        status.note(line)
-    profile.metadata.update(report_metadata(figures, fixes))
-    return profile
-
-
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
+    from ..render.summary import top_self
+
     total = profile.total or 1
     status.note(f"top frames by self {profile.unit} ({profile.total:,.0f} in all):")
-    for name, weight in top_self(profile, n):
+    for name, weight in top_self(profile.counts.items(), n):
         status.note(f"  {100 * weight / total:5.1f} %  {name}")
 
 
@@ -226,9 +187,10 @@ def record_and_draw(
     from ..grouping import namer_for_recording
     from ..jit.recording import JitHook
     from ..mxnet.recording import MxnetHook
+    from ..observer import FrameObserver
+    from ..oncpu import fold_with_report
     from ..record import Status, record
     from ..render import render_svg
-    from ..report import FrameObserver
     from .output import ScratchRecording, check_writable, exit_for_signal, write_results
 
     status = Status()
@@ -237,14 +199,14 @@ def record_and_draw(
         check_writable(path)  # an unwritable output must not cost a recording
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
-        hooks: list[JitHook | MxnetHook] = (
-            [JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note)] if jit else []
-        )
+        jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
-        recording = record(spec, data_path, hooks=[*hooks, *([mx] if mx else [])], on_recording=session.mark_recorded)
+        hooks = [h for h in (jit_hook, mx) if h is not None]
+        recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
-        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner)
+        unwound = jit_hook is not None and jit_hook.unwound
+        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
         if mx and joiner:
             mx.report(joiner, profile)
         options = draw.options

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # (address, symbol, DSO) of a frame -> a replacement symbol, or None to keep it. Called once per
-# distinct frame (never with --compat); flamegraph.report.FrameObserver groups [unknown] frames of
+# distinct frame (never with --compat); flamegraph.observer.FrameObserver groups [unknown] frames of
 # readable DSOs by function with it (--group-unknown) and notes which frames are JIT code.
 FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
 # (sample header line, folded frame names leaf first) -> the frame names to fold, leaf first. Called

@@ -76,7 +76,7 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
         result = jitmap.scan("self", [start_cwd, os.getcwd()])
         perf_map = jitmap.write_perf_map(result.kernels, pid)
         kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
-        session.write_kernels(jit_dir, pid, kernels, result.summary())
+        session.write_kernels(jit_dir, pid, kernels, result.summary(), round(result.seconds * 1000))
     except OSError as err:
         print(f"flamegraph: naming JIT kernels failed: {err}", file=sys.stderr)
         return

@@ -28,7 +28,6 @@ HOOK = Path(__file__).with_name("hook.py")
 JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 OPTION_WITH_VALUE = ("-X", "-W")
-LOCATED_MS = re.compile(r"(\d+) ms\)$")  # the scan's time, at the end of ScanResult.summary()
 
 
 def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | None:
@@ -97,13 +96,43 @@ def environment_has_dumps(pid: int) -> bool:
 
 
 @dataclass
+class JitSummary:
+    """What --jit did, as facts; `metadata()` is the text the SVG header shows."""
+
+    command: str | None = None  # the user's command (the recorded one runs through the hook)
+    kernels: int = 0  # kernels named
+    with_cfi: int | None = None  # of them with unwind info; None: named from outside (perf map only)
+    naming_ms: list[int] = field(default_factory=list)  # each process's own scan at exit
+    unwind_seconds: float | None = None  # None: nothing was completed
+    inject_seconds: float = 0.0
+
+    @property
+    def unwound(self) -> bool:
+        """The JIT kernels were given unwind info: stacks through them can be walked."""
+        return bool(self.with_cfi)
+
+    def metadata(self) -> dict[str, str]:
+        meta = {"command": self.command} if self.command is not None else {}
+        if self.with_cfi is not None:
+            meta["JIT kernels"] = f"{self.kernels} named, {self.with_cfi} with unwind info"
+        elif self.kernels:
+            meta["JIT kernels"] = f"{self.kernels} named from outside (perf map)"
+        if self.unwind_seconds is not None:
+            naming = f"naming {'+'.join(map(str, self.naming_ms))} ms in the process, " if self.naming_ms else ""
+            meta["JIT work after the run"] = (
+                f"{naming}unwind info {self.unwind_seconds:.2f} s, perf inject {self.inject_seconds:.2f} s"
+            )
+        return meta
+
+
+@dataclass
 class JitHook:
     """The `RecordHook` of `flamegraph record --jit`; `note` prints one line for the user."""
 
     directory: Path
     note: Callable[[str], None] = print
     hooked: bool = False  # prepare wrapped the command
-    summary: dict[str, str] = field(default_factory=dict)  # metadata for the SVG header
+    summary: JitSummary = field(default_factory=JitSummary)
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -120,7 +149,7 @@ class JitHook:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
             return spec
         self.hooked = True
-        self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
+        self.summary.command = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
 
     def finish(self, recording: Recording) -> Recording:
@@ -140,14 +169,16 @@ class JitHook:
             for name, why in c.no_cfi:
                 self.note(f"flamegraph:   no unwind info for {name}: {why}")
         if completed:
-            kernels, with_cfi = sum(c.kernels for c in completed), sum(c.with_cfi for c in completed)
-            self.summary["JIT kernels"] = f"{kernels} named, {with_cfi} with unwind info"
-            located = [m.group(1) for c in completed if (m := LOCATED_MS.search(c.located))]
-            self.summary["JIT work after the run"] = (
-                f"naming {'+'.join(located)} ms in the process, " if located else ""
-            ) + f"unwind info {unwind_seconds:.2f} s, perf inject {inject_seconds:.2f} s"
-        recording.metadata.update(self.summary)
+            self.summary.kernels = sum(c.kernels for c in completed)
+            self.summary.with_cfi = sum(c.with_cfi for c in completed)
+            self.summary.naming_ms = [c.naming_ms for c in completed if c.naming_ms is not None]
+            self.summary.unwind_seconds, self.summary.inject_seconds = unwind_seconds, inject_seconds
+        recording.metadata.update(self.summary.metadata())
         return recording
+
+    @property
+    def unwound(self) -> bool:
+        return self.summary.unwound
 
     def name_running(self, pid: int) -> None:
         """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
@@ -162,7 +193,7 @@ class JitHook:
             return
         path = jitmap.write_perf_map(result.kernels, pid)
         self.note(f"flamegraph: {result.summary()} -> {path}")
-        self.summary["JIT kernels"] = f"{len(result.kernels)} named from outside (perf map)"
+        self.summary.kernels = len(result.kernels)
         marker = marker_of(pid)
         if marker is not None:  # started through the hook: unwind info can be added too
             session.write_kernels(os.path.dirname(marker), pid, result.kernels)

@@ -5,8 +5,9 @@ Layout of the directory (one per recording; several processes may share it):
     jit-<pid>.kernels     a kernel a line: address size counter created(ns) name dump-file (tab-separated)
     dnnl-<pid>/           the process's DNNL_JIT_DUMP files, moved out of its working directory
     jitted-<pid>-<n>.so   written by `perf inject --jit`
-A kernels file reads:
+A kernels file reads (the comment for people, the scan's time as a field):
     # 37 JIT kernels located, 0 dumps not in memory (8 anonymous executable regions, 8.7 MiB, 9 ms)
+    #scan-ms\t9
     7efc88e45000\t780\t36\t1466730211034\tjit_softmax_t\t/run/jit/dnnl-4242/dnnl_dump_cpu_jit_softmax_t.36.bin
 `complete` runs after the process has ended (in the recorder): it generates CFI for each kernel
 (capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and writes the jitdump records.
@@ -28,6 +29,7 @@ from .jitmap import Dump, Kernel
 from .unwind import build_unwind
 
 KERNELS_FILE = re.compile(r"^jit-(\d+)\.kernels$")
+SCAN_MS = "#scan-ms"
 
 
 def kernels_path(directory: str, pid: int) -> str:
@@ -45,11 +47,15 @@ def keep_dumps(directory: str, pid: int, kernels: list[Kernel], missing: Iterabl
     return [Kernel(k.address, k.size, k.name, k.index, moved.get(k.path, k.path), k.created) for k in kernels]
 
 
-def write_kernels(directory: str, pid: int, kernels: Iterable[Kernel], comment: str = "") -> str:
+def write_kernels(
+    directory: str, pid: int, kernels: Iterable[Kernel], comment: str = "", scan_ms: int | None = None
+) -> str:
     path = kernels_path(directory, pid)
     with open(path, "w") as f:
         if comment:
             f.write(f"# {comment}\n")
+        if scan_ms is not None:
+            f.write(f"{SCAN_MS}\t{scan_ms}\n")
         for k in kernels:
             f.write(f"{k.address:x}\t{k.size:x}\t{k.index}\t{k.created}\t{k.name}\t{k.path}\n")
     return path
@@ -99,10 +105,18 @@ def analyse_cached(codes: list[bytes], directory: str | None = None) -> dict[byt
     return found
 
 
-def read_comment(path: str) -> str:
+def read_header(path: str) -> tuple[str, int | None]:
+    """The kernels file's comment and the scan's time in ms (None if it has none)."""
+    comment, scan_ms = "", None
     with open(path) as f:
-        first = f.readline()
-    return first[1:].strip() if first.startswith("#") else ""
+        for line in f:
+            if line.startswith(f"{SCAN_MS}\t"):
+                scan_ms = int(line.split("\t", 1)[1])
+            elif line.startswith("#"):
+                comment = comment or line[1:].strip()
+            else:
+                break
+    return comment, scan_ms
 
 
 def read_code(path: str) -> bytes:
@@ -125,6 +139,7 @@ class Completed:
     seconds: float = 0.0
     dump_file: str = ""
     located: str = ""  # how the kernels were found (the hook's note)
+    naming_ms: int | None = None  # the hook's scan at exit
 
     def summary(self) -> str:
         text = f"pid {self.pid}: {self.kernels} JIT kernels, {self.with_cfi} with unwind info ({self.seconds:.2f} s)"
@@ -143,7 +158,8 @@ def complete(directory: str) -> list[Completed]:
         if not match or not os.path.isfile(dump_file):
             continue
         started = time.perf_counter()
-        result = Completed(int(match.group(1)), dump_file=dump_file, located=read_comment(kernels_file))
+        located, naming_ms = read_header(kernels_file)
+        result = Completed(int(match.group(1)), dump_file=dump_file, located=located, naming_ms=naming_ms)
         kernels, codes = [], []
         for kernel in read_kernels(kernels_file):
             code = read_code(kernel.path)
