@@ -30,7 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from flamegraph.diagnostics import DataUnavailable, FlamegraphError
+from flamegraph.diagnostics import FlamegraphError
+
+EXIT_DATA = 9  # the README's exit code for workload data (flamegraph's own codes leave it free)
+
+
+class DataUnavailable(FlamegraphError):
+    """MNIST could not be fetched, verified or written."""
+
+    exit_code = EXIT_DATA
+
 
 IMAGES_MAGIC = 0x00000803  # IDX: unsigned byte, 3 dimensions (count, rows, cols)
 LABELS_MAGIC = 0x00000801  # IDX: unsigned byte, 1 dimension

