@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostics, FlamegraphError
     from .fold import FoldResult, fold_perf
     from .folded import read_folded, write_folded
-    from .model import FoldedProfile, Rect
+    from .model import FoldedProfile
 
 __getattr__ = lazy_exports(
     __name__,
@@ -30,7 +30,6 @@ __getattr__ = lazy_exports(
         "FoldResult": ".fold",
         "FoldedProfile": ".model",
         "PerfCollapser": ".collapse.perf",
-        "Rect": ".model",
         "fold_perf": ".fold",
         "read_folded": ".folded",
         "write_folded": ".folded",
@@ -44,7 +43,6 @@ __all__ = [
     "FoldResult",
     "FoldedProfile",
     "PerfCollapser",
-    "Rect",
     "fold_perf",
     "read_folded",
     "write_folded",

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from .model import FoldedProfile, Rect
+from .model import FoldedProfile
 
 ROOT_NAME = "all"
 SEP = ";"
 AFTER_SEP = chr(ord(SEP) + 1)  # '<': the smallest character greater than ';'
 
 
-class Frame(NamedTuple):
-    """One drawn frame; `start` and `width` are in the profile's unit (samples, microseconds...)."""
+class Rect(NamedTuple):
+    """One drawn frame's rectangle; `start` and `width` are in the profile's unit (samples, microseconds...)."""
 
     name: str
     depth: int  # 0 is the root ("all")
@@ -42,17 +42,10 @@ class Frame(NamedTuple):
 class Layout:
     """The frames of a graph in depth-first order (a frame's descendants follow it)."""
 
-    frames: list[Frame]
+    frames: list[Rect]
     total: float
     max_depth: int
     stacks: int
-
-    def rects(self) -> list[Rect]:
-        """The frames as the shared `Rect` type (for callers outside the renderer)."""
-        return [
-            Rect(f.name, f.depth, f.start, f.width, f.self_width, f.after - f.before if f.after or f.before else None)
-            for f in self.frames
-        ]
 
 
 @dataclass(frozen=True)
@@ -116,7 +109,7 @@ def layout_stacks(texts: list[str], columns: Columns, min_weight: float = 0.0, o
     `ordered=False` is the flame chart: only neighbouring stacks merge, and a stack may repeat.
     """
     merge = _Merge(texts, columns, min_weight, ordered)
-    frames: list[Frame] = []
+    frames: list[Rect] = []
     max_depth = 0
     # Frames to visit: (run start, run end, index of the stack ending here or -1, length of the
     # frame's prefix "a;b", depth, name, x). Children are pushed in reverse: depth-first output.
@@ -146,7 +139,7 @@ class _Merge:
         self.min_weight = min_weight
         self.ordered = ordered
 
-    def visit(self, visit: _Visit) -> tuple[Frame, list[_Visit]]:
+    def visit(self, visit: _Visit) -> tuple[Rect, list[_Visit]]:
         lo, hi, exact, plen, depth, name, x = visit
         texts, widths, cum = self.texts, self.widths, self.cum
         ends = [exact] if exact >= 0 else []  # stacks ending in this frame
@@ -195,10 +188,10 @@ class _Merge:
         end = bisect_left(texts, text + AFTER_SEP, start, hi)
         return k, start, end, (end if start == k + 1 else k + 1)
 
-    def _frame(self, name: str, depth: int, x: float, width: float, lo: int, hi: int, ends: list[int]) -> Frame:
+    def _frame(self, name: str, depth: int, x: float, width: float, lo: int, hi: int, ends: list[int]) -> Rect:
         self_width = sum(self.widths[i] for i in ends)
         if self.before is None or self.after is None:
-            return Frame(name, depth, x, width, self_width)
+            return Rect(name, depth, x, width, self_width)
         before, after = self.before, self.after
 
         def column(cum: list[float], i: int) -> float:
@@ -208,4 +201,4 @@ class _Merge:
         old = before[hi] - before[lo] + sum(column(before, i) for i in apart)
         new = after[hi] - after[lo] + sum(column(after, i) for i in apart)
         delta = sum(column(after, i) - column(before, i) for i in ends)
-        return Frame(name, depth, x, width, self_width, old, new, delta)
+        return Rect(name, depth, x, width, self_width, old, new, delta)

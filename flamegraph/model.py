@@ -1,4 +1,4 @@
-"""Types shared by every stage: the folded profile and the rectangles of a laid-out graph."""
+"""Types shared by every stage: a frame, a stack, and the folded profile (the contract between stages)."""
 
 from __future__ import annotations
 
@@ -32,15 +32,3 @@ class FoldedProfile:
 
     def add(self, stack: str, weight: float) -> None:
         self.counts[stack] = self.counts.get(stack, 0) + weight
-
-
-@dataclass(frozen=True)
-class Rect:
-    """One drawn frame: depth 0 is the root row; x and width are in samples (the unit)."""
-
-    name: Frame
-    depth: int
-    start: float
-    width: float
-    self_weight: float = 0.0
-    delta: float | None = None  # differential graphs: AFTER - BEFORE

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, shared_dir
+from helpers.dsos import QUADMATH, full_parse
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_symbols import QUADMATH, full_parse
 
 from flamegraph.buildid import RecordedBuildIds, parse_buildid_list, read_recorded_build_ids, same_build_id
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser

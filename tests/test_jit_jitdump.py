@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from conftest import REPO
-from test_jit_cfi import POSTAMBLE, PREAMBLE, assemble
+from helpers.asm import POSTAMBLE, PREAMBLE, assemble
 
 from flamegraph.jit import jitdump, session
 from flamegraph.jit.jitmap import Kernel

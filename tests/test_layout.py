@@ -5,45 +5,36 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from helpers.oracle import merged_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flamegraph.layout import (
     Columns,
-    Frame,
     Layout,
+    Rect,
     layout_profile,
     layout_stacks,
     min_weight_for,
     order_stacks,
 )
-from flamegraph.model import FoldedProfile, Rect
+from flamegraph.model import FoldedProfile
 
 # Names where one is a prefix of another, and characters sorting before and after ';'.
 NAMES = ["a", "a+b", "a b", "ab", "a<", "b", "main", "[unknown]", "std::vector<int>", "é", "z"]
-
-
-def expected_frames(counts: dict[str, float]) -> dict[tuple[str, ...], float]:
-    """Weight through every prefix (path from the root), computed without the layout code."""
-    through: dict[tuple[str, ...], float] = defaultdict(float)
-    for text, weight in counts.items():
-        frames = tuple(text.split(";"))
-        for depth in range(1, len(frames) + 1):
-            through[frames[:depth]] += weight
-    return dict(through)
 
 
 def drawn_paths(layout: Layout) -> dict[tuple[str, ...], float]:
     return {path: frame.width for path, frame in drawn_frames(layout).items()}
 
 
-def drawn_frames(layout: Layout) -> dict[tuple[str, ...], Frame]:
+def drawn_frames(layout: Layout) -> dict[tuple[str, ...], Rect]:
     """Paths of the drawn frames, found by geometry: a frame's parent is the frame one row down containing it."""
     by_depth: dict[int, list] = defaultdict(list)  # type: ignore[type-arg]
     for frame in layout.frames:
         by_depth[frame.depth].append(frame)
     paths: dict[int, tuple[str, ...]] = {}
-    result: dict[tuple[str, ...], Frame] = {}
+    result: dict[tuple[str, ...], Rect] = {}
     for depth in sorted(by_depth):
         for frame in by_depth[depth]:
             if depth == 0:
@@ -74,7 +65,7 @@ profiles = st.dictionaries(
 @given(profiles)
 def test_frames_are_the_merged_stacks(counts: dict[str, float]) -> None:
     layout = layout_profile(FoldedProfile(dict(counts)))
-    assert drawn_paths(layout) == expected_frames(counts)
+    assert drawn_paths(layout) == merged_weights(counts)
     root = layout.frames[0]
     assert (root.depth, root.start, root.width) == (0, 0, sum(counts.values()))
     assert layout.max_depth == max(len(text.split(";")) for text in counts)
@@ -84,7 +75,7 @@ def test_frames_are_the_merged_stacks(counts: dict[str, float]) -> None:
 @given(profiles, st.integers(min_value=1, max_value=500))
 def test_pruning_drops_exactly_the_narrow_frames(counts: dict[str, float], minimum: int) -> None:
     layout = layout_profile(FoldedProfile(dict(counts)), min_weight=minimum)
-    wanted = {path: weight for path, weight in expected_frames(counts).items() if weight >= minimum}
+    wanted = {path: weight for path, weight in merged_weights(counts).items() if weight >= minimum}
     assert drawn_paths(layout) == wanted
 
 
@@ -92,7 +83,7 @@ def test_pruning_drops_exactly_the_narrow_frames(counts: dict[str, float], minim
 @given(profiles)
 def test_self_weight_and_children_add_up(counts: dict[str, float]) -> None:
     layout = layout_profile(FoldedProfile(dict(counts)))
-    through = expected_frames(counts)
+    through = merged_weights(counts)
     ends = {tuple(text.split(";")): weight for text, weight in counts.items()}
     for path, frame in drawn_frames(layout).items():
         assert frame.self_width == ends.get(path, 0)
@@ -175,11 +166,6 @@ def test_min_width_in_pixels_or_percent() -> None:
     assert min_weight_for("0.1", 1180, 1180) == pytest.approx(0.1)
     assert min_weight_for(2, 500, 1000) == pytest.approx(1)
     assert min_weight_for("0.5%", 2000, 1180) == pytest.approx(10)
-
-
-def test_rects_for_other_callers() -> None:
-    rects = layout_profile(FoldedProfile({"a;b": 2})).rects()
-    assert rects[2] == Rect("b", 2, 0, 2, 2, None)
 
 
 def test_memory_is_bounded_by_the_frames_drawn() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_render_tools import SVG, frames, paths, texts
+from helpers.svg import SVG, frames, paths, texts
 
 FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
 

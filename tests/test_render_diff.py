@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from helpers.svg import frames, paths, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_render_tools import frames, paths, texts
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff

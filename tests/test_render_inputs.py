@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from helpers.svg import frames
+from helpers.svg import settings as svg_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_render_tools import frames
-from test_render_tools import settings as svg_settings
 
 from flamegraph.diagnostics import BadCounts, BadOption, Diagnostics
 from flamegraph.folded import format_count, parse_count, read_folded

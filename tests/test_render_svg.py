@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from helpers.oracle import merged_weights
+from helpers.svg import SVG, frames, parse, paths, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_render_tools import SVG, frames, parse, paths, texts
 
 from flamegraph.color import Painter, format_palette, parse_palette, random_namehash
 from flamegraph.diagnostics import BadOption, Diagnostics, NoSamples
@@ -19,15 +19,6 @@ from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_png, render_svg
 
 PEER = "flamegraph-pl"
-
-
-def through(counts: dict[str, float]) -> dict[tuple[str, ...], float]:
-    result: dict[tuple[str, ...], float] = defaultdict(float)
-    for text, weight in counts.items():
-        parts = tuple(text.split(";"))
-        for depth in range(1, len(parts) + 1):
-            result[parts[:depth]] += weight
-    return dict(result)
 
 
 def drawn_widths(svg: bytes) -> dict[tuple[str, ...], float]:
@@ -47,7 +38,7 @@ names = st.sampled_from(["main", "a", "a+b", "ab", "b", "std::map<int, int>", "x
 @given(st.dictionaries(st.lists(names, min_size=1, max_size=7).map(";".join), st.integers(1, 10_000), min_size=1))
 def test_frames_drawn_are_the_merged_input(counts: dict[str, float]) -> None:
     svg = render_svg(FoldedProfile(dict(counts)), RenderOptions(min_width="0"))
-    assert drawn_widths(svg) == through(counts)
+    assert drawn_widths(svg) == merged_weights(counts)
     for frame in paths(frames(svg)).values():  # the tooltip says the same count
         assert count_in_title(frame.title) == frame.width
 
@@ -61,10 +52,10 @@ def test_peer_suite_inputs_draw_their_merged_stacks(shared: Path) -> None:
             collapser.feed(lines, source.name)
         profile = collapser.profile()
         svg = render_svg(profile, RenderOptions(min_width="0"))
-        assert drawn_widths(svg) == pytest.approx(through(profile.counts)), source.name
+        assert drawn_widths(svg) == pytest.approx(merged_weights(profile.counts)), source.name
         pruned = render_svg(profile, RenderOptions())  # 0.1 px: only the narrow frames go
         minimum = 0.1 * profile.total / 1180
-        expected = {p: w for p, w in through(profile.counts).items() if w >= minimum}
+        expected = {p: w for p, w in merged_weights(profile.counts).items() if w >= minimum}
         assert drawn_widths(pruned) == pytest.approx(expected), source.name
 
 
@@ -110,7 +101,7 @@ def test_large_totals_use_coordinates_browsers_can_draw() -> None:
     svg = render_svg(FoldedProfile(dict(counts), unit="microseconds"), RenderOptions(min_width="0"))
     view = parse(svg).find(f".//{SVG}svg[@id='view']")
     assert view is not None and view.get("viewBox", "").split()[2] == "5700000.005"
-    assert drawn_widths(svg) == pytest.approx(through(counts))
+    assert drawn_widths(svg) == pytest.approx(merged_weights(counts))
     assert b'<rect x="5000000" y="17" width="0.005"' in svg  # in milliseconds: exact, and below 2**25
 
 

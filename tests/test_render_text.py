@@ -6,10 +6,10 @@ import sys
 import unicodedata
 
 import pytest
+from helpers.svg import SVG, frames, parse, settings, texts
 from hypothesis import given
 from hypothesis import settings as settings_
 from hypothesis import strategies as st
-from test_render_tools import SVG, frames, parse, settings, texts
 
 from flamegraph.color import BadPalette, format_palette, parse_palette
 from flamegraph.model import FoldedProfile

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_symbols import QUADMATH, full_parse
+from helpers.dsos import QUADMATH, full_parse
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics

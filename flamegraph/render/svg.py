@@ -27,7 +27,7 @@ from ..color import (
     strip_annotation,
 )
 from ..diagnostics import BadCounts, NoSamples
-from ..layout import Columns, Frame, Layout, layout_stacks, min_weight_for, order_stacks
+from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
 from .options import RenderOptions
@@ -115,8 +115,8 @@ def _draw(
     layout: Layout,
     options: RenderOptions,
     page: Page,
-    fill: Callable[[Frame], str],
-    title: Callable[[Frame, str], str],
+    fill: Callable[[Rect], str],
+    title: Callable[[Rect, str], str],
 ) -> Drawing:
     """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
     rows = _rows(layout, options)
@@ -245,7 +245,7 @@ def render_svg(
     count_name = display_name(options.count_name_for(profile))  # in every title
     factor = options.factor
 
-    def fill(frame: Frame) -> str:
+    def fill(frame: Rect) -> str:
         if frame.depth == 0:
             return painter.fill("")
         if highlighter is not None:
@@ -254,7 +254,7 @@ def render_svg(
                 return highlighter.fill(index, frame.name)
         return painter.fill(frame.name)
 
-    def title(frame: Frame, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:
         percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
         return f"{name} ({format_count(frame.width * factor)} {count_name}, {percent}%)"
 
@@ -310,10 +310,10 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     sign = -1.0 if options.negate else 1.0
     rules = resolve_highlights(options.highlights, options.preset, "hot")
 
-    def fill(frame: Frame) -> str:
+    def fill(frame: Rect) -> str:
         return diff_color(sign * frame.self_delta, stacks.max_delta)
 
-    def title(frame: Frame, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:
         old, new = frame.before * factor, frame.after * factor
         return (
             f"{name} (before {format_count(old)}, after {format_count(new)} {count_name}:"
