@@ -5,8 +5,9 @@
 Each round trains once without perf, then once per setting under `perf record`, interleaved so that
 drifts of a shared machine hit every setting alike. Reported per setting: mean per-epoch samples/s
 (and the loss against the no-perf runs), perf.data MB/s, training-window samples, and the share
-of them whose stack reaches a thread root (`_start`, `start_thread`, `clone`/`clone3`): the
-complete stacks. This is how the recorder's defaults were chosen (README "Recording defaults").
+of them whose stack reaches a thread root (`_start`, `start_thread`, `clone`/`clone3`; the
+attribution report's figure, flamegraph.report): the complete stacks. This is how the recorder's
+defaults were chosen (README "Recording defaults").
 """
 
 from __future__ import annotations
@@ -19,18 +20,18 @@ from pathlib import Path
 
 from flamegraph.model import FoldedProfile
 from flamegraph.record import RecordSpec
+from flamegraph.report import attribute
 
 from .mnist import prepare_mnist
 from .recipe import MlpRun, fold_training, record_mlp, train_without_perf
 
-ROOTS = ("_start", "start_thread", "clone", "clone3")
 CONFIGS = ("fp 999", "dwarf,16384 499", "dwarf,16384 999", "dwarf,65528 499")
 
 
 def complete_share(profile: FoldedProfile) -> float:
-    """% of samples whose stack holds a thread-root frame."""
-    done = sum(w for s, w in profile.counts.items() if any(f in ROOTS for f in s.split(";")))
-    return 100.0 * done / (profile.total or 1)
+    """% of samples whose stack reaches a thread root."""
+    figures = attribute(profile)
+    return figures.share(figures.reach_root)
 
 
 def measure(mlp: MlpRun, config: str, scratch: Path) -> dict[str, float]:

@@ -40,7 +40,7 @@ FLOAT_MAX = sys.float_info.max
 MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
 
 
-def format_count(count: float) -> str:
+def format_folded_count(count: float) -> str:
     """A count as the folded format spells it: digits, and a '.' only for a fraction (never 1e-05)."""
     if isinstance(count, int):
         return str(count)
@@ -53,7 +53,7 @@ def iter_folded_lines(profile: FoldedProfile) -> Iterator[bytes]:
     """Folded lines sorted by their bytes, as stackcollapse-perf.pl sorts them."""
     encoded = sorted((encode(stack), count) for stack, count in profile.counts.items())
     for stack, count in encoded:
-        yield stack + b" " + format_count(count).encode() + b"\n"
+        yield stack + b" " + format_folded_count(count).encode() + b"\n"
 
 
 def write_folded(profile: FoldedProfile, out: BinaryIO) -> None:

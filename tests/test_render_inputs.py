@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flamegraph.diagnostics import BadCounts, BadOption, Diagnostics
-from flamegraph.folded import format_count, parse_count, read_folded
+from flamegraph.folded import format_folded_count, parse_count, read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 
@@ -66,7 +66,7 @@ def test_underscore_count_is_a_bad_count_line() -> None:
 
 @given(st.floats(min_value=0, allow_nan=False, allow_infinity=False) | st.integers(min_value=0, max_value=10**308))
 def test_written_counts_read_back(count: float) -> None:
-    text = format_count(count)
+    text = format_folded_count(count)
     assert "e" not in text.lower() and "_" not in text
     assert parse_count(text.encode()) == count
 

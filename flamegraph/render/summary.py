@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
 from .text import format_count, format_seconds, format_signed
 
 SEP = ";"
-
-
-@dataclass(frozen=True)
-class Share:
-    """A highlight class: its share of all weight (a stack counts once) and of self weight."""
-
-    label: str
-    color: str
-    inclusive: float
-    self: float
 
 
 def profile_facts(profile: FoldedProfile, count_name: str, factor: float) -> str:

@@ -10,7 +10,6 @@ is shown as an escape (`\\xNN`, `\\uNNNN`, `\\UNNNNNNNN`); everything else is le
 
 from __future__ import annotations
 
-import math
 import re
 
 # Shown escaped: C1 controls, Unicode format characters (Cf: the bidi controls U+061C, U+200E/F,
@@ -155,7 +154,3 @@ def wrap(text: str, width: float, font_size: float) -> list[str]:
         used += em
     lines.append(line)
     return lines
-
-
-def clamp(value: float, low: float, high: float) -> float:
-    return max(low, min(high, value)) if math.isfinite(value) else low
