@@ -82,11 +82,13 @@ def read_folded(
     diagnostics: Diagnostics,
     profile: FoldedProfile | None = None,
     before: FoldedProfile | None = None,
+    in_order: list[tuple[str, float]] | None = None,
 ) -> FoldedProfile:
     """Merge folded lines into `profile` (a new one by default); bad lines are reported and skipped.
 
     With `before`, every line holds two counts (difffolded.pl's `stack BEFORE AFTER`): the first goes
-    to `before`, the second to `profile`.
+    to `before`, the second to `profile`. With `in_order`, each good record is also appended there as
+    (stack, count), repeats kept: a flame chart's time order.
     """
     profile = profile if profile is not None else FoldedProfile()
     counts = profile.counts
@@ -109,6 +111,8 @@ def read_folded(
             continue
         key = decode(stack)
         counts[key] = counts.get(key, 0) + count
+        if in_order is not None:
+            in_order.append((key, count))
         if before is not None:
             before.counts[key] = before.counts.get(key, 0) + old
     return profile

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -13,7 +12,7 @@ import typer
 
 from ..color import format_palette
 from ..diagnostics import BadOption, Diagnostics, InputMissing
-from ..folded import decode, has_two_counts, parse_count, read_folded
+from ..folded import has_two_counts, read_folded
 from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
 from .app import app
@@ -230,10 +229,7 @@ def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) 
             two, lines = has_two_counts(iter(stream))
             if index == 0 and two:
                 read.before = FoldedProfile()
-            if read.stacks is not None:
-                lines = iter(kept := list(lines))
-                read.stacks.extend(_iter_records(kept, read.before is not None))
-            read_folded(lines, label(path), diagnostics, read.profile, read.before)
+            read_folded(lines, label(path), diagnostics, read.profile, read.before, read.stacks)
     return read
 
 
@@ -243,23 +239,6 @@ def _one_count(read: Read, path: str) -> FoldedProfile:
             f"{label(path)}: two counts per line (a differential profile already); draw it with `flamegraph render`"
         )
     return read.profile
-
-
-def _iter_records(lines: Iterable[bytes], two_counts: bool) -> Iterable[tuple[str, float]]:
-    """Folded lines in input order, repeats kept (a flame chart's time order); read_folded reports the bad ones.
-
-    Lines it reads, as read_folded does:
-        python;main;step 3
-        python;main;wait 1
-        python;main;step 2
-    """
-    for line in lines:
-        stack, sep, count_text = line.rstrip(b"\r\n").rpartition(b" ")
-        if two_counts:
-            stack, sep, _ = stack.rpartition(b" ")
-        count = parse_count(count_text) if sep and stack.strip() and not stack.startswith(b"#") else None
-        if count is not None:
-            yield decode(stack), count
 
 
 def _check_distinct(palette: Path, *outputs: Path | None) -> None:
