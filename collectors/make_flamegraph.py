@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
     spec = RecordSpec(command=("placeholder",))
     if not args.no_jit and not hooks:  # named kernels, unwound through: gemm under its real callers
         hooks = [JitHook(args.out.absolute() / "mlp-oncpu.jit", note=print)]
-        spec = spec.replace(call_graph=JIT_CALL_GRAPH)  # the gemm frames are 12-16 KB
+        spec = spec.replace(call_graph=JIT_CALL_GRAPH)
     if args.freq:
         spec = spec.replace(freq=args.freq)
     if args.call_graph:

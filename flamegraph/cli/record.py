@@ -136,7 +136,7 @@ def record_command(
 
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
-        call_graph = JIT_CALL_GRAPH  # the gemm kernels' frames are 12-16 KB: a 16 KB copy cuts their stacks
+        call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
