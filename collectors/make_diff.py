@@ -19,11 +19,13 @@ import re
 import sys
 from pathlib import Path
 
-from flamegraph.diagnostics import FlamegraphError, NoSamples
+from flamegraph.diagnostics import NoSamples
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.views import compare_operators, comparison_lines, group_by_op
 from flamegraph.render import RenderOptions, render_diff
+from flamegraph.render.summary import self_weights
 
+from .driver import driver_parser, run_driver
 from .mnist import prepare_mnist
 from .recipe import MlpRun, fold_training, mxnet_hook, print_top, record_mlp, write_outputs
 
@@ -31,10 +33,7 @@ CORE = re.compile(r"^Core: (\S+)")  # OPENBLAS_VERBOSE=2 prints one line per Ope
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m collectors.make_diff", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p = driver_parser("collectors.make_diff", __doc__, epochs=2)
     p.add_argument("--no-mxnet", action="store_true", help="no [op]/[dnnl] frames, no operator comparison")
     return p.parse_args(argv)
 
@@ -61,12 +60,9 @@ def record_variant(
 
 
 def self_shares(profile: FoldedProfile) -> dict[str, float]:
+    """% of samples per leaf function."""
     total = profile.total or 1
-    shares: dict[str, float] = {}
-    for stack, weight in profile.counts.items():
-        leaf = stack.rsplit(";", 1)[-1]
-        shares[leaf] = shares.get(leaf, 0.0) + 100.0 * weight / total
-    return shares
+    return {name: 100.0 * weight / total for name, weight in self_weights(profile.counts.items()).items()}
 
 
 def print_changes(before: FoldedProfile, after: FoldedProfile, n: int = 8) -> None:
@@ -98,21 +94,21 @@ def render_operator_diff(before: FoldedProfile, after: FoldedProfile, svg: Path,
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    return run_driver("make diff", lambda: diff(args))
+
+
+def diff(args: argparse.Namespace) -> int:
     mxnet = not args.no_mxnet
-    try:
-        mlp = MlpRun(prepare_mnist(args.cache), args.epochs)
-        mkl, mkl_rate = record_variant(mlp, args.out, "mkldnn", {}, mxnet)
-        blas_env = {"MXNET_MKLDNN_ENABLED": "0", "OPENBLAS_VERBOSE": "2"}
-        blas, blas_rate = record_variant(mlp, args.out, "openblas", blas_env, mxnet)
-        core = blas.metadata["OpenBLAS core"]
-        subtitle = f"training window; oneDNN {mkl_rate:,.0f} vs OpenBLAS ({core}) {blas_rate:,.0f} samples/s"
-        svg = args.out / "mlp-diff.svg"
-        render_diff_svg(mkl, blas, svg, subtitle)
-        ops_svg = args.out / "mlp-diff-ops.svg"
-        by_operator = mxnet and render_operator_diff(mkl, blas, ops_svg, subtitle)
-    except FlamegraphError as err:
-        print(f"make diff: {err}", file=sys.stderr)
-        return err.exit_code
+    mlp = MlpRun(prepare_mnist(args.cache), args.epochs)
+    mkl, mkl_rate = record_variant(mlp, args.out, "mkldnn", {}, mxnet)
+    blas_env = {"MXNET_MKLDNN_ENABLED": "0", "OPENBLAS_VERBOSE": "2"}
+    blas, blas_rate = record_variant(mlp, args.out, "openblas", blas_env, mxnet)
+    core = blas.metadata["OpenBLAS core"]
+    subtitle = f"training window; oneDNN {mkl_rate:,.0f} vs OpenBLAS ({core}) {blas_rate:,.0f} samples/s"
+    svg = args.out / "mlp-diff.svg"
+    render_diff_svg(mkl, blas, svg, subtitle)
+    ops_svg = args.out / "mlp-diff-ops.svg"
+    by_operator = mxnet and render_operator_diff(mkl, blas, ops_svg, subtitle)
     for name, profile in (("oneDNN", mkl), ("OpenBLAS", blas)):
         print(f"-- {name}:")
         print_top(profile, 6)

@@ -14,18 +14,19 @@ profiling overhead on training throughput (samples/s without and with perf, same
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from flamegraph.diagnostics import FlamegraphError
 from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
+from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.summary import JoinSummary
 from flamegraph.perf import script_command
 from flamegraph.record import RecordHook, RecordSpec, script_args
 
+from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist
 from .recipe import (
     MlpRun,
@@ -43,10 +44,7 @@ ONEDNN_FRAMES = ("MKLDNN", "_[j]", "MultiSGDKernel", "ExecuteOprBlock")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m collectors.make_flamegraph", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p = driver_parser("collectors.make_flamegraph", __doc__, epochs=3)
     p.add_argument("--freq", type=int, default=None, help="perf sampling frequency (default: the recorder's)")
     p.add_argument("--call-graph", default=None, help="fp, dwarf or dwarf,SIZE (default: the recorder's)")
     p.add_argument("--no-baseline", action="store_true", help="skip the runs without perf (no overhead figure)")
@@ -63,7 +61,46 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str, object]:
+@dataclass
+class OnCpuRun:
+    """What `make flamegraph` made and measured; `facts()` is its JSON file."""
+
+    profile: FoldedProfile
+    folded: Path
+    svg: Path
+    window_s: float | None  # the training window
+    fold_s: float
+    perf_data_mb: float
+    perf_script: list[str]  # the text the fold read, for `make bench` (which saves it once, folds it with every peer)
+    rate: float  # samples/s under perf (epoch mean)
+    baseline_rate: float | None  # without perf
+    overhead: float | None  # % (epoch means)
+    overhead_best: float | None  # % (best epochs)
+    val_acc: float | None
+    shares: dict[str, float]  # % of samples under each of ONEDNN_FRAMES
+    mxnet: JoinSummary | None
+
+    def facts(self) -> dict[str, object]:
+        return {
+            "folded": str(self.folded),
+            "svg": str(self.svg),
+            "samples": self.profile.total,
+            "stacks": len(self.profile.counts),
+            "window_s": round(self.window_s, 3) if self.window_s is not None else None,
+            "fold_s": round(self.fold_s, 2),
+            "perf_data_mb": round(self.perf_data_mb, 1),
+            "perf_script": self.perf_script,
+            "samples_per_s_with_perf": round(self.rate),
+            "samples_per_s_without_perf": round(self.baseline_rate) if self.baseline_rate is not None else None,
+            "overhead_percent": round(self.overhead, 1) if self.overhead is not None else None,
+            "overhead_best_epoch_percent": round(self.overhead_best, 1) if self.overhead_best is not None else None,
+            "val_acc": self.val_acc,
+            "shares_percent": {k: round(v, 1) for k, v in self.shares.items()},
+            "mxnet": mxnet_figures(self.mxnet) if self.mxnet is not None else None,
+        }
+
+
+def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     """Baseline, recording (with `hooks`: pre-/post-steps such as JIT naming), fold, render."""
     data = prepare_mnist(args.cache)
     mlp = MlpRun(data, epochs=args.epochs)
@@ -103,27 +140,23 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> dict[str,
     spec_used = recorded.recording.spec
     subtitle = f"training window only; {spec_used.event} {spec_used.freq} Hz, call graph {spec_used.call_graph}"
     write_outputs(profile, folded, svg, "MXNet MLP on MNIST: on-CPU (oneDNN)", subtitle)
-    return {
-        "folded": str(folded),
-        "svg": str(svg),
-        "samples": profile.total,
-        "stacks": len(profile.counts),
-        "window_s": round(recorded.log.window[1] - recorded.log.window[0], 3) if recorded.log.window else None,
-        "fold_s": round(fold_seconds, 2),
-        "perf_data_mb": round(recorded.recording.perf_data.stat().st_size / 1e6, 1),
-        # the text the fold read, for `make bench` (which saves it once and folds it with every peer)
-        "perf_script": script_command(
-            str(recorded.recording.perf_data), extra=script_args(recorded.recording, recorded.window)
-        ),
-        "samples_per_s_with_perf": round(rate),
-        "samples_per_s_without_perf": round(baseline.mean_rate() or 0) if baseline else None,
-        "overhead_percent": round(loss, 1) if loss is not None else None,
-        "overhead_best_epoch_percent": round(best, 1) if best is not None else None,
-        "val_acc": recorded.log.val_acc,
-        "shares_percent": {k: round(v, 1) for k, v in shares(profile, ONEDNN_FRAMES).items()},
-        "mxnet": mxnet_figures(mxnet.last) if mxnet is not None and mxnet.last is not None else None,
-        "profile": profile,
-    }
+    window = recorded.log.window
+    return OnCpuRun(
+        profile,
+        folded,
+        svg,
+        window[1] - window[0] if window else None,
+        fold_seconds,
+        recorded.recording.perf_data.stat().st_size / 1e6,
+        script_command(str(recorded.recording.perf_data), extra=script_args(recorded.recording, recorded.window)),
+        rate,
+        (baseline.mean_rate() or 0) if baseline else None,
+        loss,
+        best,
+        recorded.log.val_acc,
+        shares(profile, ONEDNN_FRAMES),
+        mxnet.last if mxnet is not None else None,
+    )
 
 
 def mxnet_figures(summary: JoinSummary) -> dict[str, object]:
@@ -154,21 +187,19 @@ def mxnet_figures(summary: JoinSummary) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        result = run(args)
-    except FlamegraphError as err:
-        print(f"make flamegraph: {err}", file=sys.stderr)
-        return err.exit_code
-    profile = result.pop("profile")
-    print_top(profile)  # type: ignore[arg-type]
-    print(f"wrote {result['folded']} ({result['stacks']:,} stacks, {result['samples']:,.0f} samples)")
-    print(f"wrote {result['svg']}")
-    if result["overhead_percent"] is not None:
-        without, with_perf = result["samples_per_s_without_perf"], result["samples_per_s_with_perf"]
-        mean, best = result["overhead_percent"], result["overhead_best_epoch_percent"]
+    return run_driver("make flamegraph", lambda: report(run(args), args.out))
+
+
+def report(result: OnCpuRun, out: Path) -> int:
+    print_top(result.profile)
+    print(f"wrote {result.folded} ({len(result.profile.counts):,} stacks, {result.profile.total:,.0f} samples)")
+    print(f"wrote {result.svg}")
+    facts = result.facts()
+    if result.overhead is not None and result.overhead_best is not None:
+        without, with_perf = facts["samples_per_s_without_perf"], facts["samples_per_s_with_perf"]
         print(f"overhead: {without:,} samples/s without perf, {with_perf:,} with perf (epoch means): "
-              f"{mean:+.1f} %; best epochs: {best:+.1f} %")  # fmt: skip
-    (args.out / "mlp-oncpu.json").write_text(json.dumps(result, indent=2) + "\n")
+              f"{result.overhead:+.1f} %; best epochs: {result.overhead_best:+.1f} %")  # fmt: skip
+    write_facts(out / "mlp-oncpu.json", facts)
     return 0
 
 

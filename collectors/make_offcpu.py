@@ -16,18 +16,19 @@ under its `[op]` frame (the operator the thread was running when it switched out
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from flamegraph.collapse.perf_sched import OffCpuOptions
-from flamegraph.diagnostics import Diagnostics, FlamegraphError, NotPermitted, PerfFailed
+from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
 from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem
 from flamegraph.record import Status
 
+from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist
 from .recipe import MlpRun, RecordedRun, mxnet_hook, record_mlp, train_without_perf, write_outputs
 
@@ -49,10 +50,7 @@ EXPECTED = (
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m collectors.make_offcpu", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("out"), help="output directory (default out)")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p = driver_parser("collectors.make_offcpu", __doc__, epochs=3)
     p.add_argument("--call-graph", default="dwarf,8192", help="fp or dwarf[,SIZE] (default dwarf,8192)")
     p.add_argument("--no-baseline", action="store_true", help="skip the run without perf (no overhead figure)")
     p.add_argument("--repeat", type=int, default=1, help="interleaved pairs of runs for the overhead (median)")
@@ -113,7 +111,47 @@ def measure(
     return without, with_perf, recorded
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
+@dataclass
+class OffCpuRun:
+    """What `make offcpu` made and measured; `facts()` is its JSON file."""
+
+    profile: FoldedProfile
+    folded: Path
+    svg: Path
+    window: tuple[float, float] | None  # the training window (s)
+    perf_data_mb: float
+    recording_s: float
+    rate: float | None  # samples/s under perf (median of the runs)
+    baseline_rate: float | None
+    without: list[float]  # each run's samples/s
+    with_perf: list[float]
+    overhead: float | None  # % (median of the pairs)
+    val_acc: float | None
+    roles: dict[str, str]
+
+    def facts(self) -> dict[str, object]:
+        seconds, size_mb, window = self.recording_s, self.perf_data_mb, self.window
+        return {
+            "folded": str(self.folded),
+            "svg": str(self.svg),
+            "off_cpu_us": self.profile.total,
+            "stacks": len(self.profile.counts),
+            "window_s": round(window[1] - window[0], 3) if window else None,
+            "perf_data_mb": round(size_mb, 1),
+            "recording_s": round(seconds, 1),
+            "data_rate_mb_s": round(size_mb / seconds, 1) if seconds else None,
+            "samples_per_s_with_perf": round(self.rate or 0),
+            "samples_per_s_without_perf": round(self.baseline_rate) if self.baseline_rate else None,
+            "runs_samples_per_s": {"without": list(map(round, self.without)), "with": list(map(round, self.with_perf))},
+            "overhead_percent": round(self.overhead, 1) if self.overhead is not None else None,
+            "val_acc": self.val_acc,
+            "thread_roles": self.roles,
+            "expected_waits_us": expected_waits(self.profile),
+            "metadata": dict(self.profile.metadata),
+        }
+
+
+def run(args: argparse.Namespace) -> OffCpuRun:
     data = prepare_mnist(args.cache)
     mlp = MlpRun(data, epochs=args.epochs)
     mxnet = None if args.no_mxnet else mxnet_hook(args.out / "mlp-offcpu.mxnet")
@@ -145,45 +183,32 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     folded, svg = args.out / "mlp-offcpu.folded", args.out / "mlp-offcpu.svg"
     what = "whole run" if span is None else "training window only"
     write_outputs(profile, folded, svg, "MXNet MLP on MNIST: off-CPU", f"{what}; blocked time (µs), sched_switch")
-    return {
-        "folded": str(folded),
-        "svg": str(svg),
-        "off_cpu_us": profile.total,
-        "stacks": len(profile.counts),
-        "window_s": round(window[1] - window[0], 3) if window else None,
-        "perf_data_mb": round(size_mb, 1),
-        "recording_s": round(recorded.recording.seconds, 1),
-        "data_rate_mb_s": round(size_mb / recorded.recording.seconds, 1) if recorded.recording.seconds else None,
-        "samples_per_s_with_perf": round(rate or 0),
-        "samples_per_s_without_perf": round(base) if base else None,
-        "runs_samples_per_s": {"without": [round(r) for r in without], "with": [round(r) for r in with_perf]},
-        "overhead_percent": round(loss, 1) if loss is not None else None,
-        "val_acc": recorded.log.val_acc,
-        "thread_roles": roles,
-        "expected_waits_us": expected_waits(profile),
-        "metadata": dict(meta),
-    }
+    return OffCpuRun(
+        profile, folded, svg, window, size_mb, recorded.recording.seconds, rate, base, without, with_perf, loss,
+        recorded.log.val_acc, roles,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        result = run(args)
-    except FlamegraphError as err:
-        print(f"make offcpu: {err}", file=sys.stderr)
-        return err.exit_code
-    meta: dict[str, str] = result["metadata"]  # type: ignore[assignment]
+    return run_driver("make offcpu", lambda: report(run(args), args.out))
+
+
+def report(result: OffCpuRun, out: Path) -> int:
+    meta = result.profile.metadata
     for key in ("off-CPU", "by state", "thread roles", "window"):
         print(f"{key}: {meta.get(key, '-')}")
-    for label, us in result["expected_waits_us"].items():  # type: ignore[attr-defined]
+    waits = expected_waits(result.profile)
+    for label, us in waits.items():
         print(f"  {label}: {us / 1e3:,.1f} ms" + ("" if us else "  (NOT FOUND)"))
-    print(f"wrote {result['folded']} ({result['stacks']:,} stacks) and {result['svg']}")
-    print(f"data: {result['perf_data_mb']} MB in {result['recording_s']} s ({result['data_rate_mb_s']} MB/s)")
-    if result["overhead_percent"] is not None:
-        without, with_perf = result["samples_per_s_without_perf"], result["samples_per_s_with_perf"]
-        print(f"overhead: {without:,} samples/s without perf, {with_perf:,} with: {result['overhead_percent']:+.1f} %")
-    (args.out / "mlp-offcpu.json").write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if all(result["expected_waits_us"].values()) else 1  # type: ignore[attr-defined]
+    facts = result.facts()
+    print(f"wrote {result.folded} ({len(result.profile.counts):,} stacks) and {result.svg}")
+    print(f"data: {facts['perf_data_mb']} MB in {facts['recording_s']} s ({facts['data_rate_mb_s']} MB/s)")
+    if result.overhead is not None:
+        without, with_perf = facts["samples_per_s_without_perf"], facts["samples_per_s_with_perf"]
+        print(f"overhead: {without:,} samples/s without perf, {with_perf:,} with: {result.overhead:+.1f} %")
+    write_facts(out / "mlp-offcpu.json", facts)
+    return 0 if all(waits.values()) else 1
 
 
 if __name__ == "__main__":

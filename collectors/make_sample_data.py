@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import shlex
 import subprocess
@@ -23,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from flamegraph.diagnostics import FlamegraphError
+from flamegraph.diagnostics import PerfFailed
 from flamegraph.offcpu import SCRIPT_OPTIONS, offcpu_spec
 from flamegraph.perf import find_perf
 from flamegraph.record import Recording, Status, record, record_command, script_args
 
+from .driver import driver_parser, run_driver, write_facts
 from .mlp_log import TrainLog
 from .mnist import prepare_mnist
 from .recipe import MlpRun, TrainingFailed, record_mlp
@@ -36,18 +36,19 @@ GZIP_LEVEL = 9
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m collectors.make_sample_data", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("sample_data"))
-    p.add_argument("--epochs", type=int, default=2, help="epochs of the on-CPU recording")
+    p = driver_parser("collectors.make_sample_data", __doc__, epochs=2, out="sample_data")
     p.add_argument("--offcpu-seconds", type=float, default=1.0, help="length of the off-CPU attach")
-    p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
     return p.parse_args(argv)
 
 
 def write_script_text(recording: Recording, extra: list[str], target: Path) -> tuple[list[str], tuple[int, int]]:
     """`perf script --no-inline EXTRA` of the recording, gzip'd into target; (argv, text bytes, gz bytes)."""
     argv = [find_perf(), "script", "-i", str(recording.perf_data), "--no-inline", *extra]
-    text = subprocess.run(argv, capture_output=True, check=True).stdout
+    proc = subprocess.run(argv, capture_output=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise PerfFailed(f"perf script failed (exit {proc.returncode}): {tail}")
+    text = proc.stdout
     with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as gz:
         gz.write(text)
     shown = ["perf", "script", "-i", "perf.data", "--no-inline", *extra]
@@ -108,19 +109,19 @@ def offcpu(mlp: MlpRun, seconds: float, out: Path, scratch: Path) -> dict[str, o
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    return run_driver("make sample-data", lambda: make(args))
+
+
+def make(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
-    try:
-        data = prepare_mnist(args.cache)
-        with tempfile.TemporaryDirectory(prefix="flamegraph-sample-") as tmp:
-            facts = {
-                "mlp-oncpu": oncpu(MlpRun(data, args.epochs), args.out, Path(tmp)),
-                "mlp-offcpu": offcpu(MlpRun(data, epochs=3), args.offcpu_seconds, args.out, Path(tmp)),
-            }
-    except (FlamegraphError, subprocess.CalledProcessError) as err:
-        print(f"make sample-data: {err}", file=sys.stderr)
-        return getattr(err, "exit_code", 1)
+    data = prepare_mnist(args.cache)
+    with tempfile.TemporaryDirectory(prefix="flamegraph-sample-") as tmp:
+        facts = {
+            "mlp-oncpu": oncpu(MlpRun(data, args.epochs), args.out, Path(tmp)),
+            "mlp-offcpu": offcpu(MlpRun(data, epochs=3), args.offcpu_seconds, args.out, Path(tmp)),
+        }
     for name, fact in facts.items():
-        (args.out / f"{name}.json").write_text(json.dumps(fact, indent=2) + "\n")
+        write_facts(args.out / f"{name}.json", fact)
         print(f"wrote {args.out / name}.perf.txt.gz ({fact['gzip bytes']:,} bytes) and {name}.json")
     return 0
 

@@ -32,6 +32,8 @@ import numpy as np
 
 from flamegraph.diagnostics import FlamegraphError
 
+from .driver import run_driver
+
 EXIT_DATA = 9  # the README's exit code for workload data (flamegraph's own codes leave it free)
 
 
@@ -230,12 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collectors.mnist", description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=None, help=f"cache directory (default {default_cache()})")
     args = parser.parse_args(argv)
-    try:
+
+    def show() -> int:
         print(prepare_mnist(args.cache))
-    except FlamegraphError as err:
-        print(f"mnist: {err}", file=sys.stderr)
-        return err.exit_code
-    return 0
+        return 0
+
+    return run_driver("mnist", show)
 
 
 if __name__ == "__main__":
