@@ -17,6 +17,7 @@ from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
 from ..model import FoldedProfile
 from .app import app
+from .describe import describe_profile
 from .output import atomic_output
 
 if TYPE_CHECKING:
@@ -210,16 +211,3 @@ def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagno
     from ..fold import fold_perf
 
     return fold_perf([found.path], options, diagnostics).profile
-
-
-def describe_profile(profile: FoldedProfile, event: str | None, unit: str | None, meta: list[str] | None) -> None:
-    """--event, --unit and --meta KEY=VALUE onto a profile (folded text carries none of them)."""
-    if event is not None:
-        profile.event = event
-    if unit is not None:
-        profile.unit = unit
-    for item in meta or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BadOption(f"--meta {item!r}: expected KEY=VALUE")
-        profile.metadata[key.strip()] = value

@@ -16,6 +16,7 @@ from ..folded import has_two_counts, read_folded
 from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
 from .app import app
+from .describe import describe_profile
 from .output import write_atomically
 from .palette import load_palette
 
@@ -130,7 +131,7 @@ def render(
         if read.before is not None:
             read.before = group_by_op(read.before)
     diagnostics.finish()
-    _describe(read.profile, event, unit, meta)
+    describe_profile(read.profile, event, unit, meta)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
@@ -151,7 +152,7 @@ def render(
         if flamechart:
             raise BadOption("--flamechart: two-count (differential) input has no time order to keep")
         options.diff_width = "after"  # flamegraph.pl's geometry for difffolded input
-        _describe(read.before, event, unit, meta)
+        describe_profile(read.before, event, unit, meta)
         svg = render_diff(read.before, read.profile, options)
     else:
         svg = render_svg(read.profile, options, read.stacks)
@@ -202,7 +203,7 @@ def diff(
     old, new = (_one_count(_read([path], diagnostics), path) for path in (before, after))
     diagnostics.finish()
     for profile in (old, new):
-        _describe(profile, event, unit, meta)
+        describe_profile(profile, event, unit, meta)
     options = RenderOptions(
         title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
         min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted, reverse=reverse,
@@ -246,18 +247,6 @@ def _check_distinct(palette: Path, *outputs: Path | None) -> None:
     for output in outputs:
         if output is not None and str(output) != "-" and os.path.realpath(output) == os.path.realpath(palette):
             raise BadOption(f"--palette-file {palette}: is also an output of this run")
-
-
-def _describe(profile: FoldedProfile, event: str | None, unit: str | None, meta: list[str] | None) -> None:
-    if event is not None:
-        profile.event = event
-    if unit is not None:
-        profile.unit = unit
-    for item in meta or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BadOption(f"--meta {item!r}: expected KEY=VALUE")
-        profile.metadata[key.strip()] = value
 
 
 def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
