@@ -17,6 +17,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .profile import clipped_totals
+
 PREFIXES = (b"dnnl_verbose,", b"onednn_verbose,")
 
 
@@ -70,16 +72,7 @@ class VerboseLog:
 
     def aggregate(self, start: float | None = None, end: float | None = None) -> dict[str, tuple[int, float]]:
         """frame -> (executions, microseconds) inside [start, end], clipped at the edges."""
-        lo = float("-inf") if start is None else start
-        hi = float("inf") if end is None else end
-        totals: dict[str, tuple[int, float]] = {}
-        for p in self.primitives:
-            length = min(p.end, hi) - max(p.start, lo)
-            if length < 0 or (length == 0 and p.end != p.start):
-                continue
-            calls, time = totals.get(p.frame, (0, 0.0))
-            totals[p.frame] = (calls + 1, time + length)
-        return totals
+        return clipped_totals(((p.frame, p.start, p.end) for p in self.primitives), start, end)
 
 
 def read_verbose(path: str) -> VerboseLog:

@@ -109,17 +109,25 @@ class ProfilerTrace:
     def aggregate(self, start: float | None = None, end: float | None = None) -> dict[str, tuple[int, float]]:
         """name -> (calls, microseconds) of spans inside [start, end] (clipped at the edges): the
         profiler's own time per operator, as `mx.profiler.dumps()` sums it, over the same window."""
-        lo = float("-inf") if start is None else start
-        hi = float("inf") if end is None else end
-        totals: dict[str, tuple[int, float]] = {}
-        for index in self.threads.values():
-            for span in index.spans:
-                length = min(span.end, hi) - max(span.start, lo)
-                if length < 0 or (length == 0 and span.end != span.start):
-                    continue
-                calls, time = totals.get(span.name, (0, 0.0))
-                totals[span.name] = (calls + 1, time + length)
-        return totals
+        spans = ((span.name, span.start, span.end) for index in self.threads.values() for span in index.spans)
+        return clipped_totals(spans, start, end)
+
+
+def clipped_totals(
+    intervals: Iterable[tuple[str, float, float]], start: float | None, end: float | None
+) -> dict[str, tuple[int, float]]:
+    """name -> (count, length) of the (name, start, end) intervals that overlap [start, end], clipped
+    at its edges (None: open); an interval that only touches an edge does not count, an instant does."""
+    lo = float("-inf") if start is None else start
+    hi = float("inf") if end is None else end
+    totals: dict[str, tuple[int, float]] = {}
+    for name, first, last in intervals:
+        length = min(last, hi) - max(first, lo)
+        if length < 0 or (length == 0 and last != first):
+            continue
+        calls, time = totals.get(name, (0, 0.0))
+        totals[name] = (calls + 1, time + length)
+    return totals
 
 
 def read_profile(path: str) -> ProfilerTrace:
