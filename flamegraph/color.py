@@ -28,6 +28,9 @@ SEARCH_COLOR = "#e600e6"  # rgb(230,0,230), the reference's search colour
 GREY_SEPARATOR = "#a0a0a0"  # frames named "--"
 GREY_DASH = "#c8c8c8"  # frames named "-"
 ANNOTATION = re.compile(r"_\[[kwij]\]$")
+# A class coloured by a hue has no one colour: its legend swatch is the colour this fixed name gets
+# in that hue (any name would do; changing it changes every such graph's legend).
+SWATCH_NAME = "oneDNN"
 
 # flamegraph.pl's background gradients, chosen by palette.
 BACKGROUNDS = {
@@ -390,4 +393,4 @@ class Highlighter:
 
     def swatch(self, index: int) -> str:
         painter = self.painters[index]
-        return painter.fill("oneDNN") if painter is not None else css_color(self.rules[index].color or "#000000")
+        return painter.fill(SWATCH_NAME) if painter is not None else css_color(self.rules[index].color or "#000000")

@@ -175,7 +175,7 @@ def _document(
         font_type=display_text(options.font_type),
     )
     context = {
-        "o": shown,
+        "options": shown,  # the render options, their text made safe to show
         "page": page,
         "title": display_text(title),
         "drawing": drawing,
