@@ -60,6 +60,17 @@ def test_symbols_never_import_jit() -> None:
     assert not bad, f"symbols.py imports {bad}"
 
 
+def test_the_fold_time_hook_never_imports_the_post_fold_report() -> None:
+    bad = {name for name in imports_of(PACKAGE / "observer.py") if name in {"flamegraph.report", "flamegraph.oncpu"}}
+    assert not bad, f"observer.py imports {bad}"
+
+
+def test_tests_share_helpers_not_other_test_modules() -> None:
+    for path in (REPO / "tests").rglob("*.py"):
+        bad = {name for name in imports_of(path) if name.rpartition(".")[2].startswith("test_")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}: shared code goes to tests/helpers/"
+
+
 def test_model_and_diagnostics_import_no_stage() -> None:
     for name in ("model.py", "diagnostics.py"):
         stages = {i for i in imports_of(PACKAGE / name) if i.startswith("flamegraph.")}

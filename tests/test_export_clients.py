@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import clients
 import pytest
 from conftest import REPO
+from helpers import clients
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
