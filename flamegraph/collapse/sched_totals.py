@@ -11,6 +11,7 @@ microseconds whose metadata read, for example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..folded import decode
 from ..model import FoldedProfile
@@ -45,8 +46,6 @@ def _join(totals: dict[bytes, int], limit: int) -> str:
 
 class OffCpuFolder:
     """Sums waits per stack (in nanoseconds, exactly) and keeps the totals the graph's header shows."""
-
-    THREADS_SHOWN = 8
 
     def __init__(self, options: OffCpuOptions) -> None:
         self.options = options
@@ -94,18 +93,49 @@ class OffCpuFolder:
 
     def profile(self, window_ns: int = 0, lost: int = 0, silent: Sequence[bytes] = ()) -> FoldedProfile:
         counts = {decode(stack): _microseconds(ns) for stack, ns in self.ns_by_stack.items()}
-        meta = self.metadata(window_ns, lost, silent)
+        meta = self.totals(window_ns, lost, silent).metadata()
         return FoldedProfile(counts, "microseconds", "sched:sched_switch", meta)
 
-    def metadata(self, window_ns: int, lost: int, silent: Sequence[bytes] = ()) -> dict[str, str]:
-        total = sum(self.by_state.values())
+    def totals(self, window_ns: int = 0, lost: int = 0, silent: Sequence[bytes] = ()) -> OffCpuTotals:
+        return OffCpuTotals(
+            self.waits,
+            dict(self.by_state),
+            dict(self.by_thread),
+            {kind: (n, ns) for kind, (n, ns) in self.by_kind.items()},
+            {why: (n, ns) for why, (n, ns) in self.excluded.items()},
+            window_ns,
+            lost,
+            tuple(silent),
+        )
+
+
+@dataclass(frozen=True)
+class OffCpuTotals:
+    """What the off-CPU fold found, as facts (integer nanoseconds); `metadata()` is the header's text."""
+
+    waits: int
+    by_state: dict[bytes, int]
+    by_thread: dict[bytes, int]
+    by_kind: dict[str, tuple[int, int]]  # kind of wait -> (waits, ns), counted before the 0-length ones
+    excluded: dict[str, tuple[int, int]]  # reason -> (waits, ns) left out by --state or --min-us
+    window_ns: int = 0  # the recording's length
+    lost: int = 0  # events perf lost
+    silent: tuple[bytes, ...] = ()  # threads with no switch in the window
+
+    THREADS_SHOWN = 8
+
+    @property
+    def total_ns(self) -> int:
+        return sum(self.by_state.values())
+
+    def metadata(self) -> dict[str, str]:
         meta = {
-            "off-CPU": f"{format_ns(total)} in {self.waits:,} waits of {len(self.by_thread):,} threads",
+            "off-CPU": f"{format_ns(self.total_ns)} in {self.waits:,} waits of {len(self.by_thread):,} threads",
             "by state": _join(self.by_state, len(self.by_state)),
             "by thread": _join(self.by_thread, self.THREADS_SHOWN),
         }
-        if window_ns:
-            meta["window"] = format_ns(window_ns)
+        if self.window_ns:
+            meta["window"] = format_ns(self.window_ns)
         clipped = [
             f"{n:,} {words[n != 1]} ({format_ns(ns)})"
             for kind, words in CLIPPED.items()
@@ -121,12 +151,12 @@ class OffCpuFolder:
             meta["excluded"] = ", ".join(
                 f"{n:,} waits {why} ({format_ns(ns)})" for why, (n, ns) in sorted(self.excluded.items())
             )
-        if silent:
-            names = ", ".join(decode(name) for name in sorted(silent)[: self.THREADS_SHOWN])
-            more = f" and {len(silent) - self.THREADS_SHOWN} more" if len(silent) > self.THREADS_SHOWN else ""
+        if self.silent:
+            names = ", ".join(decode(name) for name in sorted(self.silent)[: self.THREADS_SHOWN])
+            more = f" and {len(self.silent) - self.THREADS_SHOWN} more" if len(self.silent) > self.THREADS_SHOWN else ""
             meta["no switch in the window"] = f"{names}{more} (blocked, or running, throughout: not drawn)"
-        if lost:
-            meta["lost events"] = f"{lost:,} (some waits are missing or unpaired)"
+        if self.lost:
+            meta["lost events"] = f"{self.lost:,} (some waits are missing or unpaired)"
         return meta
 
 
