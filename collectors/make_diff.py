@@ -94,10 +94,10 @@ def render_operator_diff(before: FoldedProfile, after: FoldedProfile, svg: Path,
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    return run_driver("make diff", lambda: diff(args))
+    return run_driver("make diff", lambda: compare_backends(args))
 
 
-def diff(args: argparse.Namespace) -> int:
+def compare_backends(args: argparse.Namespace) -> int:
     mxnet = not args.no_mxnet
     mlp = MlpRun(prepare_mnist(args.cache), args.epochs)
     mkl, mkl_rate = record_variant(mlp, args.out, "mkldnn", {}, mxnet)

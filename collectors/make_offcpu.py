@@ -84,7 +84,7 @@ def expected_waits(profile: FoldedProfile) -> dict[str, float]:
     return found
 
 
-def record(mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None) -> RecordedRun:
+def record_training(mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None) -> RecordedRun:
     try:
         spec = offcpu_spec(command=("placeholder",), call_graph=call_graph)
         return record_mlp(mlp, perf_data, spec, hooks=[mxnet] if mxnet else [])
@@ -105,7 +105,7 @@ def measure(
             print(f"== training {args.epochs} epochs without perf{round_}", flush=True)
             without.append(train_without_perf(mlp).mean_rate() or 0.0)
         print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch{round_}", flush=True)
-        recorded = record(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph, mxnet)
+        recorded = record_training(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph, mxnet)
         with_perf.append(recorded.log.mean_rate() or 0.0)
     assert recorded is not None
     return without, with_perf, recorded

@@ -193,10 +193,10 @@ def test_the_kernels_file_carries_the_scan_time_as_a_field(tmp_path: Path) -> No
     kernel = Kernel(0x7EFC88E45000, 0x780, "jit_softmax_t", 36, "/run/jit/dnnl-4242/x.36.bin", 1466730211034)
     comment = "1 JIT kernels located, 0 dumps not in memory (1 anonymous executable regions, 0.1 MiB, 9 ms)"
     path = session.write_kernels(str(tmp_path), 4242, [kernel], comment, scan_ms=9)
-    assert session.read_header(path) == (comment, 9)
+    assert session.read_kernels_header(path) == (comment, 9)
     assert session.read_kernels(path) == [kernel]
     bare = session.write_kernels(str(tmp_path), 4243, [kernel])  # named from outside: no comment, no time
-    assert session.read_header(bare) == ("", None)
+    assert session.read_kernels_header(bare) == ("", None)
 
 
 def test_jit_summary_is_shown_only_in_the_header_text() -> None:

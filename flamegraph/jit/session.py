@@ -105,7 +105,7 @@ def analyse_cached(codes: list[bytes], directory: str | None = None) -> dict[byt
     return found
 
 
-def read_header(path: str) -> tuple[str, int | None]:
+def read_kernels_header(path: str) -> tuple[str, int | None]:
     """The kernels file's comment and the scan's time in ms (None if it has none)."""
     comment, scan_ms = "", None
     with open(path) as f:
@@ -158,7 +158,7 @@ def complete(directory: str) -> list[Completed]:
         if not match or not os.path.isfile(dump_file):
             continue
         started = time.perf_counter()
-        located, naming_ms = read_header(kernels_file)
+        located, naming_ms = read_kernels_header(kernels_file)
         result = Completed(int(match.group(1)), dump_file=dump_file, located=located, naming_ms=naming_ms)
         kernels, codes = [], []
         for kernel in read_kernels(kernels_file):
