@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .perf import explain_failure, find_perf
+from .perf import failure_reason, find_perf
 
 LINE = re.compile(rb"^([0-9a-fA-F]+) (.+)$")
 BUILD_ID_BYTES = 20  # perf's slot: older perf.data files pad shorter ids (lld's 8 bytes) with zeros
@@ -55,7 +55,7 @@ def read_recorded_build_ids(perf_data: str) -> RecordedBuildIds:
     except OSError as err:
         return RecordedBuildIds(problems=(f"{perf_data}: cannot run perf buildid-list: {err.strerror}",))
     if proc.returncode != 0:
-        message = explain_failure(proc.stderr.decode(errors="replace"))
+        message = failure_reason(proc.stderr.decode(errors="replace"))
         return RecordedBuildIds(problems=(f"{perf_data}: perf buildid-list failed: {message}",))
     return RecordedBuildIds(parse_buildid_list(proc.stdout.splitlines()))
 

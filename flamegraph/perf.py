@@ -42,7 +42,7 @@ def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] 
     return [*command, *extra]
 
 
-def explain_failure(stderr: str) -> str:
+def failure_reason(stderr: str) -> str:
     """perf's reason for failing: the last line it printed."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return lines[-1] if lines else "no message"

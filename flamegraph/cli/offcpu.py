@@ -49,7 +49,7 @@ def _call_graph(text: str) -> str:
 
 
 @app.command("offcpu", context_settings={"allow_interspersed_args": False})
-def offcpu_command(
+def offcpu_cli(
     command: Annotated[
         list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
     ] = None,

@@ -60,7 +60,7 @@ def render_options(
 
 
 @app.command("record", context_settings={"allow_interspersed_args": False})
-def record_command(
+def record_cli(
     ctx: typer.Context,
     command: Annotated[
         list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
@@ -155,12 +155,12 @@ def record_command(
         duration=duration,
     )
     exports = ExportRequest(exports.files, options.title)
-    draw = Drawing(options if not no_svg else None, output, folded, threads, group_unknown, exports)
+    draw = OutputRequest(options if not no_svg else None, output, folded, threads, group_unknown, exports)
     record_and_draw(spec, span, draw, perf_data, jit, mxnet)
 
 
 @dataclass(frozen=True)
-class Drawing:
+class OutputRequest:
     """What to make of a recording: the SVG (None: none), the folded text, how to fold."""
 
     options: RenderOptions | None
@@ -174,7 +174,7 @@ class Drawing:
 def record_and_draw(
     spec: RecordSpec,
     window: tuple[float | None, float | None] | None,
-    draw: Drawing,
+    draw: OutputRequest,
     perf_data: Path | None,
     jit: bool = False,
     mxnet: bool = False,
