@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
+from flamegraph.writer import atomic_output
 
 
 def driver_parser(module: str, doc: str, epochs: int = 3, out: str = "out") -> argparse.ArgumentParser:
@@ -36,4 +37,5 @@ def run_driver(name: str, body: Callable[[], int]) -> int:
 
 def write_facts(path: Path, facts: dict[str, object]) -> None:
     """The driver's measured facts, for the README's figures and the tests."""
-    path.write_text(json.dumps(facts, indent=2) + "\n")
+    with atomic_output(path) as out:
+        out.write((json.dumps(facts, indent=2) + "\n").encode())

@@ -24,6 +24,7 @@ from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.views import compare_operators, comparison_lines, group_by_op
 from flamegraph.render import RenderOptions, render_diff
 from flamegraph.render.summary import self_weights
+from flamegraph.writer import atomic_output
 
 from .driver import driver_parser, run_driver
 from .mnist import prepare_mnist
@@ -77,7 +78,8 @@ def print_changes(before: FoldedProfile, after: FoldedProfile, n: int = 8) -> No
 def render_diff_svg(before: FoldedProfile, after: FoldedProfile, svg: Path, subtitle: str) -> None:
     title = "MXNet MLP: oneDNN (before) vs OpenBLAS (after), normalized"
     options = RenderOptions(title=title, subtitle=subtitle, preset="onednn", normalize=True)
-    svg.write_bytes(render_diff(before, after, options))
+    with atomic_output(svg) as out:
+        out.write(render_diff(before, after, options))
 
 
 def render_operator_diff(before: FoldedProfile, after: FoldedProfile, svg: Path, subtitle: str) -> bool:
@@ -88,7 +90,8 @@ def render_operator_diff(before: FoldedProfile, after: FoldedProfile, svg: Path,
         return False
     title = "MXNet MLP by operator: oneDNN (before) vs OpenBLAS (after), normalized"
     options = RenderOptions(title=title, subtitle=subtitle, preset="mxnet-ops", normalize=True)
-    svg.write_bytes(render_diff(*grouped, options))
+    with atomic_output(svg) as out:
+        out.write(render_diff(*grouped, options))
     return True
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flamegraph.diagnostics import FlamegraphError
-from flamegraph.folded import write_folded
 from flamegraph.jit.recording import JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
@@ -23,6 +22,7 @@ from flamegraph.oncpu import fold_with_report
 from flamegraph.record import RecordHook, Recording, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
+from flamegraph.writer import write_results
 
 from .mlp_log import TrainLog, parse_log
 
@@ -137,12 +137,9 @@ def mxnet_hook(directory: Path) -> MxnetHook:
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
-    """The folded text and, when asked, the SVG with the oneDNN highlight preset."""
-    folded.parent.mkdir(parents=True, exist_ok=True)
-    with open(folded, "wb") as out:
-        write_folded(profile, out)
-    if svg is not None:
-        svg.write_bytes(render_svg(profile, RenderOptions(title=title, subtitle=subtitle, preset="onednn")))
+    """The folded text and, when asked, the SVG with the oneDNN highlight preset (the CLI's safe writer)."""
+    options = RenderOptions(title=title, subtitle=subtitle, preset="onednn")
+    write_results(profile, folded, svg, lambda: render_svg(profile, options), lambda line: None)
 
 
 def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:

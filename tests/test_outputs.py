@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from flamegraph.cli.output import write_atomically
 from flamegraph.color import format_palette, parse_palette
 from flamegraph.diagnostics import OutputFailed
+from flamegraph.writer import write_atomically
 
 FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
 PERF_TEXT = REPO / "tests" / "golden" / "fold" / "cxx-names.perf.txt"

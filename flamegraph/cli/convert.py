@@ -16,9 +16,9 @@ import typer
 from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
 from ..model import FoldedProfile
+from ..writer import atomic_output
 from .app import app
 from .describe import describe_profile
-from .output import atomic_output
 
 if TYPE_CHECKING:
     from ..collapse.perf import FoldOptions

@@ -83,7 +83,7 @@ def fold(
     from ..grouping import grouping_note, namer_for_inputs
     from ..observer import FrameObserver
     from ..report import build_report, report_lines
-    from .output import write_atomically
+    from ..writer import write_atomically
 
     if offcpu:
         _fold_offcpu(inputs or [], output, kernel or all_, strict)
@@ -134,7 +134,7 @@ def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, 
     from ..diagnostics import Diagnostics
     from ..folded import write_folded
     from ..offcpu import fold_offcpu
-    from .output import write_atomically
+    from ..writer import write_atomically
 
     profile = fold_offcpu(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
     write_atomically(output, lambda out: write_folded(profile, out))

@@ -101,7 +101,8 @@ def offcpu_cli(
     from ..offcpu import fold_offcpu_recording, offcpu_spec, record_offcpu, snapshot_threads, whole_window_resolver
     from ..record import Status
     from ..render import RenderOptions, render_svg
-    from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+    from ..writer import check_writable, write_results
+    from .scratch import ScratchRecording, exit_for_signal
 
     if bool(command) == (pid is not None):
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")

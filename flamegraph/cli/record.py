@@ -191,7 +191,8 @@ def record_and_draw(
     from ..oncpu import fold_with_report
     from ..record import Status, record
     from ..render import render_svg
-    from .output import ScratchRecording, check_writable, exit_for_signal, write_results
+    from ..writer import check_writable, write_results
+    from .scratch import ScratchRecording, exit_for_signal
 
     status = Status()
     exports = [path for _, path in draw.exports.files]

@@ -15,9 +15,9 @@ from ..diagnostics import BadOption, Diagnostics, InputMissing
 from ..folded import has_two_counts, read_folded
 from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
+from ..writer import write_atomically
 from .app import app
 from .describe import describe_profile
-from .output import write_atomically
 from .palette import load_palette
 
 # Options shared by both commands (flamegraph.pl's names).

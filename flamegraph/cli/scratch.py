@@ -1,0 +1,61 @@
+"""The recording commands' scratch perf.data (kept when anything goes wrong after perf recorded) and
+their exit after a recording stopped by a signal."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..record.spec import Recording
+
+
+class ScratchRecording:
+    """perf.data in a scratch directory unless the user named a path; removed after success, kept (and
+    its path printed) when the run ends otherwise once perf has recorded (a later step failed, Ctrl-C,
+    SIGTERM), so nothing recorded is lost. No scratch directory outlives a run that did not record.
+
+        with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
+            recording = record(spec, session.data_path, on_recording=session.mark_recorded)
+            ...
+    """
+
+    def __init__(self, prefix: str, perf_data: Path | None, note: Callable[[str], None]) -> None:
+        self._prefix = prefix
+        self._perf_data = perf_data
+        self.scratch: Path | None = None
+        self.recorded = False
+        self._note = note
+
+    @property
+    def data_path(self) -> Path:
+        if self._perf_data is not None:
+            return self._perf_data
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp(prefix=self._prefix))
+        return self.scratch / "perf.data"
+
+    def mark_recorded(self) -> None:
+        self.recorded = True
+
+    def __enter__(self) -> ScratchRecording:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        # Any exception: ours, Ctrl-C, SIGTERM, and a bug too (its traceback must not cost the data).
+        data = self.data_path if self._perf_data is not None or self.scratch is not None else None
+        if error is not None and self.recorded and data is not None and data.is_file():
+            self._note(f"the recording is kept in {data}")
+            return
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def exit_for_signal(recording: Recording) -> None:
+    """After a recording stopped by SIGTERM or SIGHUP was drawn: exit 143 or 129, as documented."""
+    if recording.stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        raise SystemExit(128 + recording.stop_signal)
