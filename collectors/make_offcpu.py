@@ -25,7 +25,7 @@ from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
-from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem
+from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem, window_ns
 from flamegraph.record import Status
 
 from .driver import driver_parser, run_driver, write_facts
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     losses = [100.0 * (b - w) / b for b, w in zip(without, with_perf, strict=False) if b and w]
     loss = statistics.median(losses) if losses else None
     window = recorded.log.window
-    span = None if args.whole_run or window is None else (round(window[0] * 1e9), round(window[1] * 1e9))
+    span = None if args.whole_run or window is None else window_ns(window)
     joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
     options = OffCpuOptions(window=span, sample_hook=joiner)
     profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status())

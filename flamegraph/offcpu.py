@@ -30,7 +30,7 @@ from .record import Recording, RecordSpec, Status, record, show_progress
 from .record.spec import OFFCPU_CALL_GRAPH
 
 EVENT = "sched:sched_switch"
-DEFAULT_CALL_GRAPH = OFFCPU_CALL_GRAPH  # with the on-CPU defaults, so the CLI need not import this module
+NO_END_NS = 2**62  # an open window's end: later than any CLOCK_MONOTONIC time (146 years)
 SCRIPT_OPTIONS = (
     "-F",
     "comm,tid,time,event,trace,ip,sym,dso",
@@ -48,7 +48,7 @@ def offcpu_spec(
     pid: int | None = None,
     command: Sequence[str] = (),
     duration: float | None = None,
-    call_graph: str = DEFAULT_CALL_GRAPH,
+    call_graph: str = OFFCPU_CALL_GRAPH,
 ) -> RecordSpec:
     """Every sched_switch of the target's threads, with stacks, plus the switch-in records."""
     return RecordSpec(
@@ -203,6 +203,12 @@ def whole_window_resolver(pid: int, before: dict[int, ThreadState]) -> Resolver:
 
 
 # -- folding --------------------------------------------------------------------------------------
+def window_ns(window: tuple[float | None, float | None]) -> tuple[int, int]:
+    """(start, end) in seconds of perf's clock, either open (None) -> the ns span `OffCpuOptions.window` takes."""
+    start, end = window
+    return (0 if start is None else round(start * 1e9), NO_END_NS if end is None else round(end * 1e9))
+
+
 @contextmanager
 def open_offcpu(path: str) -> Iterator[IO[bytes]]:
     """`perf script` text (plain, gzip, stdin) or a perf.data file scripted with the off-CPU options."""

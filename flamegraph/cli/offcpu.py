@@ -9,8 +9,19 @@ import typer
 
 # Only what the command's signature needs: `flamegraph --help` imports every command module, so the
 # recording, pairing and rendering stages are imported where they run.
-from ..record.spec import OFFCPU_CALL_GRAPH, parse_call_graph, parse_window
+from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
+from .recorder import (
+    Command,
+    Duration,
+    NoSvg,
+    PerfData,
+    Title,
+    check_outputs,
+    check_request,
+    parse_call_graph_option,
+    parse_window_option,
+)
 
 if TYPE_CHECKING:
     from ..model import FoldedProfile
@@ -30,35 +41,21 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     return states
 
 
-def window_ns(text: str | None) -> tuple[int, int] | None:
-    """'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
-    if text is None:
-        return None
-    try:
-        start, end = parse_window(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
-    return (0 if start is None else round(start * 1e9), 2**62 if end is None else round(end * 1e9))
+def parse_window_ns(text: str | None) -> tuple[int, int] | None:
+    """--window 'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
+    from ..offcpu import window_ns
 
-
-def _call_graph(text: str) -> str:
-    try:
-        return parse_call_graph(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
+    span = parse_window_option(text)
+    return window_ns(span) if span is not None else None
 
 
 @app.command("offcpu", context_settings={"allow_interspersed_args": False})
 def offcpu_cli(
-    command: Annotated[
-        list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
-    ] = None,
+    command: Command = None,
     pid: Annotated[
         int | None, typer.Option("--pid", "-p", help="every thread of this process, new ones included")
     ] = None,
-    duration: Annotated[
-        float | None, typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)")
-    ] = None,
+    duration: Duration = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("offcpu.svg"),
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks (µs)")] = None,
     min_us: Annotated[
@@ -67,17 +64,15 @@ def offcpu_cli(
     state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,
     kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
     call_graph: Annotated[
-        str, typer.Option("--call-graph", callback=_call_graph, help="fp or dwarf[,SIZE]")
+        str, typer.Option("--call-graph", callback=parse_call_graph_option, help="fp or dwarf[,SIZE]")
     ] = OFFCPU_CALL_GRAPH,
     window: Annotated[
         str | None,
         typer.Option("--window", metavar="START,END", help="keep off-CPU time in this CLOCK_MONOTONIC span (s)"),
     ] = None,
-    perf_data: Annotated[
-        Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
-    ] = None,
-    title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
-    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")] = False,
+    perf_data: PerfData = None,
+    title: Title = None,
+    no_svg: NoSvg = False,
     speedscope: Annotated[
         Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (µs, per thread)")
     ] = None,
@@ -101,15 +96,12 @@ def offcpu_cli(
     from ..offcpu import fold_offcpu_recording, offcpu_spec, record_offcpu, snapshot_threads, whole_window_resolver
     from ..record import Status
     from ..render import RenderOptions, render_svg
-    from ..writer import check_writable, write_results
+    from ..writer import write_results
     from .scratch import ScratchRecording, exit_for_signal
 
-    if bool(command) == (pid is not None):
-        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
-    if no_svg and folded is None and not exports:
-        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
-    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=window_ns(window))
+    check_request(command, pid, no_svg, folded, exports)
+    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=parse_window_ns(window))
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
     render = RenderOptions(
@@ -118,8 +110,7 @@ def offcpu_cli(
     )
     render.check()  # a bad option must not cost a recording
     svg = None if no_svg else output
-    for path in (svg, folded, *(path for _, path in exports.files), perf_data):
-        check_writable(path)  # an unwritable output must not cost a recording
+    check_outputs(svg, folded, exports, perf_data)
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
         recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)

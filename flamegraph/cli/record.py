@@ -11,29 +11,24 @@ import typer
 # Only what the command's signature and Drawing need: `flamegraph --help` imports every command module,
 # so the recording, JIT, folding and rendering stages are imported where they run.
 from ..export import ExportRequest
-from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph, parse_window
+from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
+from .recorder import (
+    Command,
+    Duration,
+    NoSvg,
+    PerfData,
+    Title,
+    check_outputs,
+    check_request,
+    parse_call_graph_option,
+    parse_window_option,
+)
 
 if TYPE_CHECKING:
     from ..model import FoldedProfile
     from ..record import RecordSpec, Status
     from ..render import RenderOptions
-
-
-def _call_graph(text: str) -> str:
-    try:
-        return parse_call_graph(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
-
-
-def _window(text: str | None) -> tuple[float | None, float | None] | None:
-    if text is None:
-        return None
-    try:
-        return parse_window(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
 
 
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
@@ -62,17 +57,12 @@ def render_options(
 @app.command("record", context_settings={"allow_interspersed_args": False})
 def record_cli(
     ctx: typer.Context,
-    command: Annotated[
-        list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)
-    ] = None,
+    command: Command = None,
     pid: Annotated[int | None, typer.Option("--pid", "-p", help="profile this running process instead")] = None,
-    duration: Annotated[
-        float | None,
-        typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)"),
-    ] = None,
+    duration: Duration = None,
     freq: Annotated[int, typer.Option("--freq", "-F", min=1, help="samples per second")] = DEFAULT_FREQ,
     call_graph: Annotated[
-        str, typer.Option("--call-graph", callback=_call_graph, help="fp, lbr, dwarf or dwarf,SIZE")
+        str, typer.Option("--call-graph", callback=parse_call_graph_option, help="fp, lbr, dwarf or dwarf,SIZE")
     ] = DEFAULT_CALL_GRAPH,
     event: Annotated[str, typer.Option("--event", "-e", help="perf event to sample")] = DEFAULT_EVENT,
     window: Annotated[
@@ -81,10 +71,8 @@ def record_cli(
     ] = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("flamegraph.svg"),
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks here")] = None,
-    perf_data: Annotated[
-        Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")
-    ] = None,
-    title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
+    perf_data: PerfData = None,
+    title: Title = None,
     preset: Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")] = None,
     highlight: Annotated[
         list[str] | None,
@@ -98,7 +86,7 @@ def record_cli(
             help="name [unknown] frames by function (.eh_frame) where the DSO's build-id matches the recording",
         ),
     ] = True,
-    no_svg: Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")] = False,
+    no_svg: NoSvg = False,
     speedscope: Annotated[
         Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (per thread)")
     ] = None,
@@ -137,12 +125,9 @@ def record_cli(
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
         call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
-    if bool(command) == (pid is not None):
-        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
-    if no_svg and folded is None and not exports:
-        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
-    span = _window(window)
+    check_request(command, pid, no_svg, folded, exports)
+    span = parse_window_option(window)
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     options = render_options(name, title, subtitle, preset, list(highlight or []))
@@ -191,13 +176,11 @@ def record_and_draw(
     from ..oncpu import fold_with_report
     from ..record import Status, record
     from ..render import render_svg
-    from ..writer import check_writable, write_results
+    from ..writer import write_results
     from .scratch import ScratchRecording, exit_for_signal
 
     status = Status()
-    exports = [path for _, path in draw.exports.files]
-    for path in (draw.svg if draw.options is not None else None, draw.folded, *exports, perf_data):
-        check_writable(path)  # an unwritable output must not cost a recording
+    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
         jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None

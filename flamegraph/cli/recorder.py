@@ -1,0 +1,56 @@
+"""What `record` and `offcpu` share: the target (a command after -- or --pid), the --call-graph and
+--window parsers, the options every recording command has, and the checks made before recording."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..export import ExportRequest
+from ..record.spec import parse_call_graph, parse_window
+
+Command = Annotated[list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)]
+Duration = Annotated[
+    float | None, typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)")
+]
+PerfData = Annotated[Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")]
+Title = Annotated[str | None, typer.Option("--title", help="graph title")]
+NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]
+
+
+def parse_call_graph_option(text: str) -> str:
+    """--call-graph's callback: perf's spelling, or one usage line."""
+    try:
+        return parse_call_graph(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def parse_window_option(text: str | None) -> tuple[float | None, float | None] | None:
+    """--window START,END (seconds, either side open), or one usage line."""
+    if text is None:
+        return None
+    try:
+        return parse_window(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, folded: Path | None,
+                  exports: ExportRequest) -> None:  # fmt: skip
+    """One target, and something to write: checked before anything is recorded."""
+    if bool(command) == (pid is not None):
+        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
+    if no_svg and folded is None and not exports:
+        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
+
+
+def check_outputs(svg: Path | None, folded: Path | None, exports: ExportRequest, perf_data: Path | None) -> None:
+    """Every output can be written: an unwritable one must not cost a recording."""
+    from ..writer import check_writable
+
+    for path in (svg, folded, *(path for _, path in exports.files), perf_data):
+        check_writable(path)
