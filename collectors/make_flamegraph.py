@@ -24,7 +24,7 @@ from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.summary import JoinSummary
 from flamegraph.perf import script_command
-from flamegraph.record import RecordHook, RecordSpec, script_args
+from flamegraph.record import RecordHook, RecordOptions, script_args
 
 from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist
@@ -108,17 +108,17 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     if not args.no_baseline:
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 1 of 2)", flush=True)
         baseline = train_without_perf(mlp)
-    spec = RecordSpec(command=("placeholder",))
+    how = RecordOptions()
     if not args.no_jit and not hooks:  # named kernels, unwound through: gemm under its real callers
         hooks = [JitHook(args.out.absolute() / "mlp-oncpu.jit", note=print)]
-        spec = spec.replace(call_graph=JIT_CALL_GRAPH)
+        how = how.replace(call_graph=JIT_CALL_GRAPH)
     if args.freq:
-        spec = spec.replace(freq=args.freq)
+        how = how.replace(freq=args.freq)
     if args.call_graph:
-        spec = spec.replace(call_graph=args.call_graph)
+        how = how.replace(call_graph=args.call_graph)
     mxnet = None if args.no_mxnet else mxnet_hook(args.out / "mlp-oncpu.mxnet")
     print(f"== training {args.epochs} epochs under perf record" + (" (MXNet profiler on)" if mxnet else ""), flush=True)
-    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", spec, [*hooks, *([mxnet] if mxnet else [])])
+    recorded = record_mlp(mlp, args.out / "mlp-oncpu.perf.data", how, [*hooks, *([mxnet] if mxnet else [])])
     if baseline is not None:  # before and after the recording: a drift in other load hits both sides alike
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 2 of 2)", flush=True)
         baseline = baseline.merged(train_without_perf(mlp))
@@ -137,8 +137,8 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
         f", {baseline.mean_rate():,.0f} without ({loss:+.1f} % overhead)" if baseline and loss is not None else ""
     )
     folded, svg = args.out / "mlp-oncpu.folded", args.out / "mlp-oncpu.svg"
-    spec_used = recorded.recording.spec
-    subtitle = f"training window only; {spec_used.event} {spec_used.freq} Hz, call graph {spec_used.call_graph}"
+    used = recorded.recording.spec.options
+    subtitle = f"training window only; {used.event} {used.freq} Hz, call graph {used.call_graph}"
     write_outputs(profile, folded, svg, "MXNet MLP on MNIST: on-CPU (oneDNN)", subtitle)
     window = recorded.log.window
     return OnCpuRun(

@@ -28,7 +28,7 @@ from flamegraph.mxnet.join import HEADER_TIME
 from flamegraph.mxnet.profile import read_profile
 from flamegraph.mxnet.recording import evidence_command, read_sidecars
 from flamegraph.perf import script_command
-from flamegraph.record import ONCPU_FIELDS, RecordSpec
+from flamegraph.record import ONCPU_FIELDS, RecordOptions
 
 from .mnist import prepare_mnist
 from .recipe import MlpRun, mxnet_hook, record_mlp
@@ -93,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tmp)
         mx = mxnet_hook(scratch / "perf.data.mxnet")
         jit = JitHook(scratch / "perf.data.jit", note=print)
-        spec = RecordSpec(command=("placeholder",), call_graph=JIT_CALL_GRAPH, freq=args.freq)
+        how = RecordOptions(call_graph=JIT_CALL_GRAPH, freq=args.freq)
         mlp = MlpRun(prepare_mnist(), epochs=1, max_batches=args.max_batches)
-        run = record_mlp(mlp, scratch / "perf.data", spec, [jit, mx])
+        run = record_mlp(mlp, scratch / "perf.data", how, [jit, mx])
         assert run.log.window is not None
         middle = sum(run.log.window) / 2
         window = (middle, middle + args.slice_ms / 1000)

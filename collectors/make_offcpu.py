@@ -25,7 +25,7 @@ from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
-from flamegraph.offcpu import fold_offcpu_recording, offcpu_spec, tracepoint_problem, window_ns
+from flamegraph.offcpu import fold_offcpu_recording, offcpu_options, tracepoint_problem, window_ns
 from flamegraph.record import Status
 
 from .driver import driver_parser, run_driver, write_facts
@@ -86,8 +86,7 @@ def expected_waits(profile: FoldedProfile) -> dict[str, float]:
 
 def record_training(mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None) -> RecordedRun:
     try:
-        spec = offcpu_spec(command=("placeholder",), call_graph=call_graph)
-        return record_mlp(mlp, perf_data, spec, hooks=[mxnet] if mxnet else [])
+        return record_mlp(mlp, perf_data, offcpu_options(call_graph=call_graph), hooks=[mxnet] if mxnet else [])
     except (PerfFailed, NotPermitted) as err:
         raise (tracepoint_problem() or err) from None
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from flamegraph.model import FoldedProfile
-from flamegraph.record import RecordSpec
+from flamegraph.record import RecordOptions
 from flamegraph.report import attribute
 
 from .mnist import prepare_mnist
@@ -36,8 +36,7 @@ def complete_share(profile: FoldedProfile) -> float:
 
 def measure(mlp: MlpRun, config: str, scratch: Path) -> dict[str, float]:
     call_graph, freq = config.split()
-    spec = RecordSpec(command=("placeholder",), call_graph=call_graph, freq=int(freq))
-    run = record_mlp(mlp, scratch / "perf.data", spec)
+    run = record_mlp(mlp, scratch / "perf.data", RecordOptions(call_graph=call_graph, freq=int(freq)))
     profile = fold_training(run)
     size = run.recording.perf_data.stat().st_size / 1e6
     return {

@@ -19,7 +19,7 @@ from flamegraph.jit.recording import JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
 from flamegraph.oncpu import fold_with_report
-from flamegraph.record import RecordHook, Recording, RecordSpec, Status, record
+from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
 from flamegraph.writer import write_results
@@ -88,15 +88,13 @@ def train_without_perf(run: MlpRun) -> TrainLog:
 
 
 def record_mlp(
-    run: MlpRun, perf_data: Path, spec: RecordSpec | None = None, hooks: Sequence[RecordHook] = ()
+    run: MlpRun, perf_data: Path, options: RecordOptions | None = None, hooks: Sequence[RecordHook] = ()
 ) -> RecordedRun:
-    """`perf record` the trainer (the spec's event/frequency/call graph; the run's command and env).
+    """`perf record` the trainer: how is `options` (event, frequency, call graph...), what is the run.
 
     `hooks` plug pre- and post-steps into the recording (e.g. JIT naming and `perf inject --jit`).
     """
-    spec = (spec or RecordSpec(command=("placeholder",))).replace(
-        command=run.command(), pid=None, env={**(spec.env if spec else {}), **run.environment()}
-    )
+    spec = RecordSpec(command=run.command(), options=options or RecordOptions(), env=run.environment())
     log = TrainLog()
     lines: list[str] = []
 

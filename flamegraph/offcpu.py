@@ -26,7 +26,7 @@ from .diagnostics import Diagnostics, FlamegraphError, NoSamples, NotPermitted, 
 from .fold import open_lines
 from .inputs import STDIN, label, open_stream
 from .model import FoldedProfile
-from .record import Recording, RecordSpec, Status, record, show_progress
+from .record import Recording, RecordOptions, RecordSpec, Status, record, show_progress
 from .record.spec import OFFCPU_CALL_GRAPH
 
 EVENT = "sched:sched_switch"
@@ -44,6 +44,17 @@ CAP_SYS_ADMIN, CAP_PERFMON = 21, 38
 MOUNT_HINT = "mount it with `mount -t tracefs nodev /sys/kernel/tracing` (as root)"
 
 
+def offcpu_options(duration: float | None = None, call_graph: str = OFFCPU_CALL_GRAPH) -> RecordOptions:
+    """Every sched_switch, with stacks, plus the switch-in records (whatever the target)."""
+    return RecordOptions(
+        event=EVENT,
+        freq=None,  # a tracepoint: every event, never sampled
+        call_graph=call_graph,
+        extra_args=("--switch-events",),
+        duration=duration,
+    )
+
+
 def offcpu_spec(
     pid: int | None = None,
     command: Sequence[str] = (),
@@ -51,15 +62,7 @@ def offcpu_spec(
     call_graph: str = OFFCPU_CALL_GRAPH,
 ) -> RecordSpec:
     """Every sched_switch of the target's threads, with stacks, plus the switch-in records."""
-    return RecordSpec(
-        command=tuple(command),
-        pid=pid,
-        event=EVENT,
-        freq=None,  # a tracepoint: every event, never sampled
-        call_graph=call_graph,
-        extra_args=("--switch-events",),
-        duration=duration,
-    )
+    return RecordSpec(command=tuple(command), pid=pid, options=offcpu_options(duration, call_graph))
 
 
 # -- why a tracepoint cannot be recorded ---------------------------------------------------------

@@ -34,7 +34,7 @@ def fold_with_report(
     note = grouping_note(namer)
     if note is not None:
         status.note(note)
-    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.call_graph, jit_unwound))
+    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, jit_unwound))
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))

@@ -21,7 +21,7 @@ from flamegraph.grouping import namer_for_recording
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
 from flamegraph.observer import FrameObserver, observer_for
-from flamegraph.record import RecordSpec, fold_recording, record
+from flamegraph.record import RecordOptions, RecordSpec, fold_recording, record
 from flamegraph.report import attribute
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
@@ -68,9 +68,8 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     script.write_text(MLP)
     lines: list[str] = []
     hook = JitHook(tmp_path / "jit", note=lines.append)
-    spec = RecordSpec(
-        command=(sys.executable, str(script), "3"), freq=999, call_graph=JIT_CALL_GRAPH, cwd=str(tmp_path)
-    )
+    how = RecordOptions(freq=999, call_graph=JIT_CALL_GRAPH)
+    spec = RecordSpec(command=(sys.executable, str(script), "3"), options=how, cwd=str(tmp_path))
     recording = record(spec, tmp_path / "perf.data", hooks=[hook], on_output=lines.append)
     assert recording.exit_status in (0, None), lines[-10:]
     assert not list(tmp_path.glob("dnnl_dump_*"))  # moved into the JIT directory at exit
@@ -135,7 +134,7 @@ def test_attached_mlp_gets_named_kernels(tmp_path: Path, through_hook: bool) -> 
     try:
         notes: list[str] = []
         hook = JitHook(tmp_path / "pid-jit", note=notes.append)
-        spec = RecordSpec(pid=pid, call_graph=JIT_CALL_GRAPH, duration=2.0)
+        spec = RecordSpec(pid=pid, options=RecordOptions(call_graph=JIT_CALL_GRAPH, duration=2.0))
         recording = record(spec, tmp_path / "perf.data", hooks=[hook])
         assert Path(f"/tmp/perf-{pid}.map").is_file(), notes
         observer = observer_for(group_unknown=True)

@@ -11,6 +11,7 @@ import pytest
 from flamegraph.diagnostics import CommandNotFound, NoSuchProcess, NotPermitted, PerfFailed
 from flamegraph.record import (
     Recording,
+    RecordOptions,
     RecordSpec,
     Status,
     capture_metadata,
@@ -36,7 +37,7 @@ def test_default_command_line_is_the_measured_one() -> None:
 
 
 def test_pid_mode_and_frame_pointers() -> None:
-    spec = RecordSpec(pid=42, call_graph="fp", freq=999, mmap=None)
+    spec = RecordSpec(pid=42, options=RecordOptions(call_graph="fp", freq=999, mmap=None))
     argv = record_command(spec, "perf", OUT)
     assert argv[-2:] == ["-p", "42"] and "--" not in argv
     assert argv[argv.index("-F") + 1] == "999" and "-g" in argv and "--call-graph" not in argv
@@ -44,10 +45,11 @@ def test_pid_mode_and_frame_pointers() -> None:
 
 def test_offcpu_shape_is_expressible() -> None:
     """What `flamegraph offcpu` asks the recorder for: a tracepoint, no -F, extra options."""
-    spec = RecordSpec(
-        pid=7, event="sched:sched_switch", freq=None, call_graph="dwarf,8192",
+    how = RecordOptions(
+        event="sched:sched_switch", freq=None, call_graph="dwarf,8192",
         extra_args=("--switch-events",), duration=3.0, mmap=None,
     )  # fmt: skip
+    spec = RecordSpec(pid=7, options=how)
     argv = record_command(spec, "perf", OUT)
     assert argv[argv.index("-e") + 1] == "sched:sched_switch" and "-F" not in argv
     assert argv.index("--switch-events") < argv.index("-o")
@@ -55,7 +57,7 @@ def test_offcpu_shape_is_expressible() -> None:
 
 
 def test_no_stacks() -> None:
-    argv = record_command(RecordSpec(command=("ls",), call_graph=None, mmap=None), "perf", OUT)
+    argv = record_command(RecordSpec(command=("ls",), options=RecordOptions(call_graph=None, mmap=None)), "perf", OUT)
     assert "-g" not in argv and "--call-graph" not in argv
 
 

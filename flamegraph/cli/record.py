@@ -120,7 +120,7 @@ def record_cli(
     Ctrl-C stops the recording and still draws the graph.
     """
     from ..jit.recording import JIT_CALL_GRAPH
-    from ..record import RecordSpec
+    from ..record import RecordOptions, RecordSpec
 
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
@@ -131,14 +131,8 @@ def record_cli(
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     options = render_options(name, title, subtitle, preset, list(highlight or []))
-    spec = RecordSpec(
-        command=tuple(command or ()),
-        pid=pid,
-        event=event,
-        freq=freq,
-        call_graph=call_graph,
-        duration=duration,
-    )
+    how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
+    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
     exports = ExportRequest(exports.files, options.title)
     draw = OutputRequest(options if not no_svg else None, output, folded, threads, group_unknown, exports)
     record_and_draw(spec, span, draw, perf_data, jit, mxnet)

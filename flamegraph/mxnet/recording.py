@@ -206,8 +206,9 @@ class MxnetHook:
         self.hooked = True
         self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         env = {k: v for k, v in ENVIRONMENT.items() if k not in os.environ and k not in spec.env}
-        extra = spec.extra_args if SWITCH_EVENTS in spec.extra_args else (*spec.extra_args, SWITCH_EVENTS)
-        return spec.replace(command=wrapped, env={**spec.env, **env}, extra_args=extra)
+        how = spec.options
+        extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
+        return spec.replace(command=wrapped, env={**spec.env, **env}, options=how.replace(extra_args=extra))
 
     def finish(self, recording: Recording) -> Recording:
         if self.hooked:
@@ -245,7 +246,7 @@ class MxnetHook:
         joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
-        freq = recording.spec.freq
+        freq = recording.spec.options.freq
         joiner.period_us = 1e6 / freq if freq else None
         return joiner
 

@@ -3,12 +3,13 @@
 Generic over the event, so on-CPU (`cpu-clock`), off-CPU (`sched:sched_switch`) and JIT-aware
 recordings share it. The API, top to bottom:
 
-    spec = RecordSpec(command=("python", "train.py"))                 # launch a command, or
-    spec = RecordSpec(pid=1234, event="sched:sched_switch", freq=None,
-                      call_graph="dwarf,8192", extra_args=("--switch-events",), duration=3.0)
+    spec = RecordSpec(command=("python", "train.py"))                 # what: launch a command, or
+    how = RecordOptions(event="sched:sched_switch", freq=None,         # how (the defaults: cpu-clock,
+                        call_graph="dwarf,8192", extra_args=("--switch-events",), duration=3.0)  # 499 Hz, dwarf)
+    spec = RecordSpec(pid=1234, options=how)                          # attach to a pid
     record_command(spec, perf, output) -> list[str]       # the `perf record` argv (pure)
     record(spec, output, hooks=(), on_output=None, status=None) -> Recording
-        # runs perf with a progress line; Ctrl-C (or spec.duration) stops perf and keeps the data;
+        # runs perf with a progress line; Ctrl-C (or spec.options.duration) stops perf and keeps the data;
         # raises PerfMissing / NotPermitted / NoSuchProcess / CommandNotFound / PerfFailed
     capture_metadata(spec, perf) -> dict[str, str]          # command, event, perf version, kernel...
     script_args(recording, window, fields) -> list[str]     # `perf script` options (-F, --time S,E)
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         ONCPU_FIELDS,
         RecordHook,
         Recording,
+        RecordOptions,
         RecordSpec,
         capture_metadata,
         check_target,
@@ -62,6 +64,7 @@ __getattr__ = lazy_exports(
         "DEFAULT_MMAP": ".spec",
         "ONCPU_FIELDS": ".spec",
         "RecordHook": ".spec",
+        "RecordOptions": ".spec",
         "RecordSpec": ".spec",
         "Recording": ".spec",
         "Status": ".status",
@@ -85,6 +88,7 @@ __all__ = [
     "DEFAULT_MMAP",
     "ONCPU_FIELDS",
     "RecordHook",
+    "RecordOptions",
     "RecordSpec",
     "Recording",
     "Status",

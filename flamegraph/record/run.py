@@ -268,18 +268,19 @@ def _wait(
 ) -> _Ending:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
     stopped_ns = None
+    duration = spec.options.duration
     try:
         while proc.poll() is None:
             workload.look()
             elapsed = time.monotonic() - started
             if elapsed >= HOLD_SECONDS and not err.released:
                 err.release()  # perf is recording: what comes now is the program's or perf's warnings
-            if spec.duration is not None and elapsed >= spec.duration and stopped_ns is None:
+            if duration is not None and elapsed >= duration and stopped_ns is None:
                 stopped_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
             if elapsed >= HOLD_SECONDS:
                 size = output.stat().st_size if output.exists() else 0
-                left = f", {max(spec.duration - elapsed, 0):.0f} s left" if spec.duration else ", Ctrl-C stops"
+                left = f", {max(duration - elapsed, 0):.0f} s left" if duration else ", Ctrl-C stops"
                 status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:
                 proc.wait(timeout=0.02 if workload.looking else 0.25)

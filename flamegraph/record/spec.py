@@ -59,17 +59,27 @@ def parse_window(text: str) -> tuple[float | None, float | None]:
 
 
 @dataclass(frozen=True)
-class RecordSpec:
-    """What to record and how; exactly one of `command` and `pid`."""
+class RecordOptions:
+    """How to record, whatever the target: the event, how often, the call graph, buffers, how long."""
 
-    command: tuple[str, ...] = ()
-    pid: int | None = None
     event: str = DEFAULT_EVENT
     freq: int | None = DEFAULT_FREQ  # None: perf's default (tracepoints: every event)
     call_graph: str | None = DEFAULT_CALL_GRAPH  # None: no stacks
     mmap: str | None = DEFAULT_MMAP  # -m; dropped when not root
     extra_args: tuple[str, ...] = ()  # more `perf record` options, e.g. ("--switch-events",)
     duration: float | None = None  # seconds; None: until the command ends or Ctrl-C
+
+    def replace(self, **changes: object) -> RecordOptions:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """What to record (exactly one of `command` and `pid`, checked here) and how (`options`)."""
+
+    command: tuple[str, ...] = ()
+    pid: int | None = None
+    options: RecordOptions = RecordOptions()
     env: dict[str, str] = field(default_factory=dict)  # added to the command's environment
     cwd: str | None = None  # the command's working directory (perf.data paths stay absolute)
 
@@ -107,16 +117,17 @@ def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
     """The `perf record` argv: -N (no ~/.debug copies), --buildid-all (the build-id of every DSO, not only
     of those samples landed in: a DSO seen only in call stacks is then checked too before its frames
     are grouped by function), -k CLOCK_MONOTONIC (for --time windows)."""
-    argv = [perf, "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", spec.event]
-    if spec.freq is not None:
-        argv += ["-F", str(spec.freq)]
-    if spec.call_graph == "fp":
+    how = spec.options
+    argv = [perf, "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", how.event]
+    if how.freq is not None:
+        argv += ["-F", str(how.freq)]
+    if how.call_graph == "fp":
         argv += ["-g"]
-    elif spec.call_graph:
-        argv += ["--call-graph", spec.call_graph]
-    if spec.mmap and has_capability(CAP_IPC_LOCK):  # else perf_event_mlock_kb (516 KiB) is the limit
-        argv += ["-m", spec.mmap]
-    argv += [*spec.extra_args, "-o", str(output)]
+    elif how.call_graph:
+        argv += ["--call-graph", how.call_graph]
+    if how.mmap and has_capability(CAP_IPC_LOCK):  # else perf_event_mlock_kb (516 KiB) is the limit
+        argv += ["-m", how.mmap]
+    argv += [*how.extra_args, "-o", str(output)]
     if spec.pid is not None:
         return [*argv, "-p", str(spec.pid)]
     return [*argv, "--", *spec.command]
@@ -195,7 +206,7 @@ def explain_failure(spec: RecordSpec, stderr: str, code: int | None = None) -> F
     """
     if "mapping pages" in stderr:
         return NotPermitted(
-            f"perf record: not permitted to lock {spec.mmap} of buffers (perf_event_mlock_kb, {who_am_i()})"
+            f"perf record: not permitted to lock {spec.options.mmap} of buffers (perf_event_mlock_kb, {who_am_i()})"
         )
     if "perf_event_paranoid" in stderr or "Permission" in stderr or "not permitted" in stderr:
         return NotPermitted(
@@ -238,9 +249,9 @@ def capture_metadata(spec: RecordSpec, perf: str) -> dict[str, str]:
     """Capture facts for the SVG header, in the order the header shows them."""
     meta = {
         "command": describe_target(spec),
-        "event": spec.event,
-        "frequency": f"{spec.freq} Hz" if spec.freq is not None else "every event",
-        "call graph": spec.call_graph or "none",
+        "event": spec.options.event,
+        "frequency": f"{spec.options.freq} Hz" if spec.options.freq is not None else "every event",
+        "call graph": spec.options.call_graph or "none",
         "perf": perf_version(perf),
         "kernel": platform.release(),
         "host": socket.gethostname(),
