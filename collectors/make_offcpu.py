@@ -25,7 +25,8 @@ from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
-from flamegraph.offcpu import fold_offcpu_recording, offcpu_options, tracepoint_problem, window_ns
+from flamegraph.offcpu.fold import fold_offcpu_recording, window_ns
+from flamegraph.offcpu.record import offcpu_options, tracepoint_problem
 from flamegraph.record import Status
 
 from .driver import driver_parser, run_driver, write_facts

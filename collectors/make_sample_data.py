@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from flamegraph.diagnostics import PerfFailed
-from flamegraph.offcpu import SCRIPT_OPTIONS, offcpu_spec
+from flamegraph.offcpu.fold import SCRIPT_OPTIONS
+from flamegraph.offcpu.record import offcpu_spec
 from flamegraph.perf import find_perf
 from flamegraph.record import Recording, Status, record, record_command, script_args
 

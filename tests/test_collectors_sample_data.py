@@ -45,7 +45,7 @@ def test_oncpu_sample_folds_to_the_training_window() -> None:
 
 
 def test_offcpu_sample_has_the_waits_of_each_thread() -> None:
-    from flamegraph.offcpu import fold_offcpu
+    from flamegraph.offcpu.fold import fold_offcpu
 
     profile = fold_offcpu([str(SAMPLE / "mlp-offcpu.perf.txt.gz")])
     assert profile.unit == "microseconds"

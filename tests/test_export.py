@@ -26,7 +26,7 @@ from flamegraph.export.speedscope import render_speedscope
 from flamegraph.export.timeline import read_offcpu_timeline, read_timeline
 from flamegraph.folded import decode
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu import fold_offcpu
+from flamegraph.offcpu.fold import fold_offcpu
 
 SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
 OFFCPU_SAMPLE = REPO / "sample_data" / "mlp-offcpu.perf.txt.gz"

@@ -35,7 +35,7 @@ from flamegraph.export.timeline import read_offcpu_timeline, read_timeline
 from flamegraph.fold import fold_perf
 from flamegraph.folded import decode
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu import fold_offcpu
+from flamegraph.offcpu.fold import fold_offcpu
 
 pytestmark = pytest.mark.interop
 

@@ -14,7 +14,7 @@ from conftest import GOLDEN, check_golden
 from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import EXIT_BAD_INPUT, Diagnostics
 from flamegraph.folded import write_folded
-from flamegraph.offcpu import fold_offcpu
+from flamegraph.offcpu.fold import fold_offcpu
 
 INPUTS = sorted((GOLDEN / "offcpu").glob("*.perf.txt"))
 VARIANTS = {"default": OffCpuOptions(), "no-kernel": OffCpuOptions(kernel=False)}

@@ -205,7 +205,7 @@ def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagno
         return profile
     if found.kind == "offcpu":
         from ..collapse.perf_sched import OffCpuOptions
-        from ..offcpu import fold_offcpu
+        from ..offcpu.fold import fold_offcpu
 
         return fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics)
     from ..fold import fold_perf

@@ -133,7 +133,7 @@ def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, 
     from ..collapse.perf_sched import OffCpuOptions
     from ..diagnostics import Diagnostics
     from ..folded import write_folded
-    from ..offcpu import fold_offcpu
+    from ..offcpu.fold import fold_offcpu
     from ..writer import write_atomically
 
     profile = fold_offcpu(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))

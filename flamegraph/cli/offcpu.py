@@ -43,7 +43,7 @@ def parse_states(text: str | None) -> frozenset[str] | None:
 
 def parse_window_ns(text: str | None) -> tuple[int, int] | None:
     """--window 'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
-    from ..offcpu import window_ns
+    from ..offcpu.fold import window_ns
 
     span = parse_window_option(text)
     return window_ns(span) if span is not None else None
@@ -93,7 +93,9 @@ def offcpu_cli(
     from ..collapse.perf_sched import OffCpuOptions
     from ..diagnostics import Diagnostics
     from ..export import ExportRequest
-    from ..offcpu import fold_offcpu_recording, offcpu_spec, record_offcpu, snapshot_threads, whole_window_resolver
+    from ..offcpu.fold import fold_offcpu_recording
+    from ..offcpu.proc import snapshot_threads, whole_window_resolver
+    from ..offcpu.record import offcpu_spec, record_offcpu
     from ..record import Status
     from ..render import RenderOptions, render_svg
     from ..writer import write_results
@@ -128,22 +130,15 @@ def offcpu_cli(
 
 
 def _summary(recording: Recording, pid: int | None) -> str:
+    from ..offcpu.proc import alive
+
     size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
     line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"
-    if pid is not None and not _alive(pid) and not recording.interrupted:
+    if pid is not None and not alive(pid) and not recording.interrupted:
         line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
     elif recording.exit_status:
         line += f"; the command exited with status {recording.exit_status}"
     return line
-
-
-def _alive(pid: int) -> bool:
-    """Still running (a zombie has exited: its threads can no longer wait)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
 
 
 def report_totals(profile: FoldedProfile, status: Status) -> None:

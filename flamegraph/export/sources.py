@@ -126,7 +126,7 @@ def read_source_timeline(
 ) -> Timeline:
     """The samples (or waits) of a `perf script` source in time order."""
     if source.kind == "offcpu":
-        from ..offcpu import open_offcpu
+        from ..offcpu.fold import open_offcpu
 
         with open_offcpu(source.path) as stream:
             timeline = read_offcpu_timeline(stream, label(source.path), diagnostics=diagnostics)
@@ -151,7 +151,7 @@ def recording_timeline(
     path = str(recording.perf_data)
     quiet = Diagnostics(echo=False)  # the fold has reported the input's problems already
     if offcpu is not None:
-        from ..offcpu import open_offcpu
+        from ..offcpu.fold import open_offcpu
 
         with open_offcpu(path) as stream:
             timeline = read_offcpu_timeline(stream, path, offcpu, quiet, pid)

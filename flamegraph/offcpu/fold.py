@@ -1,0 +1,106 @@
+"""Folding off-CPU: `perf script` of sched_switch -> one wait per switch-out/switch-in pair -> microseconds.
+
+    fold_offcpu(["offcpu.perf.txt.gz"]) -> FoldedProfile          # text, gzip, stdin or perf.data
+    fold_offcpu_recording(recording, options, resolve=...)       # a fresh recording, capture facts added
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO
+
+from ..collapse.perf_sched import OffCpuOptions, SchedCollapser
+from ..collapse.sched_totals import OffCpuFolder
+from ..diagnostics import Diagnostics, NoSamples
+from ..fold import open_lines
+from ..inputs import STDIN, label, open_stream
+from ..model import FoldedProfile
+from ..record import Recording, Status, show_progress
+from .proc import Resolver
+from .record import EVENT
+
+NO_END_NS = 2**62  # an open window's end: later than any CLOCK_MONOTONIC time (146 years)
+SCRIPT_OPTIONS = (
+    "-F",
+    "comm,tid,time,event,trace,ip,sym,dso",
+    "--show-switch-events",
+    "--show-task-events",
+    "--show-lost-events",
+)
+
+
+def window_ns(window: tuple[float | None, float | None]) -> tuple[int, int]:
+    """(start, end) in seconds of perf's clock, either open (None) -> the ns span `OffCpuOptions.window` takes."""
+    start, end = window
+    return (0 if start is None else round(start * 1e9), NO_END_NS if end is None else round(end * 1e9))
+
+
+@contextmanager
+def open_offcpu(path: str) -> Iterator[IO[bytes]]:
+    """`perf script` text (plain, gzip, stdin) or a perf.data file scripted with the off-CPU options."""
+    with open_stream(path, script_args=SCRIPT_OPTIONS) as stream:
+        yield stream
+
+
+def fold_offcpu(
+    inputs: Sequence[str],
+    options: OffCpuOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    status: Status | None = None,
+    resolve: Resolver | None = None,
+    recording_end: int | None = None,
+) -> FoldedProfile:
+    """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile.
+
+    `resolve` turns the threads a recording shows no record of into waits, where something outside
+    the text (the live process) can tell; the others are named in the header. `recording_end` (ns,
+    perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record."""
+    options = options or OffCpuOptions()
+    diagnostics = diagnostics or Diagnostics()
+    collapser = SchedCollapser(options, diagnostics)
+    folder = OffCpuFolder(options)
+    silent: list[bytes] = []
+    progress = show_progress(status, "pairing") if status else None
+    for path in inputs or [STDIN]:
+        # Pairing is sequential (a wait's two ends may be far apart): one process, reading perf
+        # script's text as it is written, frames named through the same cache as `fold`.
+        with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
+            for wait in collapser.iter_waits(lines, label(path), recording_end):
+                folder.add(wait)
+        if status:
+            status.clear()
+        resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
+        for wait in resolved:
+            folder.add(wait)
+        done = {wait.thread for wait in resolved}
+        silent += [name for _, name in collapser.silent if name not in done]
+    diagnostics.finish()
+    profile = folder.profile(collapser.window_ns, collapser.lost, silent)
+    if not profile.counts:
+        names = ", ".join(label(p) for p in inputs) or "<stdin>"
+        what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
+        raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
+    return profile
+
+
+def fold_offcpu_recording(
+    recording: Recording,
+    options: OffCpuOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    status: Status | None = None,
+    resolve: Resolver | None = None,
+) -> FoldedProfile:
+    """The profile of a fresh recording, with its capture facts after the off-CPU totals."""
+    if resolve is not None:  # a recording where nothing switched has no timestamps: perf's run time then
+        inner, seconds = resolve, recording.seconds
+        resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
+    end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
+    profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve, end)
+    captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above
+    profile.metadata.update(captured)
+    size = recording.perf_data.stat().st_size / 1e6
+    if recording.seconds > 0:
+        rate = size / recording.seconds
+        profile.metadata["data"] = f"{size:,.1f} MB in {recording.seconds:.1f} s ({rate:,.1f} MB/s)"
+    return profile
