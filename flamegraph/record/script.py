@@ -19,9 +19,14 @@ def script_args(
     """`perf script` options: the fields to print, the --time window, and what hooks asked for."""
     extra = ["-F", fields]
     if window is not None:
-        start, end = ("" if bound is None else f"{bound:.6f}" for bound in window)
-        extra += ["--time", f"{start},{end}"]
+        extra += ["--time", time_option(window)]
     return [*extra, *recording.script_extra]
+
+
+def time_option(window: tuple[float | None, float | None]) -> str:
+    """perf script's --time value: 'START,END' in seconds, microsecond precision, a side left open empty."""
+    start, end = ("" if bound is None else f"{bound:.6f}" for bound in window)
+    return f"{start},{end}"
 
 
 def show_progress(status: Status, label: str) -> Callable[[int], None]:
@@ -53,7 +58,7 @@ def fold_recording(
     diagnostics.finish()
     profile = collapser.profile()
     if not profile.counts:
-        where = f" in the window {script_args(recording, window)[3]}" if window else ""
+        where = f" in the window {time_option(window)}" if window else ""
         raise NoSamples(f"{label}: no samples{where}")
     profile.metadata.update(recording.metadata)
     if window is not None:
