@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     span = None if args.whole_run or window is None else window_ns(window)
     joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
     options = OffCpuOptions(window=span, sample_hook=joiner)
-    profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status())
+    profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status()).profile
     if joiner is not None:
         counts = joiner.counts
         named = sum(n for name, n in counts.ops.items() if not name.startswith("[op] ("))

@@ -44,7 +44,7 @@ def fold(text: str, options: OffCpuOptions | None = None) -> FoldedProfile:
     folder = OffCpuFolder(options)
     for wait in collapser.iter_waits(text.encode().splitlines(keepends=True), "t.txt"):
         folder.add(wait)
-    return folder.profile(collapser.window_ns, collapser.lost)
+    return folder.profile(folder.totals(collapser.window_ns, collapser.lost))
 
 
 def test_switch_events_pair_out_with_in() -> None:
@@ -350,7 +350,7 @@ def test_threads_without_any_record_are_named_not_dropped() -> None:
     for wait in collapser.iter_waits(text.encode().splitlines(keepends=True), "t.txt"):
         folder.add(wait)
     assert collapser.silent == [(11, b"app_worker-11")]
-    meta = folder.profile(collapser.window_ns, 0, [name for _, name in collapser.silent]).metadata
+    meta = folder.profile(folder.totals(collapser.window_ns, 0, [name for _, name in collapser.silent])).metadata
     assert meta["no switch in the window"] == "app_worker-11 (blocked, or running, throughout: not drawn)"
 
 

@@ -113,7 +113,7 @@ def test_random_schedules_fold_back_exactly(schedule: tuple[list[Thread], int, i
     for wait in collapser.iter_waits(text.splitlines(keepends=True), "random"):
         folder.add(wait)
     assert diagnostics.skipped == 0, diagnostics.problems
-    profile = folder.profile(collapser.window_ns)
+    profile = folder.profile(folder.totals(collapser.window_ns))
     assert profile.counts == per_stack
     for tid, expected in per_tid.items():
         got = sum(w for s, w in profile.counts.items() if s.startswith(f"t-{tid};"))
@@ -150,5 +150,5 @@ def test_arbitrary_text_never_raises(lines: list[bytes]) -> None:
     for wait in collapser.iter_waits(text.splitlines(keepends=True), "garbage"):
         assert wait.ns >= 0
         folder.add(wait)
-    profile = folder.profile(collapser.window_ns, collapser.lost)
+    profile = folder.profile(folder.totals(collapser.window_ns, collapser.lost))
     assert all(weight >= 0 for weight in profile.counts.values())

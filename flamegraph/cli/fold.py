@@ -133,12 +133,12 @@ def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, 
     from ..collapse.perf_sched import OffCpuOptions
     from ..diagnostics import Diagnostics
     from ..folded import write_folded
-    from ..offcpu.fold import fold_offcpu
+    from ..offcpu.fold import fold_offcpu_totals
     from ..writer import write_atomically
 
-    profile = fold_offcpu(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
-    write_atomically(output, lambda out: write_folded(profile, out))
-    for key, value in profile.metadata.items():
+    fold = fold_offcpu_totals(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
+    write_atomically(output, lambda out: write_folded(fold.profile, out))
+    for key, value in fold.totals.metadata().items():
         typer.echo(f"{key}: {value}", err=True)
 
 

@@ -24,8 +24,7 @@ from .recorder import (
 )
 
 if TYPE_CHECKING:
-    from ..model import FoldedProfile
-    from ..record import Recording, Status
+    from ..record import Recording
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -118,14 +117,16 @@ def offcpu_cli(
         recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
         status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
-        profile = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
+        fold = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
+        profile = fold.profile
         write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note)
         if exports:
             from .convert import write_exports
 
             request = ExportRequest(exports.files, render.title)
             write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
-        report_totals(profile, status)
+        for key, value in fold.totals.terminal().items():
+            status.note(f"{key}: {value}")
     exit_for_signal(recording)
 
 
@@ -141,8 +142,3 @@ def _summary(recording: Recording, pid: int | None) -> str:
     return line
 
 
-def report_totals(profile: FoldedProfile, status: Status) -> None:
-    keys = ("off-CPU", "by state", "by thread", "clipped to the window", "without stack", "no switch in the window")
-    for key in (*keys, "excluded", "lost events"):
-        if key in profile.metadata:
-            status.note(f"{key}: {profile.metadata[key]}")

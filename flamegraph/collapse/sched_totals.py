@@ -91,9 +91,10 @@ class OffCpuFolder:
         entry[0] += 1
         entry[1] += ns
 
-    def profile(self, window_ns: int = 0, lost: int = 0, silent: Sequence[bytes] = ()) -> FoldedProfile:
+    def profile(self, totals: OffCpuTotals | None = None) -> FoldedProfile:
+        """The waits per stack in microseconds; the header shows `totals` (those of `totals()` by default)."""
         counts = {decode(stack): _microseconds(ns) for stack, ns in self.ns_by_stack.items()}
-        meta = self.totals(window_ns, lost, silent).metadata()
+        meta = (totals or self.totals()).metadata()
         return FoldedProfile(counts, "microseconds", "sched:sched_switch", meta)
 
     def totals(self, window_ns: int = 0, lost: int = 0, silent: Sequence[bytes] = ()) -> OffCpuTotals:
@@ -128,7 +129,14 @@ class OffCpuTotals:
     def total_ns(self) -> int:
         return sum(self.by_state.values())
 
+    def terminal(self) -> dict[str, str]:
+        """The totals as the recording commands print them (the window is in their first line)."""
+        meta = self.metadata()
+        order = [*(key for key in meta if key not in ("window", "excluded", "lost events")), "excluded", "lost events"]
+        return {key: meta[key] for key in order if key in meta}
+
     def metadata(self) -> dict[str, str]:
+        """The totals as the graph's header shows them."""
         meta = {
             "off-CPU": f"{format_ns(self.total_ns)} in {self.waits:,} waits of {len(self.by_thread):,} threads",
             "by state": _join(self.by_state, len(self.by_state)),

@@ -1,6 +1,7 @@
 """Folding off-CPU: `perf script` of sched_switch -> one wait per switch-out/switch-in pair -> microseconds.
 
     fold_offcpu(["offcpu.perf.txt.gz"]) -> FoldedProfile          # text, gzip, stdin or perf.data
+    fold_offcpu_totals(inputs) -> OffCpuFold                     # the same with the totals as facts
     fold_offcpu_recording(recording, options, resolve=...)       # a fresh recording, capture facts added
 """
 
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO
 
 from ..collapse.perf_sched import OffCpuOptions, SchedCollapser
-from ..collapse.sched_totals import OffCpuFolder
+from ..collapse.sched_totals import OffCpuFolder, OffCpuTotals
 from ..diagnostics import Diagnostics, NoSamples
 from ..fold import open_lines
 from ..inputs import STDIN, label, open_stream
@@ -43,15 +45,33 @@ def open_offcpu(path: str) -> Iterator[IO[bytes]]:
         yield stream
 
 
+@dataclass(frozen=True)
+class OffCpuFold:
+    """An off-CPU fold: the profile (its header text in `metadata`) and the totals as facts."""
+
+    profile: FoldedProfile
+    totals: OffCpuTotals
+
+
 def fold_offcpu(
+    inputs: Sequence[str],
+    options: OffCpuOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    status: Status | None = None,
+) -> FoldedProfile:
+    """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile."""
+    return fold_offcpu_totals(inputs, options, diagnostics, status).profile
+
+
+def fold_offcpu_totals(
     inputs: Sequence[str],
     options: OffCpuOptions | None = None,
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
     resolve: Resolver | None = None,
     recording_end: int | None = None,
-) -> FoldedProfile:
-    """Off-CPU time per stack (microseconds) of each recording in `inputs`, summed into one profile.
+) -> OffCpuFold:
+    """`fold_offcpu`, with the totals as facts.
 
     `resolve` turns the threads a recording shows no record of into waits, where something outside
     the text (the live process) can tell; the others are named in the header. `recording_end` (ns,
@@ -76,12 +96,13 @@ def fold_offcpu(
         done = {wait.thread for wait in resolved}
         silent += [name for _, name in collapser.silent if name not in done]
     diagnostics.finish()
-    profile = folder.profile(collapser.window_ns, collapser.lost, silent)
+    totals = folder.totals(collapser.window_ns, collapser.lost, silent)
+    profile = folder.profile(totals)
     if not profile.counts:
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
         what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
         raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
-    return profile
+    return OffCpuFold(profile, totals)
 
 
 def fold_offcpu_recording(
@@ -90,17 +111,18 @@ def fold_offcpu_recording(
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
     resolve: Resolver | None = None,
-) -> FoldedProfile:
-    """The profile of a fresh recording, with its capture facts after the off-CPU totals."""
+) -> OffCpuFold:
+    """The fold of a fresh recording, its capture facts in the header after the off-CPU totals."""
     if resolve is not None:  # a recording where nothing switched has no timestamps: perf's run time then
         inner, seconds = resolve, recording.seconds
         resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
     end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
-    profile = fold_offcpu([str(recording.perf_data)], options, diagnostics, status, resolve, end)
+    fold = fold_offcpu_totals([str(recording.perf_data)], options, diagnostics, status, resolve, end)
+    profile = fold.profile
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above
     profile.metadata.update(captured)
     size = recording.perf_data.stat().st_size / 1e6
     if recording.seconds > 0:
         rate = size / recording.seconds
         profile.metadata["data"] = f"{size:,.1f} MB in {recording.seconds:.1f} s ({rate:,.1f} MB/s)"
-    return profile
+    return fold
