@@ -23,7 +23,6 @@ from pathlib import Path
 import distributed  # the fleet extra: `make venv` installs it (a missing Dask fails here, loudly)
 import pytest
 
-from flamegraph.cli.record import fold_with_report
 from flamegraph.diagnostics import (
     EXIT_NO_CLUSTER,
     EXIT_NO_PERF,
@@ -40,6 +39,7 @@ from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult,
 from flamegraph.fleet.outlier import find_outlier, split_by_root
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
+from flamegraph.oncpu import fold_with_report
 
 pytestmark = pytest.mark.fleet
 

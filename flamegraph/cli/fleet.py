@@ -96,10 +96,11 @@ def fleet_record(
     from ..fleet.model import OK, HostRequest
     from ..fleet.outlier import find_outlier
     from ..jit.recording import JIT_CALL_GRAPH
+    from ..oncpu import fold_with_report
     from ..record import Status
     from ..render import render_svg
-    from .output import write_results
-    from .record import fold_with_report, render_options, report_top
+    from ..writer import write_results
+    from .record import render_options, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
     if (jit or mxnet) and not target.command:
@@ -185,7 +186,7 @@ def _write_outlier(straggler: Outlier, path: Path, title: str | None, status: St
     from ..fleet.outlier import outlier_metadata
     from ..model import FoldedProfile
     from ..render import RenderOptions, render_diff
-    from .output import atomic_output
+    from ..writer import atomic_output
 
     options = RenderOptions(title=title or f"{straggler.host} against the rest of the fleet", normalize=True)
     before, after = straggler.mean, straggler.profile

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..model import FoldedProfile
 
 # How a host's recording is folded: the CLI passes `flamegraph record`'s own fold (fold_with_report:
-# recording, window, status, threads, group_unknown, sample hook -> FoldedProfile), so a fleet profile
+# recording, window, status, threads, group_unknown, sample hook, JIT unwound -> FoldedProfile), so a fleet profile
 # is folded, grouped and attributed exactly as a local one.
 FoldFunction = Callable[..., Any]
 

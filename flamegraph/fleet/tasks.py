@@ -29,7 +29,7 @@ from pathlib import Path
 from ..diagnostics import FlamegraphError, NoSuchProcess
 from ..jit.recording import JitHook
 from ..mxnet.recording import MxnetHook
-from ..record import RecordSpec, Status, record
+from ..record import RecordOptions, RecordSpec, Status, record
 from .hosts import children, command_line, matching_processes
 from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
 
@@ -71,18 +71,18 @@ def record_host(request: HostRequest, identity: HostIdentity, worker: str, stop:
 def spec_for(request: HostRequest) -> tuple[RecordSpec, tuple[int, ...]]:
     """The RecordSpec for this host's target (see the module docstring) and the pids it names."""
     target = request.target
-    common = {"event": request.event, "freq": request.freq, "call_graph": request.call_graph}
+    how = RecordOptions(event=request.event, freq=request.freq, call_graph=request.call_graph)
     bounded = ("sleep", f"{request.duration:g}")
     if target.command:
-        return RecordSpec(command=target.command, duration=request.duration, **common), ()  # type: ignore[arg-type]
+        return RecordSpec(command=target.command, options=how.replace(duration=request.duration)), ()
     if target.all_cpus:
-        return RecordSpec(command=bounded, extra_args=("-a",), **common), ()  # type: ignore[arg-type]
+        return RecordSpec(command=bounded, options=how.replace(extra_args=("-a",))), ()
     assert target.match is not None
     pids = tuple(matching_processes(target.match))
     if not pids:
         raise NoSuchProcess(f"no process matches /{target.match}/ on this host")
     joined = ",".join(map(str, pids))
-    return RecordSpec(command=bounded, extra_args=("-p", joined), **common), pids  # type: ignore[arg-type]
+    return RecordSpec(command=bounded, options=how.replace(extra_args=("-p", joined))), pids
 
 
 def _record_and_fold(
@@ -108,7 +108,8 @@ def _record_and_fold(
         if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
             notes.note(f"the command exited with status {recording.exit_status}")
         joiner = mx.joiner(recording, None) if mx else None  # as `flamegraph record --mxnet` does
-        profile = request.fold(recording, None, notes, request.threads, request.group_unknown, joiner)
+        unwound = any(isinstance(hook, JitHook) and hook.unwound for hook in hooks)
+        profile = request.fold(recording, None, notes, request.threads, request.group_unknown, joiner, unwound)
         if mx and joiner:
             mx.report(joiner, profile)
         if result.pids:
