@@ -35,7 +35,7 @@ from ..folded import decode
 from .frames import FrameNames
 from .options import FoldOptions, SampleHook
 
-HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
+SCHED_HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
 SWITCH = re.compile(
     rb"prev_comm=(.*?) prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S*) ==> "
     rb"next_comm=(.*?) next_pid=(-?\d+) next_prio=-?\d+(.*)$"
@@ -82,7 +82,9 @@ class OffCpuOptions:
     sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
 
 
-class _Out(NamedTuple):
+class _OpenWait(NamedTuple):
+    """A thread's wait opened by its switch-out, until its switch-in closes it."""
+
     ns: int
     stack: bytes
     thread: bytes
@@ -113,7 +115,7 @@ class _Pairing:
         self.path = path
         self.start: int | None = None  # first timestamp of the window
         self.end: int | None = None  # last timestamp seen
-        self.out: dict[int, _Out] = {}  # tid -> its pending switch-out
+        self.out: dict[int, _OpenWait] = {}  # tid -> its pending switch-out
         self.known: set[int] = set()  # tids whose state at the window start is settled
         self.first_in: dict[int, tuple[int, bytes]] = {}  # tid -> (time, label) of a next_pid switch-in
         self.forked: dict[int, int] = {}  # tid -> FORK time, until its first switch-in
@@ -160,7 +162,7 @@ class _Pairing:
         self.first_in.setdefault(tid, (ns, thread))
         return None
 
-    def switch_out(self, tid: int, out: _Out, line: int, text: bytes) -> Wait | None:
+    def switch_out(self, tid: int, out: _OpenWait, line: int, text: bytes) -> Wait | None:
         opening = self.settle(tid)
         if tid in self.out:
             self.diagnostics.report(self.path, line, "unpaired-switch-out", decode(text))
@@ -177,7 +179,7 @@ class _Pairing:
         if tid not in self.out and tid not in self.exited:
             state = b"R" if preempted else UNKNOWN_STATE
             stack = thread + b";" + NO_STACK + b";" + state_frame(state)
-            self.out[tid] = _Out(ns, stack, thread, state, WITHOUT_STACK)
+            self.out[tid] = _OpenWait(ns, stack, thread, state, WITHOUT_STACK)
         return opening
 
     def exit(self, tid: int) -> None:
@@ -201,7 +203,7 @@ class _Pairing:
         self.out.clear()
 
 
-class _SwitchOut(NamedTuple):
+class _SwitchRecord(NamedTuple):
     """A sched_switch record whose frames are still being read."""
 
     tid: int
@@ -251,11 +253,11 @@ class SchedCollapser:
         named = self.frames.plain.get
         ready: list[Wait] = []
         frames: list[bytes] = []
-        out: _SwitchOut | None = None  # the sched_switch whose frames we are reading
+        out: _SwitchRecord | None = None  # the sched_switch whose frames we are reading
         skipping = False  # inside a record we do not fold (another event, a bad header)
         for number, line in enumerate(lines, 1):
             first = line[:1]
-            if first == b"\t" or (first == b" " and HEADER.match(line) is None):
+            if first == b"\t" or (first == b" " and SCHED_HEADER.match(line) is None):
                 if out is not None:
                     name = named(line)
                     if name is None:
@@ -291,20 +293,20 @@ class SchedCollapser:
         self.silent = [(tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen]
         yield from pairing.close()
 
-    def _switch_out(self, pairing: _Pairing, out: _SwitchOut, frames: list[bytes], ready: list[Wait]) -> None:
+    def _switch_out(self, pairing: _Pairing, out: _SwitchRecord, frames: list[bytes], ready: list[Wait]) -> None:
         if self.options.sample_hook is not None:
             frames = self.options.sample_hook(out.text, frames)
         stack = b";".join([out.thread, *frames[::-1], state_frame(out.state)])
-        opening = pairing.switch_out(out.tid, _Out(out.ns, stack, out.thread, out.state), out.line, out.text)
+        opening = pairing.switch_out(out.tid, _OpenWait(out.ns, stack, out.thread, out.state), out.line, out.text)
         if opening is not None:
             ready.append(opening)
 
     def _record(
         self, pairing: _Pairing, line: bytes, number: int, ready: list[Wait], frames: list[bytes]
-    ) -> _SwitchOut | None:
+    ) -> _SwitchRecord | None:
         """Handle one record header; a sched_switch returns its switch-out, to be completed by frames."""
         self.diagnostics.records += 1
-        header = HEADER.match(line)
+        header = SCHED_HEADER.match(line)
         if header is None:
             self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
             self.diagnostics.skipped_records += 1
@@ -353,7 +355,7 @@ class SchedCollapser:
         number: int,
         ready: list[Wait],
         frames: list[bytes],
-    ) -> _SwitchOut | None:
+    ) -> _SwitchRecord | None:
         fields = SWITCH.search(rest)
         if fields is None:
             self.diagnostics.report(pairing.path, number, "bad-switch", decode(line))
@@ -375,7 +377,7 @@ class SchedCollapser:
                 self.diagnostics.report(pairing.path, number, "bad-frame-line", decode(line))
             elif name:
                 frames.append(name)
-        return _SwitchOut(
+        return _SwitchRecord(
             prev,
             ns,
             thread_label(prev_comm, prev),
