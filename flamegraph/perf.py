@@ -13,7 +13,6 @@ from typing import IO
 
 from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
 
-PERF_DATA_MAGIC = (b"PERFILE2", b"2ELIFREP")  # little- and big-endian perf.data headers
 INSTALL_HINT = "install it with `apt-get install linux-perf` (Debian) or your distribution's perf package"
 # perf mmaps perf.data: reading past the end of a truncated file is a SIGBUS, not an error message.
 CORRUPT_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV})

@@ -15,6 +15,7 @@ import typer
 from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, FlamegraphError, PartialResult
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
+from .recorder import Highlight, Preset, Threads
 
 if TYPE_CHECKING:  # the stages are imported where the commands run: `flamegraph --help` stays cheap
     from ..fleet.model import HostResult, Target
@@ -69,12 +70,9 @@ def fleet_record(
     ] = DEFAULT_CALL_GRAPH,
     event: Annotated[str, typer.Option("--event", "-e", help="perf event to sample")] = DEFAULT_EVENT,
     title: Annotated[str | None, typer.Option("--title", help="graph title")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")] = None,
-    highlight: Annotated[
-        list[str] | None,
-        typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
-    ] = None,
-    threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
+    preset: Preset = None,
+    highlight: Highlight = None,
+    threads: Threads = False,
     group_unknown: Annotated[
         bool,
         typer.Option("--group-unknown/--no-group-unknown", help="as in `flamegraph record`, on each host"),

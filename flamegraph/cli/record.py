@@ -16,8 +16,11 @@ from .app import app
 from .recorder import (
     Command,
     Duration,
+    Highlight,
     NoSvg,
     PerfData,
+    Preset,
+    Threads,
     Title,
     check_outputs,
     check_request,
@@ -73,12 +76,9 @@ def record_cli(
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks here")] = None,
     perf_data: PerfData = None,
     title: Title = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")] = None,
-    highlight: Annotated[
-        list[str] | None,
-        typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
-    ] = None,
-    threads: Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")] = False,
+    preset: Preset = None,
+    highlight: Highlight = None,
+    threads: Threads = False,
     group_unknown: Annotated[
         bool,
         typer.Option(

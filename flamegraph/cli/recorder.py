@@ -19,6 +19,13 @@ Duration = Annotated[
 PerfData = Annotated[Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")]
 Title = Annotated[str | None, typer.Option("--title", help="graph title")]
 NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]
+# The graph options `record` and `fleet record` share.
+Preset = Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")]
+Highlight = Annotated[
+    list[str] | None,
+    typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
+]
+Threads = Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")]
 
 
 def parse_call_graph_option(text: str) -> str:
