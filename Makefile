@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv system-deps interop-deps interop test test-quick lint bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench
+.PHONY: help venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -62,6 +62,15 @@ test-quick: venv ## the suite without perf, MXNet, a browser or the export clien
 
 interop: venv system-deps interop-deps ## only the exports read back by speedscope, go tool pprof and DevTools
 	FLAMEGRAPH_SHARED=$(SHARED) $(PY) -m pytest -q tests/test_export.py tests/test_export_clients.py $(PYTEST_ARGS)
+
+# The long fuzz campaign (the short one is part of `make test`): atheris on every target of
+# tests/fuzz/targets.py for FUZZ_SECONDS in all, then the hypothesis strategies at FUZZ_EXAMPLES each.
+FUZZ_SECONDS ?= 3600
+FUZZ_EXAMPLES ?= 20000
+fuzz: venv ## long fuzz campaign: atheris for FUZZ_SECONDS (default 3600) over all parsers, then hypothesis; figures in .fuzz/
+	$(PY) -c 'import atheris' 2>/dev/null || $(VENV)/bin/pip install -q -e '.[fuzz]'
+	FLAMEGRAPH_SHARED=$(SHARED) nice -n 19 $(PY) -m tests.fuzz.campaign --seconds $(FUZZ_SECONDS)
+	FLAMEGRAPH_SHARED=$(SHARED) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) nice -n 19 $(PY) -m pytest -q tests/test_fuzz.py
 
 lint: venv ## ruff and mypy
 	$(VENV)/bin/ruff check flamegraph collectors tests bench
@@ -145,4 +154,4 @@ bench: bench-deps $(CORPUS)/fp.perf.txt $(CORPUS)/example-x16.perf.txt $(CORPUS)
 	  $(BENCH_FILES) $(BENCH_PERF_DATA)
 
 clean: ## remove the venv, caches, the export clients and outputs
-	rm -rf $(VENV) $(BENCH_VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache .fuzz

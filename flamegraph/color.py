@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -214,7 +215,7 @@ def diff_color(delta: float, max_delta: float) -> str:
     """Red for growth, blue for shrinkage, white for none; the reference's scale."""
     if max_delta <= 0 or delta == 0:
         return "#ffffff"
-    fade = max(0, min(210, int(210 * (max_delta - abs(delta)) / max_delta)))
+    fade = max(0, min(210, int(210 * ((max_delta - abs(delta)) / max_delta))))  # divide first: no overflow
     return hex_color((255, fade, fade) if delta > 0 else (fade, fade, 255))
 
 
@@ -274,6 +275,16 @@ def format_palette(colors: dict[str, str]) -> bytes:
 # --- highlight classes -------------------------------------------------------------------------
 
 
+REGEX_ERRORS = (re.error, OverflowError, RecursionError)  # what re.compile raises for a bad pattern
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    """re.compile without its FutureWarnings ("Possible nested set"): two lines of Python on the terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return re.compile(pattern)
+
+
 @dataclass(frozen=True)
 class HighlightRule:
     """Frames whose name matches `pattern` are drawn in `color` (a hue name or #rrggbb)."""
@@ -284,8 +295,8 @@ class HighlightRule:
 
     def compiled(self) -> re.Pattern[str]:
         try:
-            return re.compile(self.pattern)
-        except re.error as err:
+            return _compile(self.pattern)
+        except REGEX_ERRORS as err:  # `a{4294967296}` overflows, 1,000 nested groups recurse
             raise BadOption(f"--highlight {self.pattern!r}: bad regular expression: {err}") from None
 
 
@@ -315,8 +326,8 @@ def _label_split(spec: str) -> tuple[str, str | None]:
             continue
         head = spec[:index]
         try:
-            re.compile(_color_split(head)[0])
-        except re.error:
+            _compile(_color_split(head)[0])
+        except REGEX_ERRORS:
             continue
         return head, spec[index + 1 :]
     return spec, None

@@ -94,18 +94,20 @@ def read_folded(
     counts = profile.counts
     for number, line in enumerate(lines, 1):
         line = line.rstrip(b"\r\n")
-        if not line.strip() or line.startswith(b"#"):
+        if not line.strip():
             continue
-        diagnostics.records += 1
         stack, sep, count_text = line.rpartition(b" ")
         before_text = b"0"
         if before is not None:
             stack, sep, before_text = stack.rpartition(b" ")
+        count = parse_count(count_text) if sep and stack.strip() else None
+        old = parse_count(before_text) if before is not None else 0
+        if (count is None or old is None) and line.startswith(b"#"):
+            continue  # a comment; with its count(s) it is a stack, as flamegraph.pl reads it (a thread named "#1")
+        diagnostics.records += 1
         if not sep or not stack.strip():
             diagnostics.report(path, number, "bad-folded-line", decode(line))
             continue
-        count = parse_count(count_text)
-        old = parse_count(before_text) if before is not None else 0
         if count is None or old is None:
             diagnostics.report(path, number, "bad-count", decode(line))
             continue

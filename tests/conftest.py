@@ -1,8 +1,14 @@
-"""Shared fixtures: where ../shared lives, and golden-file comparison."""
+"""Shared fixtures: where ../shared lives, golden-file comparison, and the CLI run as another user."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +64,71 @@ def wait_for_perf_events(target_pid: int, timeout: float = 60.0) -> None:
                 return
         time.sleep(0.02)
     raise AssertionError(f"no perf record attached to pid {target_pid} within {timeout} s")
+
+
+# -- running the CLI as another user (nobody, or root without capabilities) ------------------------
+NOBODY = ("--reuid=65534", "--regid=65534", "--clear-groups")
+NO_CAPABILITIES = ("--inh-caps=-all", "--bounding-set=-all")
+BOOT = "import sys; sys.path.insert(0, {root!r}); sys.argv[0] = 'flamegraph'; from flamegraph.cli import main; main()"
+
+
+def installed_requirements(name: str, seen: set[str] | None = None) -> set[str]:
+    """`name` and the distributions it needs, transitively (extras and absent optional ones left out)."""
+    seen = set() if seen is None else seen
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return seen  # a dependency for another platform (colorama on Windows)
+    key = dist.metadata["Name"].lower()
+    if key in seen:
+        return seen
+    seen.add(key)
+    for requirement in dist.requires or []:
+        if "extra ==" not in requirement:
+            installed_requirements(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0], seen)
+    return seen
+
+
+class Unprivileged:
+    """This checkout's `flamegraph`, run by a user who may not read root's files (or the checkout).
+
+    As root (CI runs as root, from a fresh clone under a root-only directory), `nobody` could not
+    even start our Python: the package and every library it needs are copied to a world-readable
+    temporary directory and run with the interpreter itself (`python -S -E`: nothing else on the
+    path) under `setpriv`. A user who is not root is unprivileged already: the CLI runs as it is.
+    `scratch` is a directory both may write to.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.python = os.path.realpath(sys.executable)  # the venv's python is a link to the interpreter
+        self.scratch = root / "scratch"
+        self.scratch.mkdir()
+        self.as_root = os.geteuid() == 0
+        if not self.as_root:
+            return
+        assert shutil.which("setpriv"), "setpriv(1) is needed to drop privileges (util-linux)"
+        shutil.copytree(REPO / "flamegraph", root / "flamegraph", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in installed_requirements("flamegraph-perf") - {"flamegraph-perf"}:
+            dist = importlib.metadata.distribution(name)
+            for file in dist.files or []:
+                if not str(file).startswith("..") and "__pycache__" not in file.parts:
+                    (root / file).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(Path(str(dist.locate_file(file))), root / file)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o777 if path == self.scratch else (0o755 if path.is_dir() else 0o644))
+
+    def command(self, *args: str, drop: tuple[str, ...] = NOBODY) -> list[str]:
+        """`flamegraph ARGS` as another user (root: `setpriv DROP`; anyone else: as themselves)."""
+        if not self.as_root:
+            return [sys.executable, "-m", "flamegraph", *args]
+        return ["setpriv", *drop, self.python, "-S", "-E", "-c", BOOT.format(root=str(self.root)), *args]
+
+
+@pytest.fixture(scope="session")
+def unprivileged() -> Iterator[Unprivileged]:
+    root = Path(tempfile.mkdtemp(prefix="flamegraph-unprivileged-"))
+    try:
+        yield Unprivileged(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

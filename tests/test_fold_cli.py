@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GOLDEN, REPO
+from conftest import GOLDEN, REPO, Unprivileged
 
 from flamegraph.writer import _umask
 
@@ -42,7 +42,7 @@ def test_output_file_is_written_atomically_and_kept_on_failure(tmp_path: Path) -
     assert out.read_bytes() == EXPECTED
     assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()  # readable by others, like any file
     failed = run("fold", str(tmp_path / "missing.txt"), "-o", str(out))
-    assert failed.returncode == 4
+    assert failed.returncode == 4 and failed.stderr.decode().strip().endswith("missing.txt: no such file")
     assert out.read_bytes() == EXPECTED  # what the user had is not lost
     assert [p.name for p in tmp_path.iterdir()] == ["out.folded"]
 
@@ -64,13 +64,14 @@ def test_user_mistakes_give_one_line_and_an_exit_code(tmp_path: Path, make_input
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in lines[0]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
-def test_unreadable_file(tmp_path: Path) -> None:
-    path = tmp_path / "secret.txt"
+def test_unreadable_file(unprivileged: Unprivileged) -> None:
+    """Root reads every file: as root, the CLI runs as nobody (from a copy nobody can read)."""
+    path = unprivileged.scratch / "secret.txt"
     path.write_bytes(SAMPLE.read_bytes())
     path.chmod(0)
-    result = run("fold", str(path))
-    assert result.returncode == 4 and "permission denied" in result.stderr.decode()
+    result = subprocess.run(unprivileged.command("fold", str(path)), capture_output=True, cwd="/", timeout=120)
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.decode().strip() == f"flamegraph: {path}: permission denied"
 
 
 def test_perf_data_without_perf_installed(tmp_path: Path) -> None:

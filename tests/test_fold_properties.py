@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
 from flamegraph.collapse.perf_blocks import fold_blocks
-from flamegraph.folded import iter_folded_lines, read_folded
+from flamegraph.diagnostics import MAX_SHOWN_PER_KIND
+from flamegraph.folded import decode, iter_folded_lines, read_folded
 from flamegraph.model import FoldedProfile
 
 # Names as perf prints them: C++-ish text with spaces, templates and parens, but no ';' (the separator).
@@ -53,8 +54,15 @@ def test_random_profile_written_as_perf_script_folds_back(profile: dict, blank: 
 def test_arbitrary_bytes_never_raise_only_add_diagnostics(data: bytes, compat: bool) -> None:
     diagnostics = Diagnostics(echo=False)
     collapser = PerfCollapser(FoldOptions(compat=compat), diagnostics)
-    collapser.feed(data.splitlines(keepends=True), "fuzz")
-    assert diagnostics.skipped >= 0 and all(p.path == "fuzz" for p in diagnostics.problems)
+    lines = io.BytesIO(data).readlines()  # as a file reads them: split after b"\n" only
+    collapser.feed(lines, "fuzz")
+    # Each problem names a real line of the input, holds that line's text, and is counted once.
+    for problem in diagnostics.problems:
+        assert problem.path == "fuzz" and 1 <= problem.line <= len(lines), problem
+        assert problem.text.strip() == decode(lines[problem.line - 1]).strip(), problem
+    assert sum(diagnostics.shown.values()) == len(diagnostics.problems) <= diagnostics.skipped
+    assert all(n <= MAX_SHOWN_PER_KIND for n in diagnostics.shown.values())
+    assert all(weight > 0 for counts in collapser.by_event.values() for weight in counts.values())
 
 
 LINE_PIECES = st.sampled_from(

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for_perf_events
+from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
 
 from flamegraph.diagnostics import (
     EXIT_NO_PERF,
@@ -59,6 +59,9 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return errors[0]
 
 
+TRACEFS_CLOSED = os.path.isdir("/sys/kernel/tracing") and not os.stat("/sys/kernel/tracing").st_mode & 0o001
+
+
 def start_target(tmp_path: Path, before: float, after: float, paused: bool = False) -> subprocess.Popen[str]:
     """The LATE_THREAD script; `paused`: it waits for a line on stdin before its first sleep."""
     script = tmp_path / "late_thread.py"
@@ -77,18 +80,23 @@ def dead_pid() -> int:
 
 # -- usage: no perf needed ------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        [],
-        ["--pid", "1", "--", "true"],
-        ["--state", "S,Q", "--", "true"],
-        ["--call-graph", "dwarf,7", "--", "true"],
-        ["--no-svg", "--", "true"],
+        ([], "give either --pid PID or -- COMMAND ARGS"),
+        (["--pid", "1", "--", "true"], "give either --pid PID or -- COMMAND ARGS"),
+        (["--state", "S,Q", "--", "true"], "expected states among ?,D,I,P,R,S,T,X,Z,t, got 'S,Q'"),
+        (["--call-graph", "dwarf,7", "--", "true"], "dwarf stack size 7: a multiple of 8"),
+        (["--no-svg", "--", "true"], "--no-svg needs --folded"),
+        (["--window", "5,1", "--", "true"], "window '5,1': expected START,END"),
     ],
+    ids=["no-target", "both-targets", "bad-state", "bad-call-graph", "no-svg-without-folded", "bad-window"],
 )
-def test_usage_errors(args: list[str]) -> None:
+def test_usage_errors(args: list[str], message: str) -> None:
+    """Each mistake is caught before anything is recorded, by the check meant for it."""
     proc = run_cli("offcpu", *args)
     assert proc.returncode == EXIT_USAGE, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_perf_missing(tmp_path: Path) -> None:
@@ -174,7 +182,7 @@ def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
     text = svg.read_text()
     assert "microseconds" in text
     assert "by state: S " in text and "by thread: " in text
-    assert "hrtimer_nanosleep" in text and "[S]" in text
+    assert "<title>hrtimer_nanosleep (" in text and "<title>[S] (" in text  # frames: the sleep, its state
 
 
 @pytest.mark.perf
@@ -193,22 +201,24 @@ def test_tracefs_not_mounted(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
-@pytest.mark.parametrize("who", ["root without capabilities", "nobody"])
-def test_tracepoints_not_permitted(tmp_path: Path, who: str) -> None:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv(1) to drop privileges")
+@pytest.mark.parametrize(
+    ("drop", "message"),
+    [
+        (NO_CAPABILITIES, "not permitted to record sched:sched_switch with its fields"),
+        (NOBODY, "not permitted to read /sys/kernel/tracing (not root)" if TRACEFS_CLOSED else
+                 "not permitted to record sched:sched_switch with its fields"),
+    ],
+    ids=["root without capabilities", "nobody"],
+)
+def test_tracepoints_not_permitted(unprivileged: Unprivileged, drop: tuple[str, ...], message: str) -> None:
     if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() == "-1":
-        pytest.skip("perf_event_paranoid is -1: everyone may record tracepoints here")
-    drop = ["--inh-caps=-all", "--bounding-set=-all"] if who.startswith("root") else [
-        "--reuid=65534", "--regid=65534", "--clear-groups"]  # fmt: skip
-    tmp_path.chmod(0o777)
-    probe = subprocess.run(["setpriv", *drop, sys.executable, "-c", "import flamegraph.cli"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"{who} cannot run this checkout's Python here: {probe.stderr.decode()[-200:]}")
+        pytest.skip("perf_event_paranoid is -1: everyone may record tracepoints here")  # Debian's default is 2
+    home = unprivileged.scratch
+    folded = home / f"offcpu-not-permitted-{len(drop)}.folded"
     proc = subprocess.run(
-        ["setpriv", *drop, *FLAMEGRAPH, "offcpu", "--no-svg", "--folded", "-",
-         "--", "true"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)},
+        unprivileged.command("offcpu", "--no-svg", "--folded", str(folded), "--", "true", drop=drop),
+        capture_output=True, text=True, timeout=120, cwd=home, env={**os.environ, "HOME": str(home)},
     )  # fmt: skip
     assert proc.returncode == EXIT_NOT_PERMITTED, proc.stderr
-    assert "not permitted" in one_error_line(proc)
+    assert message in one_error_line(proc)
+    assert not folded.exists()

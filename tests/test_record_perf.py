@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for_perf_events
+from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
 
 from flamegraph.diagnostics import (
     EXIT_BAD_INPUT,
@@ -169,25 +169,16 @@ def test_error_perf_missing(tmp_path: Path) -> None:
     one_line_error(run_cli("record", "--", "true", env=env), EXIT_NO_PERF, "perf is not installed")
 
 
-@pytest.mark.parametrize(
-    ("who", "drop"),
-    [
-        ("nobody", ["--reuid=65534", "--regid=65534", "--clear-groups"]),
-        ("root without capabilities", ["--inh-caps=-all", "--bounding-set=-all"]),
-    ],
-)
-def test_error_not_permitted(who: str, drop: list[str]) -> None:
+@pytest.mark.parametrize("drop", [NOBODY, NO_CAPABILITIES], ids=["nobody", "root without capabilities"])
+def test_error_not_permitted(unprivileged: Unprivileged, drop: tuple[str, ...]) -> None:
     """perf_event_paranoid 2 (Debian's default) and no CAP_PERFMON: another user's process is off limits."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to drop privileges")
     if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() in ("-1", "0", "1"):
-        pytest.skip("perf_event_paranoid lets everyone profile everything here")
-    probe = subprocess.run(["setpriv", *drop, *FLAMEGRAPH, "--help"], capture_output=True, cwd="/")
-    if probe.returncode != 0:
-        pytest.skip(f"{who} cannot run this checkout's Python: {probe.stderr.decode()[-200:]}")
-    args = ["record", "--pid", "1", "--duration", "1", "--no-svg", "--folded", "/dev/null"]
-    proc = subprocess.run(["setpriv", *drop, *FLAMEGRAPH, *args], capture_output=True, text=True, timeout=60, cwd="/")
+        pytest.skip("perf_event_paranoid lets everyone profile everything here")  # Debian's default is 2
+    folded = unprivileged.scratch / f"not-permitted-{len(drop)}.folded"
+    args = ["record", "--pid", "1", "--duration", "1", "--no-svg", "--folded", str(folded)]
+    proc = subprocess.run(unprivileged.command(*args, drop=drop), capture_output=True, text=True, timeout=60, cwd="/")
     one_line_error(proc, EXIT_NOT_PERMITTED, "not permitted (perf_event_paranoid is")
+    assert not folded.exists()
 
 
 def test_error_pid_gone() -> None:
@@ -214,16 +205,20 @@ def test_error_command_not_found() -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        ["record"],
-        ["record", "--pid", "1", "--", "true"],
-        ["record", "--call-graph", "dwarf,7", "--", "true"],
-        ["record", "--window", "5,1", "--", "true"],
-        ["record", "--no-svg", "--", "true"],
+        (["record"], "give either --pid PID or -- COMMAND ARGS"),
+        (["record", "--pid", "1", "--", "true"], "give either --pid PID or -- COMMAND ARGS"),
+        (["record", "--call-graph", "dwarf,7", "--", "true"], "dwarf stack size 7: a multiple of 8"),
+        (["record", "--window", "5,1", "--", "true"], "window '5,1': expected START,END"),
+        (["record", "--no-svg", "--", "true"], "--no-svg needs --folded"),
+        (["record", "--highlight", "(oops", "--", "true"], "bad regular expression"),
     ],
-    ids=["no-target", "both-targets", "bad-call-graph", "bad-window", "no-svg-without-folded"],
+    ids=["no-target", "both-targets", "bad-call-graph", "bad-window", "no-svg-without-folded", "bad-highlight"],
 )
-def test_usage_errors(args: list[str]) -> None:
+def test_usage_errors(args: list[str], message: str) -> None:
+    """Each mistake is caught before anything is recorded, by the check meant for it."""
     proc = run_cli(*args)
-    assert proc.returncode == EXIT_USAGE and "Traceback" not in proc.stderr
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith(("Error: ", "flamegraph: "))]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in proc.stderr, proc.stderr

@@ -87,10 +87,20 @@ def test_window_accepted(text: str, expected: tuple[float | None, float | None])
     assert parse_window(text) == expected
 
 
-@pytest.mark.parametrize("text", ["5", "a,b", "3,2", "1,2,3"])
+@pytest.mark.parametrize(
+    "text",
+    ["5", "a,b", "3,2", "1,2,3", "inf,", ",inf", "nan,1", "-1,2", "1e400,", "1_0,20", "\u0663,4", "1e3,"]
+    + ["9" * 400 + ","],
+)
 def test_window_rejected(text: str) -> None:
-    with pytest.raises(ValueError):
+    """Plain seconds only: no sign, exponent, inf, nan or '_' (float() takes all of them; perf takes none)."""
+    with pytest.raises(ValueError, match=r"expected START,END in seconds \(0 <= START <= END\)"):
         parse_window(text)
+
+
+def test_call_graph_size_too_long_to_convert() -> None:
+    with pytest.raises(ValueError, match="expected fp, lbr, dwarf or dwarf,SIZE"):
+        parse_call_graph("dwarf," + "9" * 5000)
 
 
 def recording(**kwargs: object) -> Recording:

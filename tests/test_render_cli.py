@@ -91,7 +91,10 @@ def test_diff_command(tmp_path: Path) -> None:
     drawn = paths(frames(out.read_bytes()))
     assert ("python", "main", "gone") in drawn
     assert drawn[("python", "main", "io", "read")].fill == "#ff0000"
-    assert run("diff", "-", "-").returncode == 2
+    both_stdin = run("diff", "-", "-")
+    assert both_stdin.returncode == 2 and both_stdin.stderr.decode().strip() == (
+        "flamegraph: BEFORE and AFTER cannot both be stdin"
+    )
 
 
 def test_png_option(tmp_path: Path) -> None:

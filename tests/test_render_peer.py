@@ -1,8 +1,8 @@
 """Against flamegraph.pl: on the same folded file, the same frames with the same counts and colours.
 
-Needs the reference script, which is never committed: set FLAMEGRAPH_PL=/path/to/flamegraph.pl
-(a fetched copy of brendangregg/FlameGraph). `bench/bench_render.py` runs the same comparison on a
-large profile and times both.
+The reference script is the unmodified copy in the shared corpus
+(`../shared/peer-tests/flamegraph-pl/bin/flamegraph.pl`, CDDL); FLAMEGRAPH_PL=/path/to/flamegraph.pl
+picks another. `bench/bench_render.py` runs the same comparison on a large profile and times both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, shared_dir
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
@@ -26,12 +26,13 @@ from flamegraph.render import RenderOptions, render_svg
 sys.path.insert(0, str(REPO / "bench"))
 from bench_render import frame_counts, synthesize  # noqa: E402
 
-REFERENCE = os.environ.get("FLAMEGRAPH_PL")
-pytestmark = pytest.mark.skipif(
-    not REFERENCE or not Path(REFERENCE).is_file(),
-    reason="set FLAMEGRAPH_PL to a flamegraph.pl (fetched brendangregg/FlameGraph) to compare with the reference",
-)
+SHARED_COPY = shared_dir() / "peer-tests" / "flamegraph-pl" / "bin" / "flamegraph.pl"
+REFERENCE = os.environ.get("FLAMEGRAPH_PL") or str(SHARED_COPY)
 FILL = re.compile(r'<title>(.*?) \([\d,.]+ [^<]*</title>\s*<rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"')
+
+
+def test_reference_script_is_there() -> None:
+    assert Path(REFERENCE).is_file(), f"flamegraph.pl not found at {REFERENCE} (set FLAMEGRAPH_SHARED or FLAMEGRAPH_PL)"
 
 
 def reference(folded: Path, *options: str) -> bytes:
@@ -60,8 +61,6 @@ def fold(source: Path) -> FoldedProfile:
 
 
 def peer_inputs() -> list[Path]:
-    from conftest import shared_dir
-
     return sorted((shared_dir() / "peer-tests" / "flamegraph-pl").glob("perf-*.txt"))
 
 

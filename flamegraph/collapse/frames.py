@@ -66,8 +66,13 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
         return b""  # the reference drops "(...)" names as process names
     if options.frame_hook is not None and not options.compat:
         raw = options.frame_hook(pc, raw, dso) or raw
+    pieces = raw.split(b"->")
+    while pieces and not pieces[-1]:
+        pieces.pop()  # as Perl's split: no trailing empty fields ("x->" is x; "->" is no frame at all)
+    if not pieces:
+        return b""
     names = []
-    for i, name in enumerate(raw.split(b"->")):
+    for i, name in enumerate(pieces):
         if name == b"[unknown]":
             name = dso.rsplit(b"/", 1)[-1] if dso != b"[unknown]" else b"unknown"
             name = b"[" + name + (b" <" + pc + b">" if options.addrs else b"") + b"]"

@@ -35,15 +35,17 @@ from ..folded import decode
 from .frames import FrameNames
 from .options import FoldOptions, SampleHook
 
-SCHED_HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s*(.*?)\s*$")
+# Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
+# int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
+SCHED_HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d{1,10})(?:/(\d{1,10}))?\s+(?:\[\d+\]\s+)?(\d{1,12})\.(\d+):\s*(.*?)\s*$")
 SWITCH = re.compile(
-    rb"prev_comm=(.*?) prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S*) ==> "
-    rb"next_comm=(.*?) next_pid=(-?\d+) next_prio=-?\d+(.*)$"
+    rb"prev_comm=(.*?) prev_pid=(-?\d{1,10}) prev_prio=-?\d+ prev_state=(\S*) ==> "
+    rb"next_comm=(.*?) next_pid=(-?\d{1,10}) next_prio=-?\d+(.*)$"
 )
 SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
-TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d+):(-?\d+)\)")
-LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(\d+)\s*$")
-COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d+)/(-?\d+)$")
+TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d{1,10}):(-?\d{1,10})\)")
+LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?<!\d)(\d{1,20})\s*$")
+COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d{1,10})$")
 SCHED_SWITCH = b"sched:sched_switch:"
 
 SINCE_START = b"[off-CPU since recording start]"

@@ -31,7 +31,7 @@ DEFAULT_MMAP = "16M"  # DWARF needs big buffers; only root may lock this much (p
 ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 MAX_DWARF_SIZE = 65528
 CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_PERFMON = 14, 21, 38  # linux/capability.h
-CALL_GRAPH = re.compile(r"^(fp|lbr|dwarf)(?:,(\d+))?$")
+CALL_GRAPH = re.compile(r"^(fp|lbr|dwarf)(?:,(\d{1,9}))?$")  # int() of 4,300+ digits would say "Exceeds the limit"
 
 
 def parse_call_graph(text: str) -> str:
@@ -46,15 +46,20 @@ def parse_call_graph(text: str) -> str:
     return text.strip()
 
 
+# Plain digits (no sign, exponent, inf or nan), at most 12 before the point: perf's clock in seconds.
+SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]*)?|\.[0-9]+")
+
+
 def parse_window(text: str) -> tuple[float | None, float | None]:
     """'START,END' in perf's clock seconds ('START,' or ',END' leave that side open)."""
     start, sep, end = text.partition(",")
-    try:
-        bounds = tuple(float(part) if part.strip() else None for part in (start, end))
-    except ValueError:
-        bounds = ()
-    if not sep or len(bounds) != 2 or (None not in bounds and bounds[0] > bounds[1]):  # type: ignore[operator]
-        raise ValueError(f"window {text!r}: expected START,END in seconds with START <= END")
+    parts = [part.strip() for part in (start, end)]
+    if not sep or not all(SECONDS.fullmatch(part) for part in parts if part):
+        bounds: tuple[float | None, ...] = ()
+    else:
+        bounds = tuple(float(part) if part else None for part in parts)
+    if len(bounds) != 2 or (None not in bounds and bounds[0] > bounds[1]):  # type: ignore[operator]
+        raise ValueError(f"window {text!r}: expected START,END in seconds (0 <= START <= END)")
     return bounds  # type: ignore[return-value]
 
 

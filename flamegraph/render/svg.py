@@ -299,9 +299,14 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     for side in (before, after):
         check_total(side.total, options.factor)
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
+    if not math.isfinite(stacks.scale):
+        raise BadCounts(f"--normalize: BEFORE's total ({before.total:g}) is too small to scale to AFTER's")
+    check_total(stacks.total_before, options.factor)  # scaled: the header shows it
     total = sum(stacks.columns.width)
     check_total(total, options.factor)
     if not total > 0:
+        if before.total > 0 or after.total > 0:  # the side that sets the widths is the empty one
+            raise NoSamples(f"nothing to draw: --diff-width {options.diff_width}, and that profile is empty")
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
     layout = layout_stacks(stacks.texts, stacks.columns, minimum)
