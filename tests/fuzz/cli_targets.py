@@ -74,7 +74,7 @@ def window_spec(data: bytes) -> None:
     """`record --window` / `offcpu --window`: a usable span or a usage error, never a traceback."""
     import typer
 
-    from flamegraph.cli.offcpu import window_ns
+    from flamegraph.cli.offcpu import parse_window_ns
     from flamegraph.record.script import script_args
     from flamegraph.record.spec import Recording, RecordSpec
 
@@ -97,7 +97,7 @@ def window_spec(data: bytes) -> None:
         time_arg = script_args(recording, bounds)[3]
         assert re.fullmatch(r"(\d+\.\d{6})?,(\d+\.\d{6})?", time_arg), time_arg
     try:
-        span = window_ns(text)
+        span = parse_window_ns(text)
     except typer.BadParameter:
         assert bounds is None
         return

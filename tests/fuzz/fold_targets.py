@@ -17,7 +17,7 @@ from flamegraph.collapse.sched_totals import OffCpuFolder
 from flamegraph.diagnostics import Diagnostics, FlamegraphError, StrictFailure
 from flamegraph.fold import fold_perf
 from flamegraph.folded import decode
-from flamegraph.offcpu import fold_offcpu
+from flamegraph.offcpu.fold import fold_offcpu
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.report import FrameObserver, build_report, report_lines, report_metadata
 
@@ -227,7 +227,8 @@ def offcpu_text(data: bytes) -> None:
         for wait in collapser.iter_waits(lines_of(text), "in"):
             assert wait.ns >= 0, wait
             folder.add(wait)
-        profiles.append(folder.profile(collapser.window_ns, collapser.lost, [n for _, n in collapser.silent]))
+        totals = folder.totals(collapser.window_ns, collapser.lost, [n for _, n in collapser.silent])
+        profiles.append(folder.profile(totals))
     profile = profiles[0]
     assert profiles[1] == profile, "not deterministic"
     assert all(w > 0 and math.isfinite(w) for w in profile.counts.values()), profile.counts

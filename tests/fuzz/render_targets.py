@@ -47,9 +47,10 @@ def render_choices(source: Source) -> RenderOptions:
 
 
 def _records(lines: list[bytes]) -> list[tuple[str, float]]:
-    from flamegraph.cli.render import _iter_records
-
-    return list(_iter_records(lines, False))  # one count per line (two-count input refuses --flamechart)
+    """The records in input order, repeats kept, as --flamechart reads them."""
+    in_order: list[tuple[str, float]] = []
+    read_folded(lines, "in", Diagnostics(echo=False), in_order=in_order)
+    return in_order
 
 
 def folded_text(data: bytes) -> None:
