@@ -16,7 +16,6 @@ import typer
 from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
 from ..model import FoldedProfile
-from ..writer import atomic_output
 from .app import app
 from .describe import describe_profile
 
@@ -101,6 +100,8 @@ def write_exports(
 
 
 def write_bytes(path: Path | None, data: bytes) -> None:
+    from ..writer import atomic_output  # here: `flamegraph --help` imports this module
+
     with atomic_output(path) as out:
         out.write(data)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from pathlib import Path
@@ -153,6 +152,8 @@ def per_event_file_names(events: list[str]) -> dict[str, str]:
     names = {}
     for event, name in safe.items():
         if taken[name] > 1 and name != event:
+            import hashlib  # only for clashing event names
+
             name = f"{name}-{hashlib.sha256(event.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
         names[event] = f"{name}.folded"
     if len(set(names.values())) < len(names):  # only an event literally named like another's hashed name

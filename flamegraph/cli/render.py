@@ -10,15 +10,10 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from ..color import format_palette
 from ..diagnostics import BadOption, Diagnostics, InputMissing
-from ..folded import has_two_counts, read_folded
-from ..inputs import gzip_errors, label, open_stream
 from ..model import FoldedProfile
-from ..writer import write_atomically
 from .app import app
 from .describe import describe_profile
-from .palette import load_palette
 
 # Options shared by both commands (flamegraph.pl's names).
 Output = Annotated[Path | None, typer.Option("-o", "--output", help="write the SVG here instead of stdout")]
@@ -137,6 +132,10 @@ def render(
 
         export_profile(read.profile, format_, output, title, png)
         return
+    from ..color import format_palette
+    from ..writer import write_atomically
+    from .palette import load_palette
+
     palette_path = palette_file or (Path("palette.map") if cp else None)
     if palette_path is not None:
         _check_distinct(palette_path, output, png)
@@ -224,6 +223,9 @@ class Read:
 
 def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) -> Read:
     """Each input read once (stdin cannot be read twice); the first record decides one or two counts."""
+    from ..folded import has_two_counts, read_folded
+    from ..inputs import gzip_errors, label, open_stream
+
     read = Read(FoldedProfile(), stacks=[] if keep_order else None)
     for index, path in enumerate(paths):
         with open_stream(path) as stream, gzip_errors(path):
@@ -235,6 +237,8 @@ def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) 
 
 
 def _one_count(read: Read, path: str) -> FoldedProfile:
+    from ..inputs import label
+
     if read.before is not None:
         raise InputMissing(
             f"{label(path)}: two counts per line (a differential profile already); draw it with `flamegraph render`"
@@ -251,6 +255,7 @@ def _check_distinct(palette: Path, *outputs: Path | None) -> None:
 
 def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
     from ..render import render_png
+    from ..writer import write_atomically
 
     if png is not None:
         image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output

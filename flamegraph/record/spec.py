@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import platform
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -252,6 +250,9 @@ def describe_target(spec: RecordSpec) -> str:
 
 def capture_metadata(spec: RecordSpec, perf: str) -> dict[str, str]:
     """Capture facts for the SVG header, in the order the header shows them."""
+    import platform  # here, not at the top: `flamegraph --help` imports this module for its defaults
+    import socket
+
     meta = {
         "command": describe_target(spec),
         "event": spec.options.event,
