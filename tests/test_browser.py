@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from helpers.clients import chromium
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
@@ -37,25 +36,8 @@ PLOT = 1180  # 1200 px minus the margins
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.fail("the browser tests need Debian's chromium and chromium-driver: run `make system-deps`")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    profile_dir = tempfile.mkdtemp(prefix="chromium-profile-")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1300,1000",
-                     f"--user-data-dir={profile_dir}"):  # fmt: skip
-        options.add_argument(argument)
-    options.binary_location = chromium
-    driver = webdriver.Chrome(options=options, service=Service(driver_path))
-    try:
+    with chromium() as driver:  # the one way the suite starts headless Chromium
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -109,6 +109,7 @@ def chromium() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile_dir, ignore_errors=True)
+        shutil.rmtree(profile_dir, ignore_errors=True)
 
 
 class _Quiet(SimpleHTTPRequestHandler):
