@@ -107,9 +107,11 @@ def read_folded(
         diagnostics.records += 1
         if not sep or not stack.strip():
             diagnostics.report(path, number, "bad-folded-line", decode(line))
+            diagnostics.skipped_records += 1  # one line is one record: the summary counts it skipped
             continue
         if count is None or old is None:
             diagnostics.report(path, number, "bad-count", decode(line))
+            diagnostics.skipped_records += 1
             continue
         key = decode(stack)
         counts[key] = counts.get(key, 0) + count

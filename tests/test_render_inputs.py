@@ -61,6 +61,7 @@ def test_underscore_count_is_a_bad_count_line() -> None:
     result = run("render", "-", stdin=b"a;b 1_000\na;c 2\n")
     assert result.returncode == 0
     assert "<stdin>:1: bad-count" in result.stderr.decode()
+    assert "skipped 1 of 2 records: 1 bad-count" in result.stderr.decode()  # the summary counts the record
     assert [f.name for f in frames(result.stdout)] == ["all", "a", "c"]
 
 

@@ -82,6 +82,8 @@ class _Reader:
     def finish(self) -> None:
         if self.current is not None and not self.bad:
             self.samples.append(_Sample(*self.current, (self.root, *reversed(self.frames))))
+        elif self.current is not None:
+            self.diagnostics.skipped_records += 1  # once per record, however many of its lines were bad
         self.frames.clear()
         self.current, self.bad = None, False
 
@@ -105,6 +107,7 @@ class _Reader:
         header, timed = HEADER_OURS.match(stripped), TIMED.search(stripped)
         if header is None or timed is None:
             self.diagnostics.report(self.path, number, "bad-header", decode(line))
+            self.diagnostics.skipped_records += 1
             return
         event = timed.group(4)
         self.event = self.event or event
