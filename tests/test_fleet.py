@@ -305,8 +305,9 @@ def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Pat
         text=True,
     )
     try:
-        wait_for(lambda: len(fleet_perfs()) >= 2, 60, "both hosts recording")
-        time.sleep(1.5)
+        # perf processes alone are not enough on a loaded machine: wait until both hold their events open
+        wait_for(lambda: sum(map(_has_events, fleet_perfs())) >= 2, 60, "both hosts recording")
+        time.sleep(2.0)
         client.send_signal(signal.SIGINT)
         out, err = client.communicate(timeout=60)
     finally:
@@ -343,6 +344,14 @@ def test_killed_worker_gives_a_partial_graph(tcp: TcpCluster, tmp_path: Path) ->
     text = svg.read_text()
     assert "2 of 3 hosts answered" in text and "host gamma: missing: its worker" in text
     wait_for(lambda: not fleet_perfs(), 15, "no perf left (the killed host's included)")
+
+
+def _has_events(pid: int) -> bool:
+    """Whether perf process `pid` has opened its perf_event fds (it records from then on)."""
+    try:
+        return any(os.readlink(fd) == "anon_inode:[perf_event]" for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
 
 
 def _perf_under(pid: int) -> bool:
