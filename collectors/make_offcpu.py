@@ -23,8 +23,11 @@ from pathlib import Path
 
 from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
+from flamegraph.grouping import grouping_note, namer_for_recording
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook
+from flamegraph.observer import FrameObserver
+from flamegraph.offcpu import threads as offcpu_threads
 from flamegraph.offcpu.fold import fold_offcpu_recording, window_ns
 from flamegraph.offcpu.record import offcpu_options, tracepoint_problem
 from flamegraph.record import Status
@@ -33,15 +36,6 @@ from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist
 from .recipe import MlpRun, RecordedRun, mxnet_hook, record_mlp, train_without_perf, write_outputs
 
-# How a thread shows what it is: the first of these frames found in its stacks (MXNet names no thread).
-ROLES = (
-    ("Py_RunMain", "main (Python)"),
-    ("ExecuteOprBlock", "engine worker"),
-    ("ThreadedIter", "data prefetch"),
-    ("ConcurrentBlockingQueue", "idle engine worker"),
-    ("blas_thread_server", "OpenBLAS pool"),
-    ("gomp", "OpenMP pool"),
-)
 # The waits the issue asks the graph to show, as (label, frames that must all be in the stack, state).
 EXPECTED = (
     ("main thread waits for the engine", ("WaitForVar",), "S"),
@@ -61,16 +55,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def thread_roles(profile: FoldedProfile) -> dict[str, str]:
-    """comm-tid -> role, from the frames of that thread's stacks."""
-    frames: dict[str, set[str]] = {}
-    for stack in profile.counts:
-        root, *rest = stack.split(";")
-        frames.setdefault(root, set()).update(rest)
-    roles = {}
-    for root, seen in frames.items():
-        text = ";".join(sorted(seen))
-        roles[root] = next((role for needle, role in ROLES if needle in text), "other")
-    return roles
+    """comm-tid -> role, from the frames of that thread's stacks (the graph's root frames say the same)."""
+    roles = offcpu_threads.thread_roles(profile.counts)
+    return {stack.partition(";")[0]: roles.get(stack.partition(";")[0], "other") for stack in profile.counts}
 
 
 def expected_waits(profile: FoldedProfile) -> dict[str, float]:
@@ -163,8 +150,11 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     window = recorded.log.window
     span = None if args.whole_run or window is None else window_ns(window)
     joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
-    options = OffCpuOptions(window=span, sample_hook=joiner)
+    namer = namer_for_recording(str(recorded.recording.perf_data))  # [unknown] frames named as on-CPU
+    options = OffCpuOptions(window=span, sample_hook=joiner, frame_hook=FrameObserver(namer))
     profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status()).profile
+    if (note := grouping_note(namer)) is not None:
+        print(note)
     if joiner is not None:
         counts = joiner.counts
         named = sum(n for name, n in counts.ops.items() if not name.startswith("[op] ("))
@@ -176,7 +166,6 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     size_mb = recorded.recording.perf_data.stat().st_size / 1e6
     meta = profile.metadata
     meta["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN"
-    meta["thread roles"] = ", ".join(f"{root} {role}" for root, role in sorted(roles.items()))
     meta["throughput"] = f"{rate or 0:,.0f} samples/s under perf" + (
         f", {base:,.0f} without ({loss:+.1f} % overhead)" if base and loss is not None else ""
     )
@@ -196,8 +185,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(result: OffCpuRun, out: Path) -> int:
     meta = result.profile.metadata
-    for key in ("off-CPU", "by state", "thread roles", "window"):
+    for key in ("off-CPU", "by state", "window"):
         print(f"{key}: {meta.get(key, '-')}")
+    print("thread roles: " + ", ".join(f"{root} {role}" for root, role in sorted(result.roles.items())))
     waits = expected_waits(result.profile)
     for label, us in waits.items():
         print(f"  {label}: {us / 1e3:,.1f} ms" + ("" if us else "  (NOT FOUND)"))

@@ -77,7 +77,7 @@ def oncpu(mlp: MlpRun, out: Path, scratch: Path) -> dict[str, object]:
         what="on-CPU samples of the MXNet MLP (oneDNN) training on MNIST, training window only",
         window=list(run.log.window or ()),
         trainer=[line for line in run.lines if line.startswith(("epoch", "TRAIN_", "backend"))],
-        fold="flamegraph fold --all sample_data/mlp-oncpu.perf.txt.gz",
+        fold="flamegraph fold --annotate sample_data/mlp-oncpu.perf.txt.gz",
     )  # fmt: skip
 
 

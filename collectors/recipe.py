@@ -22,6 +22,7 @@ from flamegraph.oncpu import fold_with_report
 from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
+from flamegraph.sidecar import Context
 from flamegraph.writer import write_results
 
 from .mlp_log import TrainLog, parse_log
@@ -135,9 +136,11 @@ def mxnet_hook(directory: Path) -> MxnetHook:
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
-    """The folded text and, when asked, the SVG with the oneDNN highlight preset (the CLI's safe writer)."""
+    """The folded text with its capture facts beside it (FOLDED.json: `flamegraph render FOLDED` draws the
+    same graph) and, when asked, the SVG with the oneDNN highlight preset (the CLI's safe writer)."""
     options = RenderOptions(title=title, subtitle=subtitle, preset="onednn")
-    write_results(profile, folded, svg, lambda: render_svg(profile, options), lambda line: None)
+    context = Context.of(profile, title=title, subtitle=subtitle, preset="onednn")
+    write_results(profile, folded, svg, lambda: render_svg(profile, options), lambda line: None, context)
 
 
 def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:

@@ -20,13 +20,14 @@ from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
 from .inputs import STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
+from .window import Window, WindowFilter, describe_window
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
 
 
 @dataclass
 class FoldResult:
-    profile: FoldedProfile  # the folded event (the first one, or --event-filter's)
+    profile: FoldedProfile  # the folded event (the first one, or -e/--event's)
     per_event: dict[str, FoldedProfile] = field(default_factory=dict)  # with --per-event
     skipped_events: Counter[str] = field(default_factory=Counter)  # event -> samples not folded
 
@@ -62,12 +63,15 @@ def fold_input(
     jobs: int | None = None,
     script_args: Sequence[str] = (),
     progress: Progress | None = None,
+    window: Window | None = None,
 ) -> None:
-    """Fold one input into `collapser`: the one path every command takes."""
+    """Fold one input into `collapser`: the one path every command takes; with `window` (seconds of
+    perf's clock), only the records in it."""
     options = collapser.options
     where = label(path)
-    # A sample hook is called per sample, in order, and may keep what it saw: one process.
-    processes = 1 if options.sample_hook is not None else jobs_for(path, jobs, collapser.diagnostics.strict)
+    # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
+    in_order = options.sample_hook is not None or window is not None
+    processes = 1 if in_order else jobs_for(path, jobs, collapser.diagnostics.strict)
     if processes > 1:
         from .collapse.parallel import fold_parallel
 
@@ -79,7 +83,8 @@ def fold_input(
     # perf.data: `-F +pid` for --pid/--tid, unless the caller names the fields itself (record does).
     with_pid = (options.pid or options.tid) and not script_args
     with open_stream(path, with_pid, script_args) as stream:
-        fold_blocks(collapser, iter_blocks(stream), where, progress=progress)
+        source = stream if window is None else WindowFilter(stream, window)
+        fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
 
 
 def fold_perf(
@@ -87,16 +92,26 @@ def fold_perf(
     options: FoldOptions | None = None,
     diagnostics: Diagnostics | None = None,
     jobs: int | None = None,
+    window: Window | None = None,
 ) -> FoldResult:
     """Fold `perf script` output from every input into one profile (and one per event if asked).
 
-    `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on)."""
+    `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on).
+    `window`: only the samples in this span (seconds of perf's clock, either end open)."""
     options = options or FoldOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     for path in inputs or [STDIN]:
-        fold_input(collapser, path, jobs)
-    return finish_fold(_result(collapser), inputs, options, diagnostics)
+        fold_input(collapser, path, jobs, window=window)
+    result = _result(collapser)
+    if window is not None:
+        for profile in (result.profile, *result.per_event.values()):
+            profile.metadata["window"] = describe_window(window)
+        if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
+            diagnostics.finish()
+            names = ", ".join(label(p) for p in inputs) or "<stdin>"
+            raise NoSamples(f"{names}: no samples in the window {describe_window(window)}")
+    return finish_fold(result, inputs, options, diagnostics)
 
 
 def finish_fold(
@@ -130,5 +145,5 @@ def _explain_events(result: FoldResult, options: FoldOptions, diagnostics: Diagn
     if not result.skipped_events:
         return
     others = ", ".join(f"{event} ({n:,} samples)" for event, n in result.skipped_events.most_common())
-    how = "--event-filter EVENT" if options.event_filter else "--event-filter EVENT, or --per-event DIR"
+    how = "-e/--event EVENT" if options.event_filter else "-e/--event EVENT, or --per-event DIR"
     diagnostics.note(f"note: folded event {result.profile.event}; skipped {others}: select one with {how}")

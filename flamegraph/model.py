@@ -21,6 +21,7 @@ class FoldedProfile:
     unit: str = "samples"  # or "microseconds" for off-CPU time
     event: str | None = None  # e.g. "cpu-clock", "sched:sched_switch"
     metadata: dict[str, str] = field(default_factory=dict)  # capture facts: command, perf version, host...
+    window_us: float | None = None  # the time the profile covers, when known (off-CPU: the recording window)
 
     @property
     def total(self) -> float:

@@ -25,6 +25,7 @@ from typing import BinaryIO
 from .diagnostics import OutputFailed
 from .folded import write_folded
 from .model import FoldedProfile
+from .sidecar import Context, is_ours, render_sidecar, sidecar_path
 
 STDOUT = "<stdout>"
 MAX_LINKS = 40  # as the kernel's ELOOP limit
@@ -205,18 +206,51 @@ def check_writable(path: Path | None) -> None:
         raise OutputFailed(f"{path}: cannot write: {err.strerror} ({directory})") from None
 
 
+def _put(out: BinaryIO, data: bytes) -> None:
+    out.write(data)
+
+
+def write_sidecar(folded: Path | None, context: Context, note: Callable[[str], None]) -> Path | None:
+    """FOLDED.json beside a folded file written to a regular path (not stdout, a pipe or a device);
+    a FOLDED.json that is not one of ours is left alone, and a note says so."""
+    if folded is None or str(folded) == "-":
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(folded).st_mode) or not isinstance(_link_target(folded), Path):
+            return None  # /dev/stdout, /proc/self/fd/N...: an open file, not a place for a second one
+    except (OSError, OutputFailed):
+        return None
+    path = sidecar_path(folded)
+    if not is_ours(path):
+        note(f"flamegraph: {path} is not a capture-facts file of ours: left alone (the facts are not saved)")
+        return None
+    data = render_sidecar(context)
+    write_atomically(path, lambda out: _put(out, data))
+    return path
+
+
 def write_results(
     profile: FoldedProfile,
     folded: Path | None,
     svg: Path | None,
     render: Callable[[], bytes],
     note: Callable[[str], None],
+    context: Context | None = None,
+    png: Path | None = None,
 ) -> None:
-    """--folded and the SVG of a recording, each written atomically and announced."""
+    """--folded (with its capture facts beside it), the SVG and its --png preview of a recording, each
+    written atomically and announced."""
     if folded is not None:
         write_atomically(folded, lambda out: write_folded(profile, out))
+        write_sidecar(folded, context or Context.of(profile), note)
         note(f"wrote {folded} ({len(profile.counts):,} stacks)")
     if svg is not None:
-        with atomic_output(svg) as out:
-            out.write(render())
+        image = render()
+        if png is not None:
+            from .render import render_png
+
+            preview = render_png(image)
+            write_atomically(png, lambda out: _put(out, preview))
+            note(f"wrote {png}")
+        write_atomically(svg, lambda out: _put(out, image))
         note(f"wrote {svg}")

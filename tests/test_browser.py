@@ -123,33 +123,66 @@ def test_hover_shows_name_count_and_percentages(browser, graph: Path) -> None:  
     assert frame(browser, LONG).find_element("tag name", "title").get_attribute("textContent").startswith(LONG)
 
 
-def test_search_highlights_and_counts_nested_matches_once(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
+def type_search(driver, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Type into the search box as a person does (Ctrl-F, then the keys), and wait for the filter."""
+    press(driver, "f", ctrl=True)
+    field = driver.switch_to.active_element
+    assert field.get_attribute("id") == "search-input"
+    field.send_keys(text)
+    time.sleep(0.2)  # the box filters 60 ms after the last key
+
+
+def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
     browser.get(graph.as_uri())
+    box_ = browser.find_element("id", "search-input")
+    assert box_.is_displayed() and "e.g. gemm" in box_.get_attribute("placeholder")  # examples from this graph
     original = fill(browser, "read")
-    press(browser, "f", ctrl=True)
-    alert = browser.switch_to.alert
-    alert.send_keys("gemm")
-    alert.accept()
-    assert text_of(browser, "matched") == "Matched: 50.00%"  # 40 + 10, not + the nested 10
+    type_search(browser, "gem")
     magenta = "#e600e6"
-    assert fill(browser, "gemm") == magenta and fill(browser, "gemm_wrapper") == magenta
+    assert fill(browser, "gemm") == magenta and fill(browser, "gemm_wrapper") == magenta  # while typing
+    assert text_of(browser, "matched").startswith("Matched: 50.00% · 3 frames")  # 40 + 10, not + the nested 10
+    listed = browser.execute_script(
+        "return [].map.call(document.querySelectorAll('#search-list li'), li => li.textContent)"
+    )
+    assert listed == ["50.00%gemm", "10.00%gemm_wrapper"]  # each function once, nested frames counted once
     assert fill(browser, "read") == original and fill(browser, "compute") != magenta
-    assert "s=gemm" in browser.current_url
+    assert "s=gem" in browser.current_url
+    box_.send_keys(Keys.ENTER)  # next match: its details where the eye is
+    assert text_of(browser, "details").startswith("Function: gemm (40 samples")
+    box_.send_keys(Keys.ENTER)
+    box_.send_keys(Keys.SHIFT, Keys.ENTER)  # previous
+    assert text_of(browser, "details").startswith("Function: gemm (40 samples")
+    assert "1 of 3" in text_of(browser, "matched")
     click(browser, frame(browser, "compute"))
-    assert text_of(browser, "matched") == "Matched: 50.00% (80.00% of the zoomed frame)"
-    click(browser, browser.find_element("id", "search"))  # now "Reset Search"
-    assert fill(browser, "gemm") != magenta
-    assert "hide" in browser.find_element("id", "matched").get_attribute("class")
+    assert text_of(browser, "matched").startswith("Matched: 50.00% (80.00% of the zoomed frame)")
+    browser.execute_script("document.querySelector('#search-list li').click()")  # one function exactly
+    assert browser.execute_script("return flamegraph.state().term") == "^gemm$"
+    box_.send_keys(Keys.ESCAPE)
+    assert fill(browser, "gemm") != magenta and browser.find_element("id", "search-results").get_attribute("hidden")
     assert "s=" not in browser.current_url
+
+
+def test_ctrl_f_opens_the_search_box_and_a_second_one_the_browsers_find(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
+    browser.get(graph.as_uri())
+    browser.execute_script(
+        "window.prevented = [];"
+        "window.addEventListener('keydown', e => e.key === 'f' && prevented.push(e.defaultPrevented));"
+    )
+    press(browser, "f", ctrl=True)
+    assert browser.switch_to.active_element.get_attribute("id") == "search-input"
+    press(browser, "f", ctrl=True)  # the box has the focus: this one is left to the browser
+    assert browser.execute_script("return window.prevented") == [True, False]
 
 
 def test_ctrl_i_toggles_case(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
     browser.get(graph.as_uri())
     browser.execute_script("flamegraph.search('GEMM')")
-    assert text_of(browser, "matched") == "Matched: 0.00%"
+    assert text_of(browser, "matched").startswith("Matched: 0.00%")
     press(browser, "i", ctrl=True)
-    assert "show" in browser.find_element("id", "ignorecase").get_attribute("class")
-    assert text_of(browser, "matched") == "Matched: 50.00%"
+    assert browser.find_element("id", "ignorecase").get_attribute("aria-pressed") == "true"
+    assert text_of(browser, "matched").startswith("Matched: 50.00%")
     assert "i=1" in browser.current_url
 
 
@@ -162,7 +195,8 @@ def test_url_state_reopens_the_view(browser, graph: Path) -> None:  # type: igno
     browser.get(url)
     assert box(browser, "io")["w"] == pytest.approx(PLOT, abs=0.5)
     assert box(browser, "read")["w"] == pytest.approx(PLOT * 12 / 30, abs=0.5)
-    assert text_of(browser, "matched") == "Matched: 62.00% (73.33% of the zoomed frame)"
+    assert text_of(browser, "matched").startswith("Matched: 62.00% (73.33% of the zoomed frame)")
+    assert browser.find_element("id", "search-input").get_attribute("value") == "^read$|gemm"
 
 
 def test_keyboard_reaches_and_zooms_frames(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
@@ -264,3 +298,111 @@ def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type:
     print(figures)
     assert frames > 5_000 and matched.startswith("Matched: ")
     assert zoom < 500 and search < 500 and reset < 500, figures
+
+
+# --- the page as a person meets it: a 1400×1000 window ---------------------------------------
+
+WINDOW = (1400, 1000)
+
+
+def viewport(driver, size: tuple[int, int] = WINDOW) -> None:  # type: ignore[no-untyped-def]
+    """Make the page area (not the window) `size`, as a 1400×1000 browser window shows pages."""
+    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    outer = driver.get_window_size()
+    driver.set_window_size(outer["width"] + size[0] - inner[0], outer["height"] + size[1] - inner[1])
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MLP's on-CPU sample as `record` draws it: its capture facts, the oneDNN preset, 41 frames deep."""
+    from flamegraph.collapse.perf import FoldOptions
+    from flamegraph.diagnostics import Diagnostics
+    from flamegraph.fold import fold_perf
+
+    sample = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
+    profile = fold_perf([str(sample)], FoldOptions.with_all(), Diagnostics(echo=False)).profile
+    facts = json.loads(sample.with_name("mlp-oncpu.json").read_text())
+    profile.metadata = {key: str(value) for key, value in facts["capture"].items() if key != "event"}
+    profile.metadata.update({f"[op] operator {i}": f"{i * 7} samples ({i} %)" for i in range(12)})  # --mxnet tables
+    path = tmp_path_factory.mktemp("svg") / "recorded.svg"
+    path.write_bytes(render_svg(profile, RenderOptions(title="MXNet MLP: on-CPU", subtitle="cpu-clock, 499 Hz",
+                                                       preset="onednn")))  # fmt: skip
+    return path
+
+
+def in_view(driver, element) -> bool:  # type: ignore[no-untyped-def]
+    return driver.execute_script(
+        "var b = arguments[0].getBoundingClientRect();"
+        "return b.width > 0 && b.top >= 0 && b.bottom <= window.innerHeight"
+        " && b.left >= 0 && b.right <= window.innerWidth;",
+        element,
+    )
+
+
+def test_details_are_on_screen_after_hovering_without_scrolling(browser, recorded: Path) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    viewport(browser)
+    browser.get(recorded.as_uri())
+    target = frame(browser, "clone3")  # under the engine threads, two rows above the root
+    assert in_view(browser, target.find_element("tag name", "rect"))  # the graph is on the first screen
+    ActionChains(browser).move_to_element(target).perform()
+    assert text_of(browser, "details").startswith("Function: clone3 (")
+    assert in_view(browser, browser.find_element("id", "details"))
+    assert browser.execute_script("return window.scrollY") == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "browser-1400x1000-hover.png"))
+
+
+def test_capture_facts_fold_into_a_block_the_reader_opens(browser, recorded: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    viewport(browser)
+    browser.get(recorded.as_uri())
+    facts = browser.find_element("id", "facts")
+    assert not facts.is_displayed()
+    height = browser.execute_script("return document.documentElement.getBoundingClientRect().height")
+    assert height < 1000  # graph, table and all: the folded facts take no room
+    click(browser, browser.find_element("id", "facts-toggle"))
+    assert facts.is_displayed() and in_view(browser, facts.find_element("tag name", "text"))
+    assert "command: /work/main/.venv/bin/python -m collectors.train_mlp" in facts.text
+    from selenium.webdriver.common.keys import Keys
+
+    press(browser, Keys.ESCAPE)  # Escape closes it
+    assert not facts.is_displayed()
+    static = tmp_path / "static.svg"  # no script: every fact is there, below the graph
+    static.write_bytes(re.sub(rb"<script.*?</script>", b"", recorded.read_bytes(), flags=re.S))
+    browser.get(static.as_uri())
+    shown = browser.find_element("id", "facts")
+    assert shown.is_displayed() and "[op] operator 11: 77 samples" in shown.text
+
+
+def test_zoom_keeps_the_zoomed_frame_and_its_ancestors_in_view(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    deep = ";".join(f"d{i}" for i in range(80))  # 80 rows: the root row is below the first screen
+    path = tmp_path / "deep.svg"
+    path.write_bytes(render_svg(FoldedProfile({f"main;{deep}": 10, "main;shallow;leaf": 10}), RenderOptions()))
+    viewport(browser)
+    browser.get(path.as_uri())
+    assert not in_view(browser, frame(browser, "shallow").find_element("tag name", "rect"))
+    browser.execute_script(
+        "var all = document.querySelectorAll('#frames > g');"
+        "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('shallow (')))"
+    )
+    for name in ("leaf", "shallow", "main", "all"):  # the zoomed frame, what is above it and below it
+        assert in_view(browser, frame(browser, name).find_element("tag name", "rect")), name
+    assert browser.execute_script("return window.scrollY") == 0
+    browser.execute_script("flamegraph.resetZoom()")
+    assert not in_view(browser, frame(browser, "shallow").find_element("tag name", "rect"))
+
+
+def test_frames_container_is_no_tab_stop_and_labels_are_readable(browser, recorded: Path) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(recorded.as_uri())
+    stops = []
+    for _ in range(4):
+        press(browser, Keys.TAB)
+        stops.append(browser.execute_script("var a = document.activeElement; return a.id || a.parentNode.id"))
+    assert stops[:2] == ["facts-toggle", "frames"]  # the toggle, then the root frame itself
+    assert "view" not in stops and stops.count("frames") == 1
+    labels = browser.execute_script("return [].map.call(document.querySelectorAll('#labels text'), t => t.textContent)")
+    cut = [label for label in labels if label.endswith("..")]
+    assert cut and all(len(label) >= 3 + 2 for label in cut), [label for label in cut if len(label) < 5]

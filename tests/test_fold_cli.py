@@ -44,7 +44,7 @@ def test_output_file_is_written_atomically_and_kept_on_failure(tmp_path: Path) -
     failed = run("fold", str(tmp_path / "missing.txt"), "-o", str(out))
     assert failed.returncode == 4 and failed.stderr.decode().strip().endswith("missing.txt: no such file")
     assert out.read_bytes() == EXPECTED  # what the user had is not lost
-    assert [p.name for p in tmp_path.iterdir()] == ["out.folded"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.folded", "out.folded.json"]  # its facts beside it
 
 
 @pytest.mark.parametrize(
@@ -99,11 +99,11 @@ def test_per_event_writes_one_file_per_event(tmp_path: Path) -> None:
     source = GOLDEN / "fold" / "multi-event.perf.txt"
     result = run("fold", str(source), "--per-event", str(tmp_path / "ev"))
     assert result.returncode == 0
-    written = sorted(p.name for p in (tmp_path / "ev").iterdir())
+    written = sorted(p.name for p in (tmp_path / "ev").iterdir() if p.suffix == ".folded")
     assert written == ["cycles.folded", "cycles:u.folded", "instructions.folded"]
     plain = run("fold", str(source))
     assert b"skipped cycles (1 samples), cycles:u (1 samples)" in plain.stderr
-    assert b"--event-filter EVENT, or --per-event DIR" in plain.stderr
+    assert b"-e/--event EVENT, or --per-event DIR" in plain.stderr
 
 
 def test_module_and_console_script_both_work() -> None:
@@ -126,5 +126,5 @@ def test_perf_data_is_scripted_with_no_inline_and_folded(tmp_path: Path) -> None
     lines = result.stdout.decode(errors="replace").splitlines()
     assert lines and all(line.rsplit(" ", 1)[1].isdigit() for line in lines)
     assert any("_PyEval_EvalFrameDefault" in line or "python" in line for line in lines)
-    pid_mode = run("fold", "--pid", str(data))
+    pid_mode = run("fold", "--with-pid", str(data))
     assert all(line.split(";")[0].rsplit("-", 1)[1].isdigit() for line in pid_mode.stdout.decode().splitlines())

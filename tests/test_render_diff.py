@@ -81,11 +81,11 @@ def test_normalize_scales_before_to_the_after_total() -> None:
     assert graph[("m", "a")].title.startswith("a (before 100, after 50 samples: -50 / -50.0%")
     doubled = drawn({k: 2 * v for k, v in before.items()}, after, normalize=True)
     assert doubled[("m", "a")].title == graph[("m", "a")].title  # only the shares matter
-    header = texts(
+    summary = texts(
         render_diff(FoldedProfile(before), FoldedProfile({"m;a": 25, "m;b": 75}), RenderOptions(normalize=True)),
-        "header",
+        "summary",
     )
-    assert "(normalized x0.5 to AFTER's total)" in header[2]
+    assert "(BEFORE normalized x0.5 to AFTER's total)" in summary[0]
 
 
 def test_negate_swaps_the_hues() -> None:
@@ -100,13 +100,12 @@ def test_header_legend_and_table() -> None:
     before = FoldedProfile(dict(BEFORE), event="cpu-clock", metadata={"host": "vm", "backend": "oneDNN"})
     after = FoldedProfile(dict(AFTER), event="cpu-clock", metadata={"host": "vm", "backend": "OpenBLAS"})
     svg = render_diff(before, after, RenderOptions(highlights=["gemm:BLAS"]))
-    header = texts(svg, "header")
-    assert header[0].startswith("before: event: cpu-clock") and "total: 95 samples" in header[0]
-    assert header[1].startswith("after: event: cpu-clock") and "total: 92 samples" in header[1]
-    assert header[3:] == ["host: vm", "backend: before oneDNN · after OpenBLAS"]
+    summary = texts(svg, "summary")
+    assert summary[0].startswith("cpu-clock · BEFORE 95 samples -> AFTER 92 samples · width: max(before, after)")
+    assert texts(svg, "facts")[1:] == ["host: vm", "backend: before oneDNN · after OpenBLAS"]
     legend = texts(svg, "legend")
     assert legend[0].startswith("grew") and legend[1].startswith("shrank")
-    assert legend[2].startswith("BLAS: 52.63% -> 32.61% of all")
+    assert legend[2] == "BLAS 52.63 % -> 32.61 %"
     table = texts(svg, "top")
     assert table[1:4] == ["+25 (+125.0%)", "20 -> 45", "read"]
     assert table[7:10] == ["-15 (-100.0%)", "15 -> 0", "gone"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.oracle import merged_weights
 from helpers.svg import SVG, frames, parse, paths, texts
+from helpers.svg import settings as svg_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,14 +80,17 @@ def test_header_is_readable_without_javascript() -> None:
         },
     )
     svg = render_svg(profile, RenderOptions(title="MLP <on-CPU>"))
-    header = texts(svg, "header")
-    assert "event: cpu-clock" in header[0] and "unit: samples" in header[0] and "total: 40 samples" in header[0]
-    assert header[1:] == [
+    assert texts(svg, "summary") == ["cpu-clock · 40 samples · 2 stacks"]  # one line above the graph
+    facts = texts(svg, "facts")  # below it in the static view; the script folds them into a block
+    assert facts == [
+        "Capture facts",
         "command: python train.py --epochs 1",
         "perf version: 6.1.187",
         "host: vm",
         "date: 2026-01-02",
     ]
+    page = svg_settings(svg)
+    assert page["detailsY"] < page["graphTop"] < page["belowTop"] < page["factsTop"]  # type: ignore[operator]
     root = parse(svg)
     assert root.findtext(f"{SVG}title") == "MLP <on-CPU>"
     table = texts(svg, "top")
@@ -109,9 +113,8 @@ def test_off_cpu_profiles_say_so_and_are_blue() -> None:
     profile = FoldedProfile({"app;read;[S]": 2_500_000, "app;poll": 500_000}, unit="microseconds",
                             event="sched:sched_switch", metadata={"blocked S": "2.5 s"})  # fmt: skip
     svg = render_svg(profile, RenderOptions())
-    header = texts(svg, "header")
-    assert "off-CPU time in microseconds: 3,000,000 microseconds (3.000 s)" in header[0]
-    assert header[1] == "blocked S: 2.5 s"
+    assert texts(svg, "summary") == ["off-CPU time (sched:sched_switch) · 3.000 s in 1 thread · 2 stacks"]
+    assert texts(svg, "facts")[1] == "blocked S: 2.5 s"
     assert parse(svg).findtext(f"{SVG}title") == "Off-CPU Time Flame Graph"
     for frame in frames(svg)[1:]:
         red, green, blue = (int(frame.fill[i : i + 2], 16) for i in (1, 3, 5))
@@ -215,10 +218,11 @@ def test_highlight_classes_colour_frames_and_count_a_stack_once() -> None:
         "python;MultiSGDKernel": 12,
     })  # fmt: skip
     svg = render_svg(profile, RenderOptions(preset="onednn", highlights=["MultiSGD=#ff00ff:optimizer"]))
-    legend = texts(svg, "legend")
-    assert legend[0].startswith("oneDNN JIT kernels: 30.00% of all (stacks through it), 30.00% self")
-    assert legend[1].startswith("oneDNN / MKLDNN: 40.00% of all (stacks through it), 30.00% self")
-    assert legend[2].startswith("optimizer: 60.00% of all")
+    legend = texts(svg, "legend")  # name and shares; the regular expression is the tooltip
+    assert legend == ["oneDNN JIT kernels 30.00 % (self 30.00 %)", "oneDNN / MKLDNN 40.00 % (self 30.00 %)",
+                      "optimizer 60.00 % (self 60.00 %)"]  # fmt: skip
+    tooltips = [t.text or "" for t in parse(svg).find(f".//{SVG}g[@id='legend']").iter(f"{SVG}title")]  # type: ignore[union-attr]
+    assert tooltips[2].startswith("optimizer: /MultiSGD/ · 60.00 % of all")
     fills = {f.name: f.fill for f in frames(svg)}
     assert fills["MultiSGDKernel"] == "#ff00ff"
     assert fills["jit_avx512_common_gemm_f32_xbyak_gemm"] == Painter("aqua").fill(
@@ -295,7 +299,7 @@ def test_hostile_names_stay_text() -> None:
     assert tags.count("script") == 2  # the settings and ours, nothing else
     assert not [name for element in root.iter() for name in element.attrib if name.lower().startswith("on")]
     assert set(tags) <= {"svg", "title", "desc", "defs", "linearGradient", "stop", "style", "g", "rect", "text"} | {
-        "script"
+        "script", "tspan"
     }
     titles = {f.name for f in frames(svg)}
     for name in HOSTILE:
@@ -303,7 +307,7 @@ def test_hostile_names_stay_text() -> None:
             name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
         )
         assert shown in titles, shown
-    assert texts(svg, "header")[1] == "cmd</title>: a ]]> b & \\xff"
+    assert texts(svg, "facts")[1] == "cmd</title>: a ]]> b & \\xff"
     # Same element structure as a graph of harmless names with the same shape.
     tame = {f"main;n{i}": 10 + i for i in range(len(HOSTILE))}
     tame["main;n0;n4"] = 5

@@ -118,7 +118,7 @@ def output_format(output: str, to: str | None) -> str:
     return fmt
 
 
-@app.command()
+@app.command(short_help="Convert a profile to speedscope, pprof, Chrome trace or SVG.")
 def convert(
     source: Annotated[
         str, typer.Argument(metavar="IN", help="folded stacks, perf script text (or .gz), perf.data, or - for stdin")
@@ -127,7 +127,9 @@ def convert(
         str, typer.Argument(metavar="OUT", help="the file to write (its ending names the format), or - with --to")
     ],
     to: FormatName = None,
-    title: Annotated[str | None, typer.Option("--title", help="title / profile name in the output")] = None,
+    title: Annotated[
+        str | None, typer.Option("--title", metavar="TEXT", help="title / profile name in the output")
+    ] = None,
     threads: Annotated[
         bool, typer.Option("--threads/--no-threads", help="perf input: one root (profile, track) per thread")
     ] = True,
@@ -141,9 +143,12 @@ def convert(
         ),
     ] = None,
     unit: Annotated[
-        str | None, typer.Option("--unit", help="folded input: the counts' unit (samples, microseconds)")
+        str | None,
+        typer.Option("--unit", metavar="UNIT", help="folded input: the counts' unit (samples, microseconds)"),
     ] = None,
-    event: Annotated[str | None, typer.Option("--event", help="folded input: the sampled event")] = None,
+    event: Annotated[
+        str | None, typer.Option("-e", "--event", metavar="EVENT", help="folded input: the sampled event")
+    ] = None,
     meta: Annotated[
         list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact to carry (repeatable)")
     ] = None,
@@ -154,6 +159,12 @@ def convert(
     IN is sniffed from its content (folded stacks, `perf script` text, gzip, perf.data; off-CPU
     sched_switch recordings are paired into waits); OUT's format comes from its ending, or --to.
     chrome-trace needs sample times, so it is made from perf script text or perf.data, not folded stacks.
+
+    \b
+    Examples:
+      flamegraph convert out.folded out.speedscope.json
+      flamegraph convert perf.data out.pb.gz
+      flamegraph convert perf.data trace.json --to chrome-trace
     """
     from ..collapse.perf import FoldOptions
     from ..export.sources import read_source_timeline, sniff

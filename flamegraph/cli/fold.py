@@ -9,26 +9,50 @@ from typing import Annotated
 
 import typer
 
+from ..window import Window
 from .app import app
+from .inputs import reading_stdin_note, refuse_wrong_input
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
-@app.command()
+def _deprecated(old: str, new: str, why: str = "") -> None:
+    typer.echo(f"flamegraph: fold {old} is deprecated{why}: use {new}", err=True)
+
+
+@app.command(short_help="Collapse perf script output or perf.data into folded stacks.")
 def fold(
     inputs: Annotated[
         list[str] | None,
-        typer.Argument(help="perf script text, a .gz of it, a perf.data file, or - for stdin", show_default=False),
+        typer.Argument(
+            metavar="INPUT",
+            help="perf script text, a .gz of it, a perf.data file, or - for stdin",
+            show_default=False,
+        ),
     ] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="write here instead of stdout")] = None,
-    pid: Annotated[bool, typer.Option("--pid", help="include PID with process names")] = False,
-    tid: Annotated[bool, typer.Option("--tid", help="include PID and TID with process names")] = False,
-    kernel: Annotated[bool, typer.Option("--kernel", help="annotate kernel functions with _[k]")] = False,
-    jit: Annotated[bool, typer.Option("--jit", help="annotate JIT functions with _[j]")] = False,
-    all_: Annotated[bool, typer.Option("--all", help="all annotations (--kernel --jit)")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="write here (and FILE.json beside it) instead of stdout"),
+    ] = None,
+    with_pid: Annotated[bool, typer.Option("--with-pid", help="root frames name the process: comm-PID")] = False,
+    with_tid: Annotated[bool, typer.Option("--with-tid", help="root frames name the thread: comm-PID/TID")] = False,
+    annotate_kernel: Annotated[
+        bool, typer.Option("--annotate-kernel", help="suffix kernel functions with _[k]")
+    ] = False,
+    annotate_jit: Annotated[bool, typer.Option("--annotate-jit", help="suffix JIT functions with _[j]")] = False,
+    annotate: Annotated[bool, typer.Option("--annotate", help="both: --annotate-kernel --annotate-jit")] = False,
     addrs: Annotated[bool, typer.Option("--addrs", help="include raw addresses where symbols are unknown")] = False,
-    event_filter: Annotated[
-        str | None, typer.Option("--event-filter", metavar="EVENT", help="fold this event (default: the first)")
+    event: Annotated[
+        str | None,
+        typer.Option("-e", "--event", metavar="EVENT", help="fold this event (default: the first one seen)"),
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(
+            "--window",
+            metavar="START,END",
+            help="only the samples in this span (seconds of perf's clock; an end may be empty)",
+        ),
     ] = None,
     per_event: Annotated[
         Path | None, typer.Option("--per-event", metavar="DIR", help="write one DIR/EVENT.folded per event")
@@ -36,7 +60,7 @@ def fold(
     jobs: Annotated[
         int | None,
         typer.Option(
-            "-j", "--jobs", min=1, show_default=False,
+            "-j", "--jobs", metavar="N", min=1, show_default=False,
             help="processes for a large text file [default: one per core from 8 MB, else 1]",
         ),
     ] = None,
@@ -70,10 +94,29 @@ def fold(
             help="fold on a Dask cluster (an address, or local[:N]); the workers need the files at the same paths",
         ),
     ] = None,
+    old_pid: Annotated[bool, typer.Option("--pid", hidden=True)] = False,
+    old_tid: Annotated[bool, typer.Option("--tid", hidden=True)] = False,
+    old_kernel: Annotated[bool, typer.Option("--kernel", hidden=True)] = False,
+    old_jit: Annotated[bool, typer.Option("--jit", hidden=True)] = False,
+    old_all: Annotated[bool, typer.Option("--all", hidden=True)] = False,
+    old_event: Annotated[str | None, typer.Option("--event-filter", hidden=True)] = None,
 ) -> None:
-    """Collapse `perf script` output into folded stacks (`comm;frame;... count`), sorted byte-wise."""
+    """Collapse `perf script` output (or a perf.data file) into folded stacks, sorted byte-wise.
+
+    Output lines are `comm;frame;...;leaf count`, as stackcollapse-perf.pl writes them; with -o,
+    the capture facts (event, unit, window) go to FILE.json beside FILE for `render`.
+    stackcollapse-perf.pl's --pid, --tid, --kernel, --jit, --all and --event-filter still work.
+
+    \b
+    Examples:
+      flamegraph fold perf.data -o out.folded
+      perf script | flamegraph fold --annotate > out.folded
+      flamegraph fold --offcpu --window 680.0,685.0 sched.perf.data -o waits.folded
+    """
     if scheduler is not None and (offcpu or report or per_event is not None or strict):
         raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
+    if scheduler is not None and window is not None:
+        raise typer.BadParameter("--scheduler does not combine with --window")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics
@@ -82,18 +125,37 @@ def fold(
     from ..grouping import grouping_note, namer_for_inputs
     from ..observer import FrameObserver
     from ..report import build_report, report_lines
-    from ..writer import write_atomically
+    from ..sidecar import Context
+    from ..writer import write_atomically, write_sidecar
 
+    for used, old, new, why in (
+        (old_pid, "--pid", "--with-pid", " (record --pid and offcpu --pid take a process)"),
+        (old_tid, "--tid", "--with-tid", ""),
+        (old_kernel, "--kernel", "--annotate-kernel", " (offcpu --kernel keeps or drops kernel frames)"),
+        (old_jit, "--jit", "--annotate-jit", " (record --jit names oneDNN's JIT kernels)"),
+        (old_all, "--all", "--annotate", ""),
+        (old_event is not None, "--event-filter", "-e/--event", ""),
+    ):
+        if used:
+            _deprecated(old, new, why)
+    pid, tid = with_pid or old_pid, with_tid or old_tid
+    kernel = annotate_kernel or annotate or old_kernel or old_all
+    jit = annotate_jit or annotate or old_jit or old_all
+    event_filter = event if event is not None else old_event
+    span = _window(window)
+    paths = inputs or ["-"]
+    refuse_wrong_input(paths, "perf script output", "fold")
+    reading_stdin_note(paths, "perf script output")
     if offcpu:
-        _fold_offcpu(inputs or [], output, kernel or all_, strict)
+        _fold_offcpu(paths, output, kernel, strict, span, group_unknown)
         return
     namer = namer_for_inputs(inputs or [], group_unknown) if not (addrs or compat) else None
     hook = FrameObserver(namer) if (namer is not None or report) and not compat else None
     options = FoldOptions(
         pid=pid,
         tid=tid,
-        kernel=kernel or all_,
-        jit=jit or all_,
+        kernel=kernel,
+        jit=jit,
         addrs=addrs,
         event_filter=event_filter,
         per_event=per_event is not None,
@@ -106,7 +168,7 @@ def fold(
 
         result = fold_on_scheduler(scheduler, inputs or [], options, diagnostics)
     else:
-        result = fold_perf(inputs or [], options, diagnostics, jobs=jobs)
+        result = fold_perf(inputs or [], options, diagnostics, jobs=jobs, window=span)
     note = grouping_note(namer)
     if note is not None:
         diagnostics.note(note)
@@ -115,28 +177,66 @@ def fold(
             typer.echo(line, err=True)
     if per_event is not None:
         names = per_event_file_names(list(result.per_event))
-        for event, profile in result.per_event.items():
-            target = per_event / names[event]
+        for event_name, profile in result.per_event.items():
+            target = per_event / names[event_name]
             write_atomically(target, lambda out, p=profile: write_folded(p, out))  # type: ignore[misc]
-            renamed = "" if names[event] == f"{event}.folded" else f" (event {event})"
+            write_sidecar(target, Context.of(profile), _note)
+            renamed = "" if names[event_name] == f"{event_name}.folded" else f" (event {event_name})"
             typer.echo(
                 f"{target}: {len(profile.counts):,} stacks, {profile.total:,} {profile.unit}{renamed}", err=True
             )
         if output is None:
             return
     write_atomically(output, lambda out: write_folded(result.profile, out))
+    write_sidecar(output, Context.of(result.profile), _note)
 
 
-def _fold_offcpu(inputs: list[str], output: Path | None, annotate_kernel: bool, strict: bool) -> None:
-    """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr."""
+def _note(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def _window(text: str | None) -> Window | None:
+    if text is None:
+        return None
+    from ..record.spec import parse_window
+
+    try:
+        return parse_window(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="'--window'") from None
+
+
+def _fold_offcpu(
+    inputs: list[str],
+    output: Path | None,
+    annotate_kernel: bool,
+    strict: bool,
+    window: Window | None,
+    group_unknown: bool | None,
+) -> None:
+    """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr.
+    [unknown] frames are grouped by function under fold's rule (perf.data, build-ids checked)."""
     from ..collapse.perf_sched import OffCpuOptions
     from ..diagnostics import Diagnostics
     from ..folded import write_folded
-    from ..offcpu.fold import fold_offcpu_totals
-    from ..writer import write_atomically
+    from ..grouping import grouping_note, namer_for_inputs
+    from ..observer import FrameObserver
+    from ..offcpu.fold import fold_offcpu_totals, window_ns
+    from ..sidecar import Context
+    from ..writer import write_atomically, write_sidecar
 
-    fold = fold_offcpu_totals(inputs, OffCpuOptions(annotate_kernel=annotate_kernel), Diagnostics(strict=strict))
+    namer = namer_for_inputs(inputs, group_unknown)
+    options = OffCpuOptions(
+        annotate_kernel=annotate_kernel,
+        window=window_ns(window) if window is not None else None,
+        frame_hook=FrameObserver(namer) if namer is not None else None,
+    )
+    fold = fold_offcpu_totals([] if inputs == ["-"] else inputs, options, Diagnostics(strict=strict))
     write_atomically(output, lambda out: write_folded(fold.profile, out))
+    write_sidecar(output, Context.of(fold.profile), _note)
+    note = grouping_note(namer)
+    if note is not None:
+        typer.echo(note, err=True)
     for key, value in fold.totals.metadata().items():
         typer.echo(f"{key}: {value}", err=True)
 

@@ -14,9 +14,15 @@ from .app import app
 from .recorder import (
     Command,
     Duration,
+    Highlight,
     NoSvg,
+    Open,
+    Output,
     PerfData,
+    Png,
+    Preset,
     Title,
+    Width,
     check_outputs,
     check_request,
     parse_call_graph_option,
@@ -48,22 +54,32 @@ def parse_window_ns(text: str | None) -> tuple[int, int] | None:
     return window_ns(span) if span is not None else None
 
 
-@app.command("offcpu", context_settings={"allow_interspersed_args": False})
+@app.command(
+    "offcpu",
+    short_help="Record where the threads of a command or process wait, and draw it.",
+    context_settings={"allow_interspersed_args": False},
+)
 def offcpu_cli(
     command: Command = None,
     pid: Annotated[
-        int | None, typer.Option("--pid", "-p", help="every thread of this process, new ones included")
+        int | None,
+        typer.Option("--pid", "-p", metavar="PID", help="every thread of this process, new ones included"),
     ] = None,
     duration: Duration = None,
-    output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("offcpu.svg"),
-    folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks (µs)")] = None,
+    output: Output = Path("offcpu.svg"),
+    folded: Annotated[
+        Path | None,
+        typer.Option("--folded", metavar="FILE", help="also write the folded stacks (µs), and FILE.json beside it"),
+    ] = None,
     min_us: Annotated[
-        float, typer.Option("--min-us", min=0, help="leave out waits shorter than N µs (they are counted)")
+        float,
+        typer.Option("--min-us", metavar="N", min=0, help="leave out waits shorter than N µs (they are counted)"),
     ] = 0.0,
     state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,
     kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
     call_graph: Annotated[
-        str, typer.Option("--call-graph", callback=parse_call_graph_option, help="fp or dwarf[,SIZE]")
+        str,
+        typer.Option("--call-graph", metavar="MODE", callback=parse_call_graph_option, help="fp or dwarf[,SIZE]"),
     ] = OFFCPU_CALL_GRAPH,
     window: Annotated[
         str | None,
@@ -71,6 +87,25 @@ def offcpu_cli(
     ] = None,
     perf_data: PerfData = None,
     title: Title = None,
+    preset: Preset = None,
+    highlight: Highlight = None,
+    width: Width = 1200,
+    top: Annotated[
+        int, typer.Option("--top", metavar="N", help="rows of the table of functions that blocked (0: none)")
+    ] = 10,
+    show_idle: Annotated[
+        bool,
+        typer.Option("--show-idle", help="draw the threads idle the whole window too (default: one line names them)"),
+    ] = False,
+    group_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--group-unknown/--no-group-unknown",
+            help="name [unknown] frames by function (.eh_frame) where the DSO's build-id matches the recording",
+        ),
+    ] = True,
+    png: Png = None,
+    open_: Open = False,
     no_svg: NoSvg = False,
     speedscope: Annotated[
         Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (µs, per thread)")
@@ -82,22 +117,36 @@ def offcpu_cli(
         Path | None, typer.Option("--chrome-trace", metavar="FILE", help="also write a Chrome trace of the waits")
     ] = None,
 ) -> None:
-    """Off-CPU flame graph: where the threads of a pid (`--pid PID`) or command (`-- CMD`) wait.
+    """Record where the threads of a command (`-- CMD`) or a process (`--pid PID`) wait, and draw it.
 
     Records `perf record -e sched:sched_switch --switch-events --call-graph dwarf,8192`, pairs each
     thread's switch-out with its next switch-in, and draws the blocked time in microseconds, each
-    stack rooted at comm-tid and ending with the state ([S] sleeping, [D] uninterruptible, [R] preempted).
-    Ctrl-C stops the recording and still draws the graph.
+    stack rooted at comm-tid (with its role: main, engine worker...) and ending with the state
+    ([S] sleeping, [D] uninterruptible, [R] preempted). Threads idle the whole window in one stack
+    are named in one line, not drawn (--show-idle). Ctrl-C stops the recording and still draws the graph.
+
+    \b
+    Examples:
+      flamegraph offcpu -o waits.svg -- python train.py --epochs 1
+      flamegraph offcpu --pid 4242 --duration 5 --folded waits.folded -o waits.svg --open
+      flamegraph offcpu --state S,D --min-us 100 --show-idle -o waits.svg -- ./server
     """
+    from dataclasses import replace
+
     from ..collapse.perf_sched import OffCpuOptions
+    from ..color import resolve_highlights
     from ..diagnostics import Diagnostics
     from ..export import ExportRequest
+    from ..grouping import grouping_note, namer_for_recording
+    from ..observer import FrameObserver
     from ..offcpu.fold import fold_offcpu_recording
     from ..offcpu.proc import snapshot_threads, whole_window_resolver
     from ..offcpu.record import offcpu_spec, record_offcpu
     from ..record import Status
     from ..render import RenderOptions, render_svg
+    from ..sidecar import Context
     from ..writer import write_results
+    from .inputs import open_in_browser
     from .scratch import ScratchRecording, exit_for_signal
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
@@ -108,18 +157,30 @@ def offcpu_cli(
     render = RenderOptions(
         title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
         subtitle=f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}",
-    )
+        preset=preset, highlights=list(highlight or []), width=width, top=top, show_idle=show_idle,
+    )  # fmt: skip
     render.check()  # a bad option must not cost a recording
+    resolve_highlights(render.highlights, render.preset, "io")
     svg = None if no_svg else output
-    check_outputs(svg, folded, exports, perf_data)
+    check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
         recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
         status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
-        fold = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
+        namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
+        grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
+        fold = fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve)
+        if (note := grouping_note(namer)) is not None:
+            status.note(note)
         profile = fold.profile
-        write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note)
+        rules = [rule for rule in render.highlights if isinstance(rule, str)]
+        drawn = Context.of(
+            profile, title=render.title, subtitle=render.subtitle, preset=render.preset, highlights=rules
+        )
+        write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note, drawn, png)
+        if open_ and svg is not None:
+            open_in_browser(svg)
         if exports:
             from .convert import write_exports
 

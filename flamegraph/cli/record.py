@@ -16,12 +16,19 @@ from .app import app
 from .recorder import (
     Command,
     Duration,
+    Folded,
     Highlight,
     NoSvg,
+    Open,
+    Output,
     PerfData,
+    Pid,
+    Png,
     Preset,
     Threads,
     Title,
+    Top,
+    Width,
     check_outputs,
     check_request,
     parse_call_graph_option,
@@ -44,40 +51,59 @@ def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
 
 
 def render_options(
-    name: str, title: str | None, subtitle: str, preset: str | None, highlights: list[str]
+    name: str,
+    title: str | None,
+    subtitle: str,
+    preset: str | None,
+    highlights: list[str],
+    width: int = 1200,
+    top: int = 10,
 ) -> RenderOptions:
     """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
     from ..color import HighlightRule, resolve_highlights
     from ..render import RenderOptions
 
     rules: list[str | HighlightRule] = list(highlights)
-    options = RenderOptions(title=title or f"{name}: on-CPU", subtitle=subtitle, preset=preset, highlights=rules)
+    options = RenderOptions(
+        title=title or f"{name}: on-CPU", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top
+    )
     options.check()
     resolve_highlights(options.highlights, options.preset, "hot")
     return options
 
 
-@app.command("record", context_settings={"allow_interspersed_args": False})
+@app.command(
+    "record",
+    short_help="Profile a command or a process on-CPU and draw its graph.",
+    context_settings={"allow_interspersed_args": False},
+)
 def record_cli(
     ctx: typer.Context,
     command: Command = None,
-    pid: Annotated[int | None, typer.Option("--pid", "-p", help="profile this running process instead")] = None,
+    pid: Pid = None,
     duration: Duration = None,
-    freq: Annotated[int, typer.Option("--freq", "-F", min=1, help="samples per second")] = DEFAULT_FREQ,
+    freq: Annotated[int, typer.Option("--freq", "-F", metavar="HZ", min=1, help="samples per second")] = DEFAULT_FREQ,
     call_graph: Annotated[
-        str, typer.Option("--call-graph", callback=parse_call_graph_option, help="fp, lbr, dwarf or dwarf,SIZE")
+        str,
+        typer.Option(
+            "--call-graph", metavar="MODE", callback=parse_call_graph_option, help="fp, lbr, dwarf or dwarf,SIZE"
+        ),
     ] = DEFAULT_CALL_GRAPH,
-    event: Annotated[str, typer.Option("--event", "-e", help="perf event to sample")] = DEFAULT_EVENT,
+    event: Annotated[str, typer.Option("--event", "-e", metavar="EVENT", help="perf event to sample")] = DEFAULT_EVENT,
     window: Annotated[
         str | None,
         typer.Option("--window", metavar="START,END", help="keep samples in this CLOCK_MONOTONIC span (s)"),
     ] = None,
-    output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("flamegraph.svg"),
-    folded: Annotated[Path | None, typer.Option("--folded", help="also write the folded stacks here")] = None,
+    output: Output = Path("flamegraph.svg"),
+    folded: Folded = None,
     perf_data: PerfData = None,
     title: Title = None,
     preset: Preset = None,
     highlight: Highlight = None,
+    width: Width = 1200,
+    top: Top = 10,
+    png: Png = None,
+    open_: Open = False,
     threads: Threads = False,
     group_unknown: Annotated[
         bool,
@@ -114,10 +140,16 @@ def record_cli(
         ),
     ] = False,
 ) -> None:
-    """Profile a command (`flamegraph record -- CMD ARGS`) or a pid on-CPU and draw its flame graph.
+    """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
     Records with `perf record -N --buildid-all -k CLOCK_MONOTONIC -e cpu-clock -F 499 --call-graph dwarf,16384`;
     Ctrl-C stops the recording and still draws the graph.
+
+    \b
+    Examples:
+      flamegraph record -o train.svg -- python train.py --epochs 1
+      flamegraph record --pid 4242 --duration 10 --folded app.folded -o app.svg --open
+      flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
     """
     from ..jit.recording import JIT_CALL_GRAPH
     from ..record import RecordOptions, RecordSpec
@@ -130,11 +162,14 @@ def record_cli(
     span = parse_window_option(window)
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
-    options = render_options(name, title, subtitle, preset, list(highlight or []))
+    options = render_options(name, title, subtitle, preset, list(highlight or []), width, top)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
     exports = ExportRequest(exports.files, options.title)
-    draw = OutputRequest(options if not no_svg else None, output, folded, threads, group_unknown, exports)
+    draw = OutputRequest(
+        options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
+        open_,
+    )  # fmt: skip
     record_and_draw(spec, span, draw, perf_data, jit, mxnet)
 
 
@@ -148,6 +183,8 @@ class OutputRequest:
     threads: bool = False
     group_unknown: bool = True
     exports: ExportRequest = ExportRequest()  # --speedscope, --pprof, --chrome-trace
+    png: Path | None = None  # --png: the static view as an image
+    open: bool = False  # --open: the SVG in the user's browser
 
 
 def record_and_draw(
@@ -170,11 +207,13 @@ def record_and_draw(
     from ..oncpu import fold_with_report
     from ..record import Status, record
     from ..render import render_svg
+    from ..sidecar import Context
     from ..writer import write_results
+    from .inputs import open_in_browser
     from .scratch import ScratchRecording, exit_for_signal
 
     status = Status()
-    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data)
+    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
         jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
@@ -189,7 +228,13 @@ def record_and_draw(
             mx.report(joiner, profile)
         options = draw.options
         svg = draw.svg if options is not None else None
-        write_results(profile, draw.folded, svg, lambda: render_svg(profile, options), status.note)  # type: ignore[arg-type]
+        context = Context.of(profile, **drawn_with(options))
+        write_results(
+            profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
+            context, draw.png,
+        )  # fmt: skip
+        if draw.open and svg is not None:
+            open_in_browser(svg)
         if draw.exports:
             from .convert import write_exports
 
@@ -200,6 +245,14 @@ def record_and_draw(
             write_exports(draw.exports, profile, recording, status.note, fold, window)
         report_top(profile, status)
     exit_for_signal(recording)
+
+
+def drawn_with(options: RenderOptions | None) -> dict[str, object]:
+    """How the graph was drawn, saved beside the folded file so `render` draws it the same way."""
+    if options is None:
+        return {}
+    rules = [rule for rule in options.highlights if isinstance(rule, str)]
+    return {"title": options.title, "subtitle": options.subtitle, "preset": options.preset, "highlights": rules}
 
 
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:

@@ -12,20 +12,39 @@ import typer
 from ..export import ExportRequest
 from ..record.spec import parse_call_graph, parse_window
 
-Command = Annotated[list[str] | None, typer.Argument(help="the program to profile, after --", show_default=False)]
-Duration = Annotated[
-    float | None, typer.Option("--duration", min=0.1, help="stop after S seconds (default: exit/Ctrl-C)")
+Command = Annotated[
+    list[str] | None,
+    typer.Argument(metavar="COMMAND", help="the program to profile and its arguments, after --", show_default=False),
 ]
-PerfData = Annotated[Path | None, typer.Option("--perf-data", help="keep perf.data here (default: a temporary file)")]
-Title = Annotated[str | None, typer.Option("--title", help="graph title")]
+Duration = Annotated[
+    float | None,
+    typer.Option("--duration", metavar="SECONDS", min=0.1, help="stop after this long (default: exit/Ctrl-C)"),
+]
+PerfData = Annotated[
+    Path | None,
+    typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
+]
+Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="graph title")]
 NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]
-# The graph options `record` and `fleet record` share.
-Preset = Annotated[str | None, typer.Option("--preset", help="highlight preset, e.g. onednn")]
+Output = Annotated[Path, typer.Option("-o", "--output", metavar="FILE", help="the SVG to write")]
+Folded = Annotated[
+    Path | None,
+    typer.Option("--folded", metavar="FILE", help="also write the folded stacks here (and FILE.json beside it)"),
+]
+Pid = Annotated[int | None, typer.Option("--pid", "-p", metavar="PID", help="profile this running process instead")]
+# The graph options `record`, `offcpu` and `fleet record` share (named as `render` names them).
+Preset = Annotated[
+    str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops")
+]
 Highlight = Annotated[
     list[str] | None,
     typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
 ]
 Threads = Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")]
+Width = Annotated[int, typer.Option("--width", metavar="PIXELS", help="image width in pixels")]
+Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
+Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
+Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
 
 
 def parse_call_graph_option(text: str) -> str:
@@ -55,9 +74,15 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
 
 
-def check_outputs(svg: Path | None, folded: Path | None, exports: ExportRequest, perf_data: Path | None) -> None:
-    """Every output can be written: an unwritable one must not cost a recording."""
+def check_outputs(
+    svg: Path | None, folded: Path | None, exports: ExportRequest, perf_data: Path | None, png: Path | None = None
+) -> None:
+    """Every output can be written, and --png can be drawn: a missing one must not cost a recording."""
     from ..writer import check_writable
 
-    for path in (svg, folded, *(path for _, path in exports.files), perf_data):
+    for path in (svg, folded, *(path for _, path in exports.files), perf_data, png):
         check_writable(path)
+    if png is not None:
+        from ..render.png import check_png
+
+        check_png()

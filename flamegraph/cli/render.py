@@ -12,51 +12,82 @@ import typer
 
 from ..diagnostics import BadOption, Diagnostics, InputMissing
 from ..model import FoldedProfile
+from ..sidecar import Context, read_sidecar
 from .app import app
 from .describe import describe_profile
+from .inputs import check_terminal_output, open_in_browser, reading_stdin_note, refuse_wrong_input
+
+DEFAULT_TITLE = "Flame Graph"  # flamegraph.render.options.DEFAULT_TITLE, without importing the renderer
 
 # Options shared by both commands (flamegraph.pl's names).
-Output = Annotated[Path | None, typer.Option("-o", "--output", help="write the SVG here instead of stdout")]
-Title = Annotated[str, typer.Option("--title", help="title text")]
-Subtitle = Annotated[str | None, typer.Option("--subtitle", help="second-level title")]
-Width = Annotated[int, typer.Option("--width", help="image width in pixels")]
-Height = Annotated[int, typer.Option("--height", help="height of each frame in pixels")]
-FontSize = Annotated[float, typer.Option("--fontsize", help="font size")]
-FontType = Annotated[str, typer.Option("--fonttype", help="font family")]
-MinWidth = Annotated[
-    str, typer.Option("--minwidth", help="omit frames narrower than this: pixels, or a percentage like 0.5%")
+Output = Annotated[
+    Path | None, typer.Option("-o", "--output", metavar="FILE", help="write the SVG here (stdout when piped)")
 ]
-CountName = Annotated[str | None, typer.Option("--countname", help="count label (default: the profile's unit)")]
-NameType = Annotated[str, typer.Option("--nametype", help="label before a frame's details")]
+Title = Annotated[
+    str | None, typer.Option("--title", metavar="TEXT", help="title text (default: the capture's, or 'Flame Graph')")
+]
+Subtitle = Annotated[str | None, typer.Option("--subtitle", metavar="TEXT", help="second-level title")]
+Width = Annotated[int, typer.Option("--width", metavar="PIXELS", help="image width in pixels")]
+Height = Annotated[int, typer.Option("--height", metavar="PIXELS", help="height of each frame in pixels")]
+FontSize = Annotated[float, typer.Option("--fontsize", metavar="SIZE", help="font size")]
+FontType = Annotated[str, typer.Option("--fonttype", metavar="FONT", help="font family")]
+MinWidth = Annotated[
+    str,
+    typer.Option(
+        "--minwidth", metavar="PIXELS|N%", help="omit frames narrower than this: pixels, or a percentage like 0.5%"
+    ),
+]
+CountName = Annotated[
+    str | None, typer.Option("--countname", metavar="UNIT", help="count label (default: the profile's unit)")
+]
+NameType = Annotated[str, typer.Option("--nametype", metavar="TEXT", help="label before a frame's details")]
 Reverse = Annotated[bool, typer.Option("--reverse", help="reverse each stack: merge from the leaf")]
 Inverted = Annotated[bool, typer.Option("--inverted", help="icicle graph: root at the top")]
 Negate = Annotated[bool, typer.Option("--negate", help="swap the differential hues (blue <-> red)")]
-Factor = Annotated[float, typer.Option("--factor", help="multiply displayed counts by this")]
-Notes = Annotated[str, typer.Option("--notes", help="text stored in the SVG (its <desc>)")]
+Factor = Annotated[float, typer.Option("--factor", metavar="X", help="multiply displayed counts by this")]
+Notes = Annotated[str, typer.Option("--notes", metavar="TEXT", help="text stored in the SVG (its <desc>)")]
 Highlight = Annotated[
     list[str] | None,
     typer.Option(
         "--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="colour matching frames, with a legend (repeatable)"
     ),
 ]
-Preset = Annotated[str | None, typer.Option("--preset", help="built-in highlight classes: onednn, mxnet-ops")]
-Top = Annotated[int, typer.Option("--top", help="rows of the self-time table (0: none)")]
+Preset = Annotated[
+    str | None, typer.Option("--preset", metavar="NAME", help="built-in highlight classes: onednn, mxnet-ops")
+]
+Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
 Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")]
-Event = Annotated[str | None, typer.Option("--event", help="the sampled event, for the header")]
-Unit = Annotated[str | None, typer.Option("--unit", help="the counts' unit: samples, or microseconds (off-CPU)")]
+Event = Annotated[
+    str | None, typer.Option("-e", "--event", metavar="EVENT", help="the sampled event, for the header")
+]
+Unit = Annotated[
+    str | None,
+    typer.Option("--unit", metavar="UNIT", help="the counts' unit: samples, or microseconds (off-CPU)"),
+]
 Meta = Annotated[
     list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact for the header (repeatable)")
 ]
+ShowIdle = Annotated[
+    bool,
+    typer.Option(
+        "--show-idle", help="off-CPU: draw the threads idle the whole window too (default: one line names them)"
+    ),
+]
+Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
+NoContext = Annotated[
+    bool, typer.Option("--no-context", help="ignore FILE.json, the capture facts saved beside a folded FILE")
+]
 
 
-@app.command()
+@app.command(short_help="Draw folded stacks as an interactive SVG flame graph.")
 def render(
     inputs: Annotated[
-        list[str] | None, typer.Argument(help="folded stacks (text or .gz), or - for stdin", show_default=False)
+        list[str] | None,
+        typer.Argument(metavar="FOLDED", help="folded stacks (text or .gz), or - for stdin", show_default=False),
     ] = None,
     output: Output = None,
-    title: Title = "Flame Graph",
+    title: Title = None,
     subtitle: Subtitle = None,
     width: Width = 1200,
     height: Height = 16,
@@ -69,6 +100,7 @@ def render(
         str | None,
         typer.Option(
             "--colors",
+            metavar="PALETTE",
             help="palette: hot (default; io for off-CPU), mem, io, wakeup, chain, "
             "java, js, perl, python, red, green, blue, aqua, yellow, purple, orange",
         ),
@@ -90,25 +122,40 @@ def render(
     highlight: Highlight = None,
     preset: Preset = None,
     top: Top = 10,
+    show_idle: ShowIdle = False,
     event: Event = None,
     unit: Unit = None,
     meta: Meta = None,
+    no_context: NoContext = False,
     png: Png = None,
+    open_: Open = False,
     strict: Strict = False,
     format_: Annotated[
         str,
         typer.Option(
-            "--format", help="svg, or an export: speedscope, pprof (gzip'd profile.proto), folded (see `convert`)"
+            "--format",
+            metavar="FORMAT",
+            help="svg, or an export: speedscope, pprof (gzip'd profile.proto), folded (see `convert`)",
         ),
     ] = "svg",
     group_by: Annotated[
         str | None,
-        typer.Option("--group-by", help="op: re-root stacks at their [op] frame (profiles recorded with --mxnet)"),
+        typer.Option(
+            "--group-by", metavar="op", help="op: re-root stacks at their [op] frame (profiles recorded with --mxnet)"
+        ),
     ] = None,
 ) -> None:
-    """Render folded stacks (`a;b;c 42`, ours, flamegraph.pl's or inferno's) as an interactive SVG.
+    """Draw folded stacks (ours, flamegraph.pl's or inferno's) as an interactive SVG flame graph.
 
-    Two counts per line (difffolded.pl's `stack BEFORE AFTER`) draw a differential graph, as flamegraph.pl does.
+    Reads `a;b;c 42` lines; two counts per line (difffolded.pl's `stack BEFORE AFTER`) draw a
+    differential graph. The capture facts saved beside a folded file (FILE.json, written by
+    `fold -o`, `record --folded` and `offcpu --folded`) give the graph its title, event, unit and header.
+
+    \b
+    Examples:
+      flamegraph render out.folded -o out.svg
+      flamegraph render waits.folded --show-idle -o waits.svg --open
+      flamegraph render out.folded --preset onednn --top 20 --png out.png -o out.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
     from ..render import RenderOptions, render_diff, render_svg
@@ -117,8 +164,18 @@ def render(
         raise BadOption(f"--group-by {group_by!r}: the only grouping is op")
     if group_by is not None and flamechart:
         raise BadOption("--group-by op re-roots merged stacks: it has no time order for --flamechart")
+    paths = inputs or ["-"]
+    if format_ == "svg":
+        check_terminal_output(output, "the SVG")
+    refuse_wrong_input(paths, "folded stacks", "render")
+    reading_stdin_note(paths, "folded stacks")
     diagnostics = Diagnostics(strict=strict)
-    read = _read(inputs or ["-"], diagnostics, keep_order=flamechart)
+    read = _read(paths, diagnostics, keep_order=flamechart)
+    context = None if no_context else _context(paths)
+    if context is not None:
+        context.apply(read.profile)
+        if read.before is not None:
+            context.apply(read.before)
     if group_by == "op":
         from ..mxnet.views import group_by_op  # only for this option: start-up stays lean
 
@@ -130,7 +187,7 @@ def render(
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
-        export_profile(read.profile, format_, output, title, png)
+        export_profile(read.profile, format_, output, title or DEFAULT_TITLE, png)
         return
     from ..color import format_palette
     from ..writer import write_atomically
@@ -140,12 +197,16 @@ def render(
     if palette_path is not None:
         _check_distinct(palette_path, output, png)
     palette_map = load_palette(palette_path) if palette_path is not None and read.before is None else None
+    drawn_before = context is not None and not (preset or highlight)
     options = RenderOptions(
-        title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
+        title=title or (context.title if context and context.title else DEFAULT_TITLE),
+        subtitle=subtitle if subtitle is not None else (context.subtitle if context else None),
+        width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
         min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,
         palette_map=palette_map, inverted=inverted, reverse=reverse,
-        flamechart=flamechart, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []),
-        preset=preset, top=top,
+        flamechart=flamechart, negate=negate, factor=factor, notes=notes,
+        highlights=list(highlight or (context.highlights if drawn_before and context else [])),
+        preset=preset or (context.preset if drawn_before and context else None), top=top, show_idle=show_idle,
     )  # fmt: skip
     if read.before is not None:
         if flamechart:
@@ -155,17 +216,19 @@ def render(
         svg = render_diff(read.before, read.profile, options)
     else:
         svg = render_svg(read.profile, options, read.stacks)
-    _write(svg, output, png)
+    _write(svg, output, png, open_)
     if palette_path is not None and palette_map is not None:
         write_atomically(palette_path, partial(_put, format_palette(palette_map)))
 
 
-@app.command()
+@app.command(short_help="Draw what changed between two profiles (differential graph).")
 def diff(
-    before: Annotated[str, typer.Argument(help="folded stacks BEFORE the change (text, .gz, or -)")],
-    after: Annotated[str, typer.Argument(help="folded stacks AFTER the change")],
+    before: Annotated[
+        str, typer.Argument(metavar="BEFORE", help="folded stacks BEFORE the change (text, .gz, or -)")
+    ],
+    after: Annotated[str, typer.Argument(metavar="AFTER", help="folded stacks AFTER the change")],
     output: Output = None,
-    title: Title = "Flame Graph",
+    title: Title = None,
     subtitle: Subtitle = None,
     width: Width = 1200,
     height: Height = 16,
@@ -178,7 +241,11 @@ def diff(
     negate: Negate = False,
     diff_width: Annotated[
         str,
-        typer.Option("--diff-width", help="frame widths: max (of before and after; nothing vanishes), after, before"),
+        typer.Option(
+            "--diff-width",
+            metavar="max|after|before",
+            help="frame widths: max (of before and after; nothing vanishes), after, before",
+        ),
     ] = "max",
     reverse: Reverse = False,
     inverted: Inverted = False,
@@ -190,26 +257,51 @@ def diff(
     event: Event = None,
     unit: Unit = None,
     meta: Meta = None,
+    no_context: NoContext = False,
     png: Png = None,
+    open_: Open = False,
     strict: Strict = False,
 ) -> None:
-    """Differential flame graph: frames red where AFTER has more self time than BEFORE, blue where less."""
+    """Draw a differential flame graph: red where AFTER has more self time than BEFORE, blue where less.
+
+    Each side's capture facts (FILE.json beside it) give its event, unit and header lines.
+
+    \b
+    Examples:
+      flamegraph diff before.folded after.folded -o diff.svg
+      flamegraph diff before.folded after.folded --normalize --preset onednn -o diff.svg --open
+    """
     from ..render import RenderOptions, render_diff
 
     if before == "-" and after == "-":
         raise BadOption("BEFORE and AFTER cannot both be stdin")
+    check_terminal_output(output, "the SVG")
+    refuse_wrong_input([before, after], "folded stacks", "diff")
     diagnostics = Diagnostics(strict=strict)
     old, new = (_one_count(_read([path], diagnostics), path) for path in (before, after))
     diagnostics.finish()
-    for profile in (old, new):
+    for path, profile in ((before, old), (after, new)):
+        context = None if no_context else _context([path])
+        if context is not None:
+            context.apply(profile)
         describe_profile(profile, event, unit, meta)
     options = RenderOptions(
-        title=title, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
-        min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted, reverse=reverse,
-        negate=negate, factor=factor, notes=notes, highlights=list(highlight or []), preset=preset,
+        title=title or DEFAULT_TITLE, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize,
+        font_type=fonttype, min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted,
+        reverse=reverse, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []), preset=preset,
         normalize=normalize, top=top, diff_width=diff_width,
     )  # fmt: skip
-    _write(render_diff(old, new, options), output, png)
+    _write(render_diff(old, new, options), output, png, open_)
+
+
+def _context(paths: list[str]) -> Context | None:
+    """The capture facts beside a single folded file (several inputs, or stdin, have none)."""
+    if len(paths) != 1 or paths[0] == "-":
+        return None
+    context, note = read_sidecar(paths[0])
+    if note is not None:
+        typer.echo(f"flamegraph: {note}", err=True)
+    return context
 
 
 @dataclass
@@ -253,7 +345,7 @@ def _check_distinct(palette: Path, *outputs: Path | None) -> None:
             raise BadOption(f"--palette-file {palette}: is also an output of this run")
 
 
-def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
+def _write(svg: bytes, output: Path | None, png: Path | None, open_: bool = False) -> None:
     from ..render import render_png
     from ..writer import write_atomically
 
@@ -261,6 +353,8 @@ def _write(svg: bytes, output: Path | None, png: Path | None) -> None:
         image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output
         write_atomically(png, partial(_put, image))
     write_atomically(output, partial(_put, svg))
+    if open_:
+        open_in_browser(output)
 
 
 def _put(data: bytes, out: BinaryIO) -> None:

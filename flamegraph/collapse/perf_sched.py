@@ -33,7 +33,7 @@ from typing import NamedTuple
 from ..diagnostics import Diagnostics
 from ..folded import decode
 from .frames import FrameNames
-from .options import FoldOptions, SampleHook
+from .options import FoldOptions, FrameHook, SampleHook
 
 # Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
 # int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
@@ -82,6 +82,7 @@ class OffCpuOptions:
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
     window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
     sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
+    frame_hook: FrameHook | None = None  # as in fold: names [unknown] frames by function (--group-unknown)
 
 
 class _OpenWait(NamedTuple):
@@ -222,8 +223,10 @@ class SchedCollapser:
     def __init__(self, options: OffCpuOptions, diagnostics: Diagnostics) -> None:
         self.options = options
         self.diagnostics = diagnostics
-        # Frames are named as `fold` names them; kernel frames dropped unless `kernel`.
-        self.frames = FrameNames(FoldOptions(kernel=options.annotate_kernel), drop_kernel=not options.kernel)
+        # Frames are named as `fold` names them ([unknown] ones grouped by `frame_hook`, as in fold);
+        # kernel frames dropped unless `kernel`.
+        names = FoldOptions(kernel=options.annotate_kernel, frame_hook=options.frame_hook)
+        self.frames = FrameNames(names, drop_kernel=not options.kernel)
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
         self.other_records = 0  # samples of other events, not folded

@@ -94,8 +94,9 @@ class OffCpuFolder:
     def profile(self, totals: OffCpuTotals | None = None) -> FoldedProfile:
         """The waits per stack in microseconds; the header shows `totals` (those of `totals()` by default)."""
         counts = {decode(stack): _microseconds(ns) for stack, ns in self.ns_by_stack.items()}
-        meta = (totals or self.totals()).metadata()
-        return FoldedProfile(counts, "microseconds", "sched:sched_switch", meta)
+        totals = totals or self.totals()
+        window = totals.window_ns / 1000 or None  # typed: the renderer tells idle threads with it
+        return FoldedProfile(counts, "microseconds", "sched:sched_switch", totals.metadata(), window_us=window)
 
     def totals(self, window_ns: int = 0, lost: int = 0, silent: Sequence[bytes] = ()) -> OffCpuTotals:
         return OffCpuTotals(

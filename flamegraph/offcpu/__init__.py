@@ -12,5 +12,6 @@ when the CPU goes idle or to another process (pairing on `next_pid` alone loses 
 `-p` follows threads created during the recording (perf inherits the events to them).
 
 Modules: `record` (the options, why the tracepoint cannot be recorded, `perf record`), `proc` (the
-/proc snapshots that account for the threads perf saw nothing of), `fold` (perf script -> waits -> profile).
+/proc snapshots that account for the threads perf saw nothing of), `fold` (perf script -> waits -> profile),
+`threads` (roles, totals, idle threads and the functions that blocked, read from any off-CPU profile).
 """

@@ -9,6 +9,7 @@ from ..collapse.perf import PerfCollapser
 from ..diagnostics import Diagnostics, NoSamples
 from ..fold import fold_input
 from ..model import FoldedProfile
+from ..window import describe_window
 from .spec import ONCPU_FIELDS, Recording
 from .status import Status
 
@@ -62,5 +63,5 @@ def fold_recording(
         raise NoSamples(f"{label}: no samples{where}")
     profile.metadata.update(recording.metadata)
     if window is not None:
-        profile.metadata["window"] = ",".join("" if b is None else f"{b:.3f}" for b in window)
+        profile.metadata["window"] = describe_window(window)
     return profile

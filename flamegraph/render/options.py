@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
+from .facts import Table
 
 DEFAULT_TITLE = "Flame Graph"
 MIN_WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)%?$")
@@ -45,6 +46,12 @@ class RenderOptions:
     normalize: bool = False  # diff: scale BEFORE to AFTER's total
     top: int = 10  # rows of the self-time table
     diff_width: str = "max"  # diff: frame widths from max(before, after) per stack, or one side
+    show_idle: bool = False  # off-CPU: draw the threads that were idle the whole window (else one line says so)
+    tables: list[Table] = field(default_factory=list)  # more tables for the capture facts (after the metadata)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.font_size, float) and self.font_size.is_integer():
+            self.font_size = int(self.font_size)  # --fontsize 12 draws what the default 12 draws, byte for byte
 
     def check(self) -> None:
         """Raise `BadOption` for values we cannot draw."""

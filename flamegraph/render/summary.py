@@ -6,26 +6,39 @@ from collections.abc import Iterable
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
-from .text import format_count, format_seconds, format_signed
+from .text import count_text, format_seconds, format_signed
 
 SEP = ";"
 
 
 def profile_facts(profile: FoldedProfile, count_name: str, factor: float) -> str:
-    """'cpu-clock · 12,345 samples · 321 stacks' (off-CPU: says so, with seconds)."""
-    total = profile.total * factor
-    parts = [f"event: {profile.event}" if profile.event else "event: not recorded"]
+    """The summary line: 'cpu-clock · 12,345 samples · 321 stacks' (off-CPU: says so, with seconds)."""
+    drawn = profile.total * factor
+    event = profile.event or "event not recorded"
     if profile.unit == "microseconds":
-        parts.append(f"off-CPU time in microseconds: {format_count(total)} {count_name} ({format_seconds(total)})")
+        threads = len({stack.partition(SEP)[0] for stack in profile.counts})
+        plural = "s" if threads != 1 else ""
+        parts = [f"off-CPU time ({event})", f"{format_seconds(drawn)} in {threads:,} thread{plural}"]
+        if profile.window_us:
+            parts.append(f"window {format_seconds(profile.window_us)}")
     else:
-        parts.append(f"unit: {profile.unit}")
-        parts.append(f"total: {format_count(total)} {count_name}")
-    parts.append(f"{len(profile.counts):,} distinct stacks")
+        parts = [event, count_text(drawn, count_name)]
+    stacks = len(profile.counts)
+    parts.append(f"{stacks:,} stack{'s' if stacks != 1 else ''}")
     return " · ".join(parts)
 
 
+# Facts the summary line already says, or that a table shows better.
+SAID_ELSEWHERE = ("by thread",)
+
+
 def metadata_lines(profile: FoldedProfile) -> list[str]:
-    return [f"{key}: {value}" for key, value in profile.metadata.items()]
+    return [
+        f"{key}: {value}"
+        for key, value in profile.metadata.items()
+        if not (key == "event" and value == profile.event)
+        and not (key in SAID_ELSEWHERE and profile.unit == "microseconds")
+    ]
 
 
 def diff_metadata_lines(before: FoldedProfile, after: FoldedProfile) -> list[str]:

@@ -30,8 +30,11 @@ from ..diagnostics import BadCounts, NoSamples
 from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
+from .facts import Table
+from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
-from .page import XPAD, Page, build_page
+from .page import XPAD, LegendItem, Page, PageText, build_page
+from .search import search_examples
 from .summary import (
     change_text,
     class_shares,
@@ -41,7 +44,18 @@ from .summary import (
     top_changes,
     top_self,
 )
-from .text import display_name, display_text, fit_label, format_count, format_number, format_percent, format_signed
+from .text import (
+    MIN_PREFIX,
+    count_text,
+    display_name,
+    display_text,
+    fit_label,
+    format_count,
+    format_duration_us,
+    format_number,
+    format_percent,
+    format_signed,
+)
 
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
@@ -132,14 +146,16 @@ def _draw(
         frames.append((title(frame, name), x, str(y), width, fill(frame)))
         pixels = frame.width * scale
         if pixels >= LABEL_MIN_PX:
-            label = fit_label(name, pixels - 6, options.font_size)
+            label = fit_label(name, pixels - 6, options.font_size, MIN_PREFIX)
             if label:
                 left = XPAD + frame.start * scale + 3
                 labels.append((round(left, 2), round(page.graph_top + y + text_dy, 2), label))
     return Drawing(frames, labels, layout.total, layout.max_depth, divisor)
 
 
-def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool) -> dict[str, object]:
+def _settings(
+    options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool, examples: list[str]
+) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
         "nameType": display_name(options.name_type),
@@ -156,6 +172,14 @@ def _settings(options: RenderOptions, page: Page, drawing: Drawing, count_name: 
         "searchColor": SEARCH_COLOR,
         "diff": diff,
         "coordinateDivisor": drawing.divisor,
+        "width": page.width,
+        "height": page.height,
+        "titleY": page.title_y,
+        "detailsY": page.details_y,
+        "belowTop": page.below_top,
+        "factsTop": page.facts_top,
+        "minPrefix": MIN_PREFIX,
+        "searchExamples": [display_name(example) for example in examples],
     }
 
 
@@ -167,6 +191,7 @@ def _document(
     palette: str,
     count_name: str,
     diff: bool,
+    examples: list[str],
 ) -> bytes:
     shown = replace(
         options,
@@ -181,7 +206,7 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff),
+        "settings": _settings(options, page, drawing, count_name, diff, examples),
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
@@ -196,17 +221,21 @@ def _document(
 
 def _legend_shares(
     highlighter: Highlighter | None, stacks: Iterable[tuple[str, float]], total: float
-) -> list[tuple[str, str]]:
+) -> list[LegendItem]:
+    """Each class that matches something: its name and shares; its regular expression in the tooltip."""
     if highlighter is None:
         return []
     legend = []
     shares = class_shares(stacks, highlighter)
     for index, (rule, (inclusive, own)) in enumerate(zip(highlighter.rules, shares, strict=True)):
-        text = (
-            f"{rule.label}: {format_percent(inclusive, total)}% of all (stacks through it),"
-            f" {format_percent(own, total)}% self · /{rule.pattern}/"
+        if not inclusive:
+            continue  # a class that matches nothing says nothing
+        text = f"{rule.label} {format_percent(inclusive, total)} % (self {format_percent(own, total)} %)"
+        tooltip = (
+            f"{rule.label}: /{rule.pattern}/ · {format_percent(inclusive, total)} % of all (stacks through a "
+            f"matching frame), {format_percent(own, total)} % self (stacks ending in one)"
         )
-        legend.append((highlighter.swatch(index), text))
+        legend.append(LegendItem(highlighter.swatch(index), text, tooltip))
     return legend
 
 
@@ -226,6 +255,9 @@ def render_svg(
     options.check()
     palette = options.palette_for(profile)
     source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
+    view = offcpu_view(profile, options.show_idle) if profile.unit == "microseconds" and stacks is None else None
+    if view is not None:
+        source = view.counts
     if palette == "chain":
         pairs = source.items() if isinstance(source, Mapping) else source
         source = [(_chain(text), weight) for text, weight in pairs]
@@ -254,42 +286,71 @@ def render_svg(
                 return highlighter.fill(index, frame.name)
         return painter.fill(frame.name)
 
+    durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
+
     def title(frame: Rect, name: str) -> str:
         percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        return f"{name} ({format_count(frame.width * factor)} {count_name}, {percent}%)"
+        amount = format_duration_us(frame.width) if durations else count_text(frame.width * factor, count_name)
+        return f"{name} ({amount}, {percent}%)"
 
-    info = [profile_facts(profile, count_name, factor), *metadata_lines(profile)]
-    legend = _legend_shares(highlighter, items, total)
-    table = [
-        (f"{format_percent(weight, total)}%", format_count(weight * factor), name)
-        for name, weight in top_self(items, options.top)
+    drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
+    summary = [profile_facts(drawn, count_name, factor)]
+    tables = list(options.tables)
+    if view is not None:
+        summary += view.summary()
+        tables.insert(0, view.thread_table())
+        ranked = blocked_in(view.counts, options.top)
+        heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
+    else:
+        ranked = top_self(items, options.top)
+        heading = f"Top {len(ranked)} functions by self {count_name}"
+    rows = [
+        (f"{format_percent(weight, total)}%", _amount(weight * factor, profile, options), name)
+        for name, weight in ranked
     ]
-    page = _page(options, layout, info, legend, f"Top {len(table)} functions by self {count_name}", table)
+    text = PageText(
+        summary=summary,
+        legend=_legend_shares(highlighter, items, total),
+        table=Table(heading, rows=rows) if rows else None,
+        facts=metadata_lines(profile),
+        fact_tables=tables,
+    )
+    page = _page(options, layout, text)
     drawing = _draw(layout, options, page, fill, title)
-    svg = _document(options, page, drawing, options.title_for(profile), palette, count_name, diff=False)
+    examples = search_examples([name for name, _ in ranked], view is not None)
+    title_text = options.title_for(profile)
+    svg = _document(options, page, drawing, title_text, palette, count_name, diff=False, examples=examples)
     if options.palette_map is not None:  # extended in memory; the caller saves it
         options.palette_map.update((name, color) for name, color in painter.cache.items() if name)
     return svg
 
 
-def _page(
-    options: RenderOptions,
-    layout: Layout,
-    info: list[str],
-    legend: list[tuple[str, str]],
-    heading: str,
-    table: list[tuple[str, str, str]],
-) -> Page:
+def _amount(value: float, profile: FoldedProfile, options: RenderOptions) -> str:
+    """A table's amount: a duration for off-CPU microseconds, else the count."""
+    if profile.unit == "microseconds" and options.count_name is None and options.factor == 1:
+        return format_duration_us(value)
+    return format_count(value)
+
+
+def _page(options: RenderOptions, layout: Layout, text: PageText) -> Page:
     """The page around the frames, its texts escaped (display_text) before they are measured and cut."""
-    return build_page(
-        options.width,
-        options.font_size,
-        bool(options.subtitle),
-        [display_text(line) for line in info],
-        [(fill, display_text(text)) for fill, text in legend],
-        (layout.max_depth + 1) * options.frame_height,
-        display_text(heading),
-        [(left, middle, display_name(name)) for left, middle, name in table],
+    escaped = PageText(
+        summary=[display_text(line) for line in text.summary],
+        legend=[LegendItem(item.fill, display_text(item.text), display_text(item.tooltip)) for item in text.legend],
+        table=_escape_table(text.table) if text.table is not None else None,
+        facts=[display_text(line) for line in text.facts],
+        fact_tables=[_escape_table(table) for table in text.fact_tables],
+    )
+    graph_height = (layout.max_depth + 1) * options.frame_height
+    return build_page(options.width, options.font_size, bool(options.subtitle), escaped, graph_height)
+
+
+def _escape_table(table: Table) -> Table:
+    return Table(
+        display_text(table.heading),
+        tuple(display_text(title) for title in table.columns),
+        [tuple(display_name(cell) for cell in row) for row in table.rows],
+        table.align,
     )
 
 
@@ -326,7 +387,6 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
             f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )
 
-    info = _diff_info(before, after, stacks, count_name, factor, options)
     legend = _diff_legend(options.negate)
     if rules:
         legend += _diff_shares(Highlighter(rules), before, after)
@@ -334,9 +394,19 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         (change_text(old * factor, new * factor), f"{format_count(old * factor)} -> {format_count(new * factor)}", name)
         for name, old, new in top_changes(before.counts.items(), after.counts.items(), stacks.scale, options.top)
     ]
-    page = _page(options, layout, info, legend, f"Largest changes of self {count_name} (before -> after)", rows)
+    heading = f"Largest changes of self {count_name} (before -> after)"
+    text = PageText(
+        summary=_diff_info(before, after, stacks, count_name, factor, options),
+        legend=legend,
+        table=Table(heading, rows=rows) if rows else None,
+        facts=diff_metadata_lines(before, after),
+        fact_tables=list(options.tables),
+    )
+    page = _page(options, layout, text)
     drawing = _draw(layout, options, page, fill, title)
-    return _document(options, page, drawing, options.title_for(after, diff=True), "hot", count_name, diff=True)
+    examples = search_examples([row[2] for row in rows], False)
+    title_text = options.title_for(after, diff=True)
+    return _document(options, page, drawing, title_text, "hot", count_name, diff=True, examples=examples)
 
 
 def _diff_info(
@@ -347,35 +417,35 @@ def _diff_info(
     factor: float,
     options: RenderOptions,
 ) -> list[str]:
-    normalized = f" (normalized x{stacks.scale:.4g} to AFTER's total)" if options.normalize else ""
+    """One line: both totals, what the width and the colour mean."""
+    normalized = f" (BEFORE normalized x{stacks.scale:.4g} to AFTER's total)" if options.normalize else ""
     widths = {"max": "max(before, after)", "after": "AFTER", "before": "BEFORE"}[options.diff_width]
+    event = after.event or before.event or "event not recorded"
     return [
-        f"before: {profile_facts(before, count_name, factor)}",
-        f"after: {profile_facts(after, count_name, factor)}",
-        f"BEFORE {format_count(before.total * factor)} -> AFTER {format_count(after.total * factor)} {count_name}"
-        f"{normalized}; frame width: {widths} per stack; colour: change of self {count_name}",
-        *diff_metadata_lines(before, after),
+        f"{event} · BEFORE {count_text(before.total * factor, count_name)} -> AFTER "
+        f"{count_text(after.total * factor, count_name)}{normalized} · width: {widths} per stack · "
+        f"colour: change of self {count_name}"
     ]
 
 
-def _diff_legend(negate: bool) -> list[tuple[str, str]]:
+def _diff_legend(negate: bool) -> list[LegendItem]:
     grew, shrank = ("#ff0000", "#0000ff") if not negate else ("#0000ff", "#ff0000")
     return [
-        (grew, "grew: more self time in AFTER (deeper colour: larger change)"),
-        (shrank, "shrank: less self time in AFTER, or gone (still drawn, at its BEFORE width)"),
+        LegendItem(grew, "grew: more self time in AFTER", "deeper colour: larger change"),
+        LegendItem(shrank, "shrank or gone in AFTER", "a frame gone in AFTER is still drawn, at its BEFORE width"),
     ]
 
 
-def _diff_shares(highlighter: Highlighter, before: FoldedProfile, after: FoldedProfile) -> list[tuple[str, str]]:
+def _diff_shares(highlighter: Highlighter, before: FoldedProfile, after: FoldedProfile) -> list[LegendItem]:
     old = class_shares(before.counts.items(), highlighter)
     new = class_shares(after.counts.items(), highlighter)
     legend = []
     for index, rule in enumerate(highlighter.rules):
-        text = (
-            f"{rule.label}: {format_percent(old[index][0], before.total)}% -> "
-            f"{format_percent(new[index][0], after.total)}% of all · /{rule.pattern}/"
-        )
-        legend.append((highlighter.swatch(index), text))
+        if not (old[index][0] or new[index][0]):
+            continue
+        shares = f"{format_percent(old[index][0], before.total)} % -> {format_percent(new[index][0], after.total)} %"
+        tooltip = f"{rule.label}: /{rule.pattern}/"
+        legend.append(LegendItem(highlighter.swatch(index), f"{rule.label} {shares}", tooltip))
     return legend
 
 

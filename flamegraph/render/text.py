@@ -36,6 +36,14 @@ WIDE = frozenset("mwMW@%&")
 SYMBOL = frozenset("<>=+~^#_")
 WIDTHS = {"narrow": 0.36, "semi": 0.48, "wide": 1.1, "symbol": 0.86, "upper": 0.8, "other": 0.66, "foreign": 1.05}
 ELLIPSIS = ".."
+# What a line never breaks inside: a word, or a number with its unit ("2.762 s", "12.3 %").
+WORDS = re.compile(r"[-+]?\d[\d,.]*\s(?:s|ms|µs|ns|%|MB|KB|GB|Hz)(?=[\s,;)]|$)\S*\s*|\S+\s*|\s+")
+MIN_PREFIX = 3  # a cut label shows at least this many characters before "..": "M.." says nothing
+# Units whose singular the SVG uses for a count of exactly one ("1 sample", not "1 samples").
+SINGULAR = {
+    "samples": "sample", "microseconds": "microsecond", "events": "event", "bytes": "byte",
+    "calls": "call", "cycles": "cycle", "instructions": "instruction", "waits": "wait", "pages": "page",
+}  # fmt: skip
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -69,6 +77,21 @@ def format_count(value: float) -> str:
     if value == int(value) and abs(value) < 1e18:
         return f"{int(value):,}"
     return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def count_text(value: float, unit: str) -> str:
+    """'1,234 samples', '1 sample'."""
+    name = SINGULAR.get(unit, unit) if value == 1 else unit
+    return f"{format_count(value)} {name}"
+
+
+def format_duration_us(microseconds: float) -> str:
+    """A duration as people read it: '2.941 s', '12.3 ms', '85 µs'."""
+    if abs(microseconds) >= 1e6:
+        return f"{microseconds / 1e6:,.3f} s"
+    if abs(microseconds) >= 1e3:
+        return f"{microseconds / 1e3:.1f} ms"
+    return f"{microseconds:.0f} µs"
 
 
 def format_signed(value: float) -> str:
@@ -112,8 +135,9 @@ def text_width(text: str, font_size: float) -> float:
     return sum(map(char_em, text)) * font_size
 
 
-def fit_label(text: str, width: float, font_size: float) -> str:
-    """`text`, or its longest prefix + '..' that fits in `width` pixels, or '' if not even one char."""
+def fit_label(text: str, width: float, font_size: float, min_prefix: int = 1) -> str:
+    """`text`, or its longest prefix + '..' that fits in `width` pixels, or '' if not even
+    `min_prefix` characters (frame labels ask for MIN_PREFIX: a label must be readable)."""
     if width <= 0:
         return ""
     budget = width / font_size
@@ -137,11 +161,36 @@ def fit_label(text: str, width: float, font_size: float) -> str:
             break
         used += em
         cut += 1
-    return text[:cut] + ELLIPSIS if cut else ""
+    return text[:cut] + ELLIPSIS if cut >= max(1, min_prefix) else ""
 
 
 def wrap(text: str, width: float, font_size: float) -> list[str]:
-    """Split `text` into lines of at most `width` pixels (by the same wide estimate), never dropping text."""
+    """Split `text` into lines of at most `width` pixels (by the same wide estimate), never dropping text.
+
+    Lines break after a space (or after ', ' and ' · ' lists), never inside a word or a number
+    ("2.762 s" stays whole); only a word wider than the line is split where it must be.
+    """
+    lines: list[str] = []
+    line = ""
+    used = 0.0
+    for word in WORDS.findall(text):
+        size = text_width(word.rstrip(), font_size)
+        if line and used + size > width:
+            lines.append(line.rstrip())
+            line, used = "", 0.0
+        if not line and size > width:  # one word wider than the line: split it by characters
+            pieces = _split_chars(word, width, font_size)
+            lines.extend(pieces[:-1])
+            line = pieces[-1]
+            used = text_width(line, font_size)
+            continue
+        line += word
+        used += text_width(word, font_size)
+    lines.append(line.rstrip())
+    return lines
+
+
+def _split_chars(text: str, width: float, font_size: float) -> list[str]:
     lines: list[str] = []
     line = ""
     used = 0.0

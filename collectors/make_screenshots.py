@@ -1,0 +1,150 @@
+"""`make screenshots`: the graphs of the sample data as a reader sees them, in headless Chromium at 1400×1000.
+
+    python -m collectors.make_screenshots [--out docs/screenshots] [--name after] [--offcpu FOLDED]
+
+Folds and renders sample_data/ with the `flamegraph` command (on-CPU with the oneDNN preset, off-CPU,
+and the oneDNN-vs-OpenBLAS diff of tests/golden/render/), then opens each SVG in Debian's chromium
+(driven by selenium, as tests/test_browser.py does) with a 1400×1000 window and saves two
+screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root.
+`--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
+the off-CPU sample. Writes NAME-GRAPH.png and NAME-GRAPH-hover.png into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_data"
+GOLDEN = REPO / "tests" / "golden" / "render"
+WINDOW = (1400, 1000)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m collectors.make_screenshots", description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    p.add_argument("--name", default="after", help="prefix of the PNG files (default after)")
+    p.add_argument("--offcpu", type=Path, default=None, help="an off-CPU folded file to draw instead of the sample")
+    p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
+    return p.parse_args(argv)
+
+
+def flamegraph(*args: str) -> None:
+    command = [sys.executable, "-m", "flamegraph", *args]
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"make screenshots: {' '.join(command)} failed:\n{done.stderr}")
+
+
+def meta_options(sample: str) -> list[str]:
+    """The capture facts of a sample (its JSON) as --meta options, as a recording would have them."""
+    facts = json.loads((SAMPLES / f"{sample}.json").read_text())["capture"]
+    return [f"--meta={key}={value}" for key, value in facts.items() if key != "event"]
+
+
+def render_graphs(work: Path, offcpu: Path | None) -> dict[str, Path]:
+    """oncpu, offcpu and diff SVGs drawn with the `flamegraph` command from the repository's data."""
+    on, off = work / "mlp-oncpu.folded", work / "mlp-offcpu.folded"
+    flamegraph("fold", "--annotate", str(SAMPLES / "mlp-oncpu.perf.txt.gz"), "-o", str(on))
+    graphs = {"oncpu": work / "oncpu.svg", "offcpu": work / "offcpu.svg", "diff": work / "diff.svg"}
+    flamegraph(
+        "render", str(on), "--preset", "onednn", "--title", "MXNet MLP on MNIST: on-CPU", "--event", "cpu-clock",
+        *meta_options("mlp-oncpu"), "-o", str(graphs["oncpu"]),
+    )  # fmt: skip
+    if offcpu is None:
+        flamegraph("fold", "--offcpu", str(SAMPLES / "mlp-offcpu.perf.txt.gz"), "-o", str(off))
+        extra = meta_options("mlp-offcpu")
+    else:
+        shutil.copyfile(offcpu, off)
+        if offcpu.with_name(offcpu.name + ".json").exists():
+            shutil.copyfile(offcpu.with_name(offcpu.name + ".json"), off.with_name(off.name + ".json"))
+        extra = []
+    flamegraph(
+        "render", str(off), "--unit", "microseconds", "--event", "sched:sched_switch",
+        "--title", "MXNet MLP on MNIST: off-CPU", *extra, "-o", str(graphs["offcpu"]),
+    )  # fmt: skip
+    flamegraph(
+        "diff", str(GOLDEN / "mlp.folded"), str(GOLDEN / "mlp-openblas.folded"), "--normalize",
+        "--title", "MXNet MLP: oneDNN (before) vs OpenBLAS (after)", "-o", str(graphs["diff"]),
+    )  # fmt: skip
+    return graphs
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    """Headless Chromium with a WINDOW-sized viewport (tests/test_browser.py's set-up)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not binary or not driver_path:
+        raise SystemExit("make screenshots: needs Debian's chromium and chromium-driver (make system-deps)")
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                     f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--user-data-dir={profile}"):  # fmt: skip
+        options.add_argument(argument)
+    options.binary_location = binary
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        if tuple(inner) != WINDOW:  # headless sizes the window, not the viewport: make the viewport WINDOW
+            size = driver.get_window_size()
+            driver.set_window_size(size["width"] + WINDOW[0] - inner[0], size["height"] + WINDOW[1] - inner[1])
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def widest_frame(driver) -> object:  # type: ignore[no-untyped-def]
+    """The widest frame one level above the root: what a reader points at first."""
+    return driver.execute_script("""
+        var best = null, bestW = -1, gs = document.querySelectorAll('#frames > g');
+        for (var i = 1; i < gs.length; i++) {
+          var r = gs[i].lastElementChild.getBoundingClientRect();
+          if (r.width > bestW && r.width < window.innerWidth - 40) { best = gs[i]; bestW = r.width; }
+        }
+        return best || gs[0];""")
+
+
+def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with chromium() as driver:
+        for graph, path in graphs.items():
+            driver.get(path.as_uri())  # type: ignore[attr-defined]
+            plain = out / f"{name}-{graph}.png"
+            driver.save_screenshot(str(plain))  # type: ignore[attr-defined]
+            ActionChains(driver).move_to_element(widest_frame(driver)).perform()
+            hover = out / f"{name}-{graph}-hover.png"
+            driver.save_screenshot(str(hover))  # type: ignore[attr-defined]
+            written += [plain, hover]
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="flamegraph-screenshots-") as tmp:
+        graphs = render_graphs(Path(tmp), args.offcpu)
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for graph, path in graphs.items():
+                shutil.copyfile(path, args.keep / f"{args.name}-{graph}.svg")
+        for path in shoot(graphs, args.out, args.name):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The off-CPU view of a profile in microseconds: what to draw, and what to say about its threads.
+
+- Threads idle for (nearly) the whole window in one stack are not drawn (unless `--show-idle`):
+  one summary line names them, so the graph shows the waits that vary.
+- Root frames carry the thread's role: `python-3677 (main)`.
+- The per-thread totals are a table in the capture facts (not a line that wraps).
+- The self table lists the functions that blocked, not the states every stack ends with.
+The folded data itself is never changed: this is a view, computed from the counts and the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..model import FoldedProfile
+from ..offcpu.threads import SEP, ThreadTotal, blocking_frame, is_state, label_roots, thread_totals
+from .facts import Table
+from .text import format_duration_us, format_percent
+
+THREADS_IN_TABLE = 40
+
+
+@dataclass
+class OffCpuView:
+    counts: dict[str, float]  # what to draw: roots labelled, idle threads left out unless asked for
+    threads: list[ThreadTotal]
+    idle: list[ThreadTotal] = field(default_factory=list)  # left out of the drawing
+    window: float | None = None
+
+    @property
+    def drawn_total(self) -> float:
+        return sum(self.counts.values())
+
+    def summary(self) -> list[str]:
+        """The idle line for the header (empty when nothing was left out)."""
+        if not self.idle:
+            return []
+        total = sum(thread.total for thread in self.idle)
+        roles: dict[str, int] = {}
+        for thread in self.idle:
+            role = thread.role or "other"
+            roles[role] = roles.get(role, 0) + 1
+        kinds = ", ".join(f"{n} {role}" for role, n in sorted(roles.items(), key=lambda item: (-item[1], item[0])))
+        count = len(self.idle)
+        return [
+            f"Not drawn: {count} idle thread{'s' if count != 1 else ''} ({kinds}; {format_duration_us(total)}), "
+            "each blocked the whole window in one stack · --show-idle draws them · capture facts list them"
+        ]
+
+    def thread_table(self) -> Table:
+        rows = []
+        for thread in self.threads[:THREADS_IN_TABLE]:
+            share = f"{format_percent(thread.total, self.window)} %" if self.window else "-"
+            note = "idle, not drawn" if thread in self.idle else ("idle" if thread.idle else "")
+            rows.append(
+                (format_duration_us(thread.total), share, f"{thread.stacks:,}", thread.thread, thread.role or "", note)
+            )
+        if len(self.threads) > THREADS_IN_TABLE:
+            rest = self.threads[THREADS_IN_TABLE:]
+            rows.append((format_duration_us(sum(t.total for t in rest)), "", "", f"{len(rest)} more threads", "", ""))
+        window = f" of the {format_duration_us(self.window)} window" if self.window else ""
+        return Table(
+            f"Off-CPU time per thread{window}",
+            ("off-CPU", "of window", "stacks", "thread", "role", ""),
+            rows,
+            ("end", "end", "end", "start", "start", "start"),
+        )
+
+
+def thread_label(thread: ThreadTotal) -> str:
+    return f"{thread.thread} ({thread.role})" if thread.role else thread.thread
+
+
+def offcpu_view(profile: FoldedProfile, show_idle: bool) -> OffCpuView:
+    window = profile.window_us
+    threads = thread_totals(profile.counts, window)
+    idle = [thread for thread in threads if thread.idle]
+    if show_idle or len(idle) == len(threads):  # all idle: nothing varies, draw them all
+        idle = []
+    hidden = {thread.thread for thread in idle}
+    labels = {}
+    for thread in threads:
+        if thread.role:
+            labels[thread.thread] = f"{thread.thread} ({thread.role}{', idle' if thread.idle else ''})"
+        elif thread.idle:
+            labels[thread.thread] = f"{thread.thread} (idle)"
+    kept = {stack: weight for stack, weight in profile.counts.items() if stack.partition(SEP)[0] not in hidden}
+    return OffCpuView(label_roots(kept, labels), threads, idle, window)
+
+
+def blocked_in(counts: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+    """The functions that blocked, with their state ('mxnet::...::WaitForVar [S]'), heaviest first."""
+    weights: dict[str, float] = {}
+    for stack, weight in counts.items():
+        frames = stack.split(SEP)
+        state = frames[-1] if is_state(frames[-1]) else ""
+        name = blocking_frame(frames) + (f" {state}" if state else "")
+        weights[name] = weights.get(name, 0.0) + weight
+    return sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:limit]

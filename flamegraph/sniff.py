@@ -1,0 +1,72 @@
+"""What an input is, from its first bytes: so `render` on `perf script` text, or `fold` on an SVG,
+says what the file is and which command reads it, instead of a page of malformed-line reports.
+
+Only confident answers: a file this cannot place is left to the reader it was given to. Heads it tells:
+    python 19065/19130  1252.178187: cpu-clock:          <- perf script (a header, then frame lines)
+    \t    7f0c1a2b3c4d PyEval_EvalFrame+0x3d (/usr/bin/python3.11)
+    python;_start;main;compute 17                          <- folded stacks
+    <?xml version="1.0" ...?><svg ...                      <- an SVG (a drawn graph)
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+
+from .inputs import PERF_DATA_MAGIC
+
+PERF_SCRIPT = "perf script output"
+FOLDED = "folded stacks"
+SVG = "an SVG (a drawn flame graph)"
+PERF_DATA = "a perf.data file"
+JSON = "JSON"
+HEAD_BYTES = 64 * 1024
+HEADER = re.compile(rb"^\S.*?\s+-?\d+(?:/-?\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s")
+FRAME = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
+FOLDED_LINE = re.compile(rb"^[^\s;][^\n]*;[^\n]* \d+(?:\.\d*)?(?: \d+(?:\.\d*)?)?$|^[^\s;]\S* \d+(?:\.\d*)?$")
+
+
+def kind_of_head(head: bytes) -> str | None:
+    """PERF_SCRIPT, FOLDED, SVG, PERF_DATA, JSON, or None when the head says nothing for sure."""
+    if head[:8] in PERF_DATA_MAGIC:
+        return PERF_DATA
+    if head[:2] == b"\x1f\x8b":
+        head = _gunzip_head(head)
+    text = head.lstrip()
+    if text.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg")) and b"<svg" in text[:4096]:
+        return SVG
+    if text[:1] in (b"{", b"["):
+        return JSON
+    lines = [line for line in head.split(b"\n")[:-1] if line.strip() and not line.startswith(b"#")][:40]
+    if not lines:
+        return None
+    headers = sum(1 for line in lines if HEADER.match(line))
+    frames = sum(1 for line in lines if FRAME.match(line))
+    folded = sum(1 for line in lines if FOLDED_LINE.match(line.rstrip(b"\r")))
+    if headers and headers + frames >= len(lines) * 0.8:
+        return PERF_SCRIPT
+    if folded == len(lines):
+        return FOLDED
+    return None
+
+
+def _gunzip_head(data: bytes) -> bytes:
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, HEAD_BYTES)
+    except (zlib.error, gzip.BadGzipFile):
+        return b""
+
+
+def read_head(path: str) -> bytes:
+    """The first bytes of a regular file ('' for anything else: a pipe is never read ahead)."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return b""
+        with open(path, "rb") as stream:
+            return stream.read(HEAD_BYTES)
+    except OSError:
+        return b""
