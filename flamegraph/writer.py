@@ -222,7 +222,7 @@ def write_sidecar(folded: Path | None, context: Context, note: Callable[[str], N
         return None
     path = sidecar_path(folded)
     if not is_ours(path):
-        note(f"flamegraph: {path} is not a capture-facts file of ours: left alone (the facts are not saved)")
+        note(f"note: {path} is not a capture-facts file of ours: left alone (the capture facts are not saved)")
         return None
     data = render_sidecar(context)
     write_atomically(path, lambda out: _put(out, data))

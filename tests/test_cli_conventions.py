@@ -106,7 +106,7 @@ def test_old_fold_flags_still_work_and_say_what_replaced_them() -> None:
         before = run("fold", "--no-group-unknown", *old, str(PERF_TEXT))
         after = run("fold", "--no-group-unknown", *new, str(PERF_TEXT))
         assert before.returncode == after.returncode == 0 and before.stdout == after.stdout, old
-        assert f"fold {old[0]} is deprecated".encode() in before.stderr and after.stderr == b"", old
+        assert before.stderr.startswith(f"note: fold {old[0]} is deprecated".encode()) and after.stderr == b"", old
 
 
 def test_record_and_offcpu_take_the_render_options() -> None:

@@ -17,7 +17,7 @@ SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 def _deprecated(old: str, new: str, why: str = "") -> None:
-    typer.echo(f"flamegraph: fold {old} is deprecated{why}: use {new}", err=True)
+    typer.echo(f"note: fold {old} is deprecated{why}: use {new}", err=True)
 
 
 @app.command(short_help="Collapse perf script output or perf.data into folded stacks.")

@@ -300,7 +300,7 @@ def _context(paths: list[str]) -> Context | None:
         return None
     context, note = read_sidecar(paths[0])
     if note is not None:
-        typer.echo(f"flamegraph: {note}", err=True)
+        typer.echo(f"note: {note}", err=True)
     return context
 
 

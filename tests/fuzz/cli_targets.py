@@ -16,8 +16,8 @@ from .common import lines_of, run_cli, scratch_file
 from .source import Source
 
 # -- the command line: fold, render and diff as the user runs them ---------------------------------
-FOLD_FLAGS = ("--pid", "--tid", "--kernel", "--jit", "--all", "--addrs", "--strict", "--compat", "--no-group-unknown",
-              "--report", "--offcpu")  # fmt: skip
+FOLD_FLAGS = ("--with-pid", "--with-tid", "--annotate-kernel", "--annotate-jit", "--annotate", "--addrs", "--strict",
+              "--compat", "--no-group-unknown", "--report", "--offcpu")  # fmt: skip
 RENDER_FLAGS = ("--reverse", "--inverted", "--flamechart", "--hash", "--random", "--strict", "--negate",
                 "--normalize")  # fmt: skip
 RENDER_VALUES = (("--minwidth", ("0", "1", "5%")), ("--colors", ("io", "java", "chain", "python")),
