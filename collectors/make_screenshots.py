@@ -7,13 +7,15 @@ and the oneDNN-vs-OpenBLAS diff of tests/golden/render/), then opens each SVG in
 (driven by selenium, as tests/test_browser.py does) with a 1400×1000 window and saves two
 screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root.
 `--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
-the off-CPU sample. Writes NAME-GRAPH.png and NAME-GRAPH-hover.png into --out.
+the off-CPU sample, `--offcpu-svg` shows a graph already drawn (out/mlp-offcpu.svg). Writes
+NAME-GRAPH.png and NAME-GRAPH-hover.png into --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_data"
 GOLDEN = REPO / "tests" / "golden" / "render"
 WINDOW = (1400, 1000)
+ANNOTATE = os.environ.get("FLAMEGRAPH_ANNOTATE", "--annotate")  # --all: for a flamegraph without --annotate
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,6 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     p.add_argument("--name", default="after", help="prefix of the PNG files (default after)")
     p.add_argument("--offcpu", type=Path, default=None, help="an off-CPU folded file to draw instead of the sample")
+    p.add_argument("--offcpu-svg", type=Path, default=None, help="an off-CPU graph already drawn (make offcpu's)")
     p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
     return p.parse_args(argv)
 
@@ -53,7 +57,7 @@ def meta_options(sample: str) -> list[str]:
 def render_graphs(work: Path, offcpu: Path | None) -> dict[str, Path]:
     """oncpu, offcpu and diff SVGs drawn with the `flamegraph` command from the repository's data."""
     on, off = work / "mlp-oncpu.folded", work / "mlp-offcpu.folded"
-    flamegraph("fold", "--annotate", str(SAMPLES / "mlp-oncpu.perf.txt.gz"), "-o", str(on))
+    flamegraph("fold", ANNOTATE, str(SAMPLES / "mlp-oncpu.perf.txt.gz"), "-o", str(on))
     graphs = {"oncpu": work / "oncpu.svg", "offcpu": work / "offcpu.svg", "diff": work / "diff.svg"}
     flamegraph(
         "render", str(on), "--preset", "onednn", "--title", "MXNet MLP on MNIST: on-CPU", "--event", "cpu-clock",
@@ -106,14 +110,27 @@ def chromium() -> Iterator[object]:
 
 
 def widest_frame(driver) -> object:  # type: ignore[no-untyped-def]
-    """The widest frame one level above the root: what a reader points at first."""
+    """The widest frame narrower than half the graph: where a reader points first, past the roots."""
     return driver.execute_script("""
         var best = null, bestW = -1, gs = document.querySelectorAll('#frames > g');
+        var plot = gs[0].lastElementChild.getBoundingClientRect().width;
         for (var i = 1; i < gs.length; i++) {
           var r = gs[i].lastElementChild.getBoundingClientRect();
-          if (r.width > bestW && r.width < window.innerWidth - 40) { best = gs[i]; bestW = r.width; }
+          if (r.width > bestW && r.width < plot / 2 && r.bottom < window.innerHeight) { best = gs[i]; bestW = r.width; }
         }
         return best || gs[0];""")
+
+
+def compact(path: Path) -> None:
+    """A 256-colour PNG (a third of the size; flame graphs have few colours), when Pillow is here
+    (cairosvg, the `png` extra, brings it)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as image:
+        quantized = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    quantized.save(path, optimize=True)
 
 
 def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
@@ -126,9 +143,11 @@ def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
             driver.get(path.as_uri())  # type: ignore[attr-defined]
             plain = out / f"{name}-{graph}.png"
             driver.save_screenshot(str(plain))  # type: ignore[attr-defined]
+            compact(plain)
             ActionChains(driver).move_to_element(widest_frame(driver)).perform()
             hover = out / f"{name}-{graph}-hover.png"
             driver.save_screenshot(str(hover))  # type: ignore[attr-defined]
+            compact(hover)
             written += [plain, hover]
     return written
 
@@ -137,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="flamegraph-screenshots-") as tmp:
         graphs = render_graphs(Path(tmp), args.offcpu)
+        if args.offcpu_svg is not None:
+            graphs["offcpu"] = args.offcpu_svg.resolve()
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             for graph, path in graphs.items():

@@ -67,7 +67,7 @@ def test_idle_threads_are_one_line_and_show_idle_draws_them() -> None:
     assert summary[0] == "off-CPU time (sched:sched_switch) · 5.580 s in 2 threads · window 3.643 s · 4 stacks"
     assert summary[1].startswith(
         "Not drawn: 6 idle threads (4 engine worker, 1 OpenBLAS pool, 1 data prefetch; 21.845 s), each blocked "
-        "the whole window in one stack · --show-idle draws them"
+        "all the window in one stack (--show-idle draws them)"
     )
     every = render_svg(mlp(), RenderOptions(show_idle=True))
     assert len(roots(every)) == 8 and "python-3681 (OpenBLAS pool, idle)" in roots(every)

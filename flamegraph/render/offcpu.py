@@ -45,7 +45,7 @@ class OffCpuView:
         count = len(self.idle)
         return [
             f"Not drawn: {count} idle thread{'s' if count != 1 else ''} ({kinds}; {format_duration_us(total)}), "
-            "each blocked the whole window in one stack · --show-idle draws them · capture facts list them"
+            "each blocked all the window in one stack (--show-idle draws them)"
         ]
 
     def thread_table(self) -> Table:

@@ -382,7 +382,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     def title(frame: Rect, name: str) -> str:
         old, new = frame.before * factor, frame.after * factor
         return (
-            f"{name} (before {format_count(old)}, after {format_count(new)} {count_name}:"
+            f"{name} (before {format_count(old)}, after {count_text(new, count_name)}:"
             f" {change_text(old, new, parens=False)}; self {format_signed(frame.self_delta * factor)};"
             f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )

@@ -291,9 +291,11 @@
     fo.setAttribute("height", 26);
     ui = html("div", { id: "search-ui" });
     var bar = html("div", { id: "search-bar" });
-    var examples = S.searchExamples.length ? ", e.g. " + S.searchExamples.join(" or ") : "";
+    var examples = S.searchExamples.join("|");
+    if (examples.length > 26) examples = S.searchExamples[0];
     input = html("input", { id: "search-input", type: "search", spellcheck: "false", autocomplete: "off",
-      placeholder: "Search (regex)" + examples, "aria-label": "Search functions (regular expression)",
+      placeholder: examples ? "Search, e.g. " + examples : "Search (regular expression)",
+      "aria-label": "Search functions (regular expression)",
       title: "Regular expression; Enter: next match, Shift+Enter: previous, Esc: clear; Ctrl-F twice: the browser's find" });
     var prev = html("button", { id: "search-prev", type: "button", title: "Previous match (Shift+Enter)",
       "aria-label": "Previous match" }, "\u2039");
