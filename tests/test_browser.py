@@ -137,7 +137,8 @@ def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, 
 
     browser.get(graph.as_uri())
     box_ = browser.find_element("id", "search-input")
-    assert box_.is_displayed() and box_.get_attribute("placeholder").startswith("Search, e.g. gemm")  # examples from this graph
+    # its examples come from this graph
+    assert box_.is_displayed() and box_.get_attribute("placeholder").startswith("Search, e.g. gemm")
     original = fill(browser, "read")
     type_search(browser, "gem")
     magenta = "#e600e6"
