@@ -30,7 +30,7 @@ class Line:
     y: float
     text: str
     anchor: str = "start"
-    kind: str = ""  # "heading", "key", "columns": how the template styles it
+    kind: str = ""  # "heading", "columns": how the template styles it
 
 
 @dataclass(frozen=True)
@@ -138,10 +138,9 @@ def _facts(page: Page, text: PageText, y: float, size: float, step: float) -> fl
     y += step
     page.facts.append(Line(XPAD, y, "Capture facts", kind="heading"))
     for fact in text.facts:
-        key, sep, _ = fact.partition(": ")
-        for index, piece in enumerate(wrap(fact, page.plot_width, size)):
+        for piece in wrap(fact, page.plot_width, size):
             y += step
-            page.facts.append(Line(XPAD, y, piece, kind="key" if sep and index == 0 and len(key) < len(piece) else ""))
+            page.facts.append(Line(XPAD, y, piece))
     for table in text.fact_tables:
         y = _table(page.facts, table, y + 4, size, step, page.width)
     return y
