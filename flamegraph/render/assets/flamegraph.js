@@ -271,10 +271,6 @@
   // --- search: a box that filters as you type --------------------------------------------------
   var ui = null, input = null, results = null, matchedEl = null, listEl = null, icBtn = null, timer = 0;
 
-  function searchWidth() {
-    return ui ? 340 : 0;
-  }
-
   function html(tag, attrs, text) {
     var el = document.createElementNS(XHTML, tag);
     for (var k in attrs) el.setAttribute(k, attrs[k]);
