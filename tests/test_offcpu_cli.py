@@ -181,7 +181,7 @@ def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_OK, proc.stderr
     text = svg.read_text()
     assert "microseconds" in text
-    assert "by state: S " in text and "by thread: " in text
+    assert "by state: S " in text and "Off-CPU time per thread of the " in text  # per-thread totals: a table
     assert "<title>hrtimer_nanosleep (" in text and "<title>[S] (" in text  # frames: the sleep, its state
 
 
