@@ -6,24 +6,13 @@ really split between processes (inferno runs every collapse golden with one thre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import flamegraph.collapse.parallel as parallel
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 from flamegraph.fold import fold_input
 from flamegraph.folded import iter_folded_lines
-
-
-@contextmanager
-def small_chunks() -> Iterator[None]:
-    old = parallel.MIN_CHUNK
-    parallel.MIN_CHUNK = 1
-    try:
-        yield
-    finally:
-        parallel.MIN_CHUNK = old
+from tests.fuzz.common import small_chunks  # one definition: the fuzz targets split files the same way
 
 
 def fold_collapser(path: Path, options: FoldOptions, jobs: int, strict: bool = False) -> PerfCollapser:

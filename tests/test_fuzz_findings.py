@@ -4,36 +4,20 @@ by tests/test_fuzz.py from tests/fuzz/corpus/.)"""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
-from flamegraph.cli import main
 from flamegraph.color import parse_palette
 from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
+from tests.fuzz.common import run_cli
 
 
 def cli(*args: str) -> tuple[int, bytes, str]:
-    """Run `flamegraph ARGS` in this process: (exit code, stdout bytes, stderr). A traceback fails the test.
-
-    stdout and stderr are set up as Python sets them up for a terminal (stderr escapes what it cannot encode).
-    """
-    out, err = io.BytesIO(), io.BytesIO()
-    streams = {
-        "stdout": io.TextIOWrapper(out, encoding="utf-8", write_through=True),
-        "stderr": io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True),
-    }
-    with mock.patch.object(sys, "argv", ["flamegraph", *args]), mock.patch.multiple(sys, **streams):
-        try:
-            main()
-            code = 0
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-    return code, out.getvalue(), err.getvalue().decode()
+    """Run `flamegraph ARGS` in this process: (exit code, stdout bytes, stderr). A traceback fails the test."""
+    return run_cli(list(args))
 
 
 def one_line(err: str, needle: str) -> None:
