@@ -71,7 +71,8 @@ def test_widths_are_max_per_stack_and_titles_carry_both_counts(before: dict, aft
     graph = drawn(before, after, min_width="0")
     assert {p: f.width for p, f in graph.items()} == {p: e[0] for p, e in expected.items() if e[0] > 0}
     for path, frame in graph.items():
-        assert f"(before {expected[path][1]:,.0f}, after {expected[path][2]:,.0f} samples" in frame.title
+        unit = "sample" if expected[path][2] == 1 else "samples"  # "1 sample", as every count is written
+        assert f"(before {expected[path][1]:,.0f}, after {expected[path][2]:,.0f} {unit}" in frame.title
 
 
 def test_normalize_scales_before_to_the_after_total() -> None:
