@@ -6,6 +6,7 @@ The workload is a small MLP (784-128-64-10, oneDNN) on synthetic data, so that n
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,7 +56,8 @@ MLP = textwrap.dedent(
     print("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
     """
 )
-GEMM = "jit_avx512_common_gemm_f32_xbyak_gemm"
+# The GEMM kernel family, whatever the ISA oneDNN picked for this CPU (avx512_common, avx, sse41 ...).
+GEMM = re.compile(r"jit_\w+_gemm_f32_xbyak_gemm_\[j\]$")
 ROOTS = ("_start", "start_thread", "clone", "clone3")
 
 
@@ -83,7 +85,7 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     assert figures.jit_named == figures.jit  # every JIT sample named
     assert figures.share(figures.jit_reach_root, figures.jit) >= 95.0  # stacks complete through the kernels
     assert figures.share(figures.reach_root) >= 95.0
-    gemm = {stack: n for stack, n in jit.items() if stack.endswith(f"{GEMM}_[j]")}
+    gemm = {stack: n for stack, n in jit.items() if GEMM.search(stack)}
     assert gemm, sorted(jit)[:5]
     for stack in gemm:
         frames = stack.split(";")
@@ -95,8 +97,12 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     assert not any(path.endswith("libmxnet.so") for path in namer.refused), namer.refused
     assert any(f.startswith("libmxnet.so+0x") for stack in gemm for f in stack.split(";")), sorted(gemm)[:3]
     assert recording.metadata["JIT kernels"].endswith("with unwind info")
-    kernels, with_cfi = recording.metadata["JIT kernels"].split(" named, ")
-    assert int(kernels) >= 20 and with_cfi == f"{kernels} with unwind info"
+    kernels, with_cfi = (int(n.split()[0]) for n in recording.metadata["JIT kernels"].split(" named, "))
+    # Which kernels refuse unwind info depends on the ISA (AVX's jit_pp_kernel_t jumps through a table):
+    # every one refused is said, once per kind, with its reason.
+    refused = [line for line in lines if "no unwind info for " in line]
+    assert kernels >= 20 and with_cfi >= 20 and (with_cfi == kernels) == (not refused), lines
+    assert len(refused) == len(set(refused))
     assert any("perf inject --jit done" in line for line in lines)
     work = recording.metadata["JIT work after the run"]  # e.g. "naming 14 ms in the process, unwind info 0.41 s, ..."
     assert work.startswith("naming ") and " ms in the process, unwind info " in work and "perf inject" in work
@@ -145,7 +151,7 @@ def test_attached_mlp_gets_named_kernels(tmp_path: Path, through_hook: bool) -> 
         Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
     figures = attribute(profile, observer)
     assert figures.jit > 10 and figures.jit_named == figures.jit, notes
-    assert any(stack.endswith(f"{GEMM}_[j]") for stack in profile.counts)
+    assert any(GEMM.search(stack) for stack in profile.counts)
     reach = figures.share(figures.jit_reach_root, figures.jit)
     if through_hook:
         assert any("perf inject --jit done" in note for note in notes), notes

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,8 +167,9 @@ class JitHook:
             if c.located:
                 self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
             self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
-            for name, why in c.no_cfi:
-                self.note(f"flamegraph:   no unwind info for {name}: {why}")
+            for (name, why), times in Counter(c.no_cfi).items():  # one line per kind, not per copy
+                copies = f" ({times} kernels)" if times > 1 else ""
+                self.note(f"flamegraph:   no unwind info for {name}{copies}: {why}")
         if completed:
             self.summary.kernels = sum(c.kernels for c in completed)
             self.summary.with_cfi = sum(c.with_cfi for c in completed)
