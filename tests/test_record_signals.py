@@ -368,3 +368,89 @@ def test_duration_ends_the_commands_children_at_once(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_OK, err
     assert took < 8, f"{took:.1f} s: {err}"
     assert sum(load(folded).values()) > 0
+
+
+def perf_of(session: int) -> int:
+    """The perf record process of flamegraph's session."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = [int(line.split()[0]) for line in left_behind(session) if line.split()[1] == "perf"]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("no perf")
+
+
+def test_sigterm_twice_still_leaves_a_readable_recording(tmp_path: Path) -> None:
+    """The second SIGTERM came while perf was writing its data: perf was killed, the recording lost.
+    Now it is told what a third would cost, and perf finishes: the graph is drawn."""
+    svg = tmp_path / "t.svg"
+    proc = start(["record", "-o", str(svg), "--", *SPIN], tmp_path)
+    seen = wait_for_line(proc, "recording")
+    time.sleep(1.0)
+    perf = perf_of(proc.pid)
+    os.kill(perf, signal.SIGSTOP)  # perf busy finishing, for as long as the test needs
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "stopping the recording")
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "once more abandons the recording")
+    os.kill(perf, signal.SIGCONT)
+    err = finish(proc, seen)
+    assert proc.returncode == EXIT_TERMINATED, err
+    recorded_svg(svg, "SIGTERM")
+
+
+STALL_VDSO_UNLINK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+#include <unistd.h>
+int unlink(const char *path) {  /* perf removing its vDSO copy as it exits: stall there until killed */
+    if (strncmp(path, "/tmp/perf-vdso.so-", 18) == 0) for (;;) pause();
+    int (*real)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
+    return real(path);
+}
+"""
+
+
+def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path) -> None:
+    """perf copies the vDSO to /tmp/perf-vdso.so-XXXXXX while it finishes and removes it as it exits;
+    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point."""
+    compiler = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
+    if not compiler:
+        pytest.skip("no C compiler for the stalling unlink() shim")
+    source, shim = tmp_path / "stall.c", tmp_path / "stall.so"
+    source.write_text(STALL_VDSO_UNLINK)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
+    real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "perf").write_text(f'#!/bin/sh\nLD_PRELOAD={shim} exec {real} "$@"\n')  # perf's alone, not ours
+    (bin_dir / "perf").chmod(0o755)
+    before = set(Path("/tmp").glob("perf-vdso.so-*"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    svg = tmp_path / "v.svg"
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    seen = wait_for_line(proc, "recording")
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while not set(Path("/tmp").glob("perf-vdso.so-*")) - before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert set(Path("/tmp").glob("perf-vdso.so-*")) - before, "perf made no vDSO copy"
+    time.sleep(0.5)  # perf is stalled in its unlink()
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "once more abandons the recording")
+    os.kill(proc.pid, signal.SIGTERM)
+    err = finish(proc, seen)
+    assert proc.returncode == EXIT_TERMINATED, err
+    assert "perf record was killed before it finished" in err and "cannot be read" in err
+    assert "Traceback" not in err
+    assert set(Path("/tmp").glob("perf-vdso.so-*")) - before == set()
+    assert list(tmp.iterdir()) == []  # an unreadable scratch perf.data is not kept
+    assert not svg.exists()
