@@ -320,7 +320,8 @@ def test_a_shell_that_exits_on_hangup_does_not_cost_the_recording(tmp_path: Path
     waiter = (  # flamegraph's parent, in the shell's group (not the foreground one when the terminal hangs up)
         "import subprocess, sys; p = subprocess.run(sys.argv[2:]); open(sys.argv[1], 'w').write(str(p.returncode))"
     )
-    shell = f"{sys.executable} -c {waiter!r} {rc} {' '.join(FLAMEGRAPH)} record -o {svg} -- sh -c 'while :; do :; done'; true"
+    flamegraph = f"{' '.join(FLAMEGRAPH)} record -o {svg} -- sh -c 'while :; do :; done'"
+    shell = f"{sys.executable} -c {waiter!r} {rc} {flamegraph}; true"
     proc, master = spawn_on_pty(["sh", "-c", shell])
     read_until(master, b"recording")
     time.sleep(1.0)
@@ -339,7 +340,8 @@ def test_an_interactive_command_reads_the_terminal_and_gets_ctrl_c(tmp_path: Pat
     background group it would be stopped by SIGTTIN), and Ctrl-C stops perf cleanly, twice too."""
     folded, svg = tmp_path / "i.folded", tmp_path / "i.svg"
     program = "read line; echo got:$line; while :; do :; done"
-    proc, master = spawn_on_pty([*FLAMEGRAPH, "record", "-o", str(svg), "--folded", str(folded), "--", "sh", "-c", program])
+    args = ["record", "-o", str(svg), "--folded", str(folded), "--", "sh", "-c", program]
+    proc, master = spawn_on_pty([*FLAMEGRAPH, *args])
     read_until(master, b"recording")
     os.write(master, b"hello\n")
     read_until(master, b"got:hello")
