@@ -196,3 +196,263 @@ def test_perf_stops_cleanly_when_flamegraph_is_killed(tmp_path: Path) -> None:
     again = subprocess.run([*FLAMEGRAPH, "fold", str(data)], capture_output=True, text=True, timeout=60)
     assert again.returncode == EXIT_OK, again.stderr  # a complete perf.data
     assert "data size field is 0" not in again.stderr
+
+
+# -- a hangup or a Ctrl-C never costs the recording (issue 18) ---------------------------------------
+
+
+def target() -> subprocess.Popen[bytes]:
+    """A process for --pid, in a session of its own: not flamegraph's to end."""
+    return subprocess.Popen(SPIN, start_new_session=True)
+
+
+def recorded_svg(svg: Path, stopped_by: str) -> None:
+    text = svg.read_text()
+    assert text.startswith("<?xml") and text.rstrip().endswith("</svg>")
+    assert f"(stopped by {stopped_by})" in text
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+@pytest.mark.parametrize("mode", ["launch", "pid"])
+def test_sighup_to_the_whole_process_group_stops_perf_cleanly(tmp_path: Path, command: str, mode: str) -> None:
+    """A hangup signals the whole group: perf died first ('perf record was killed by SIGHUP', exit 5)
+    and left a perf.data it never finished. perf now runs in a group of its own: only we stop it."""
+    svg = tmp_path / "out.svg"
+    victim = target() if mode == "pid" else None
+    what = ["-p", str(victim.pid)] if victim else ["--", *SPIN]
+    try:
+        proc = start([command, "-o", str(svg), *what], tmp_path)
+        seen = wait_for_line(proc, "recording")
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGHUP)
+        err = finish(proc, seen)
+        assert proc.returncode == EXIT_HANGUP, err
+        assert "killed by SIGHUP" not in err and "Traceback" not in err
+        recorded_svg(svg, "SIGHUP")
+        assert list((tmp_path / "tmp").iterdir()) == []
+        if victim:
+            assert victim.poll() is None  # --pid: left running, as documented
+    finally:
+        if victim:
+            victim.kill()
+            victim.wait()
+
+
+def spawn_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """argv as the session leader of a new pty that is its controlling terminal (a terminal window
+    running it), in the terminal's foreground; returns it and the master side."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=controlling_terminal,
+        env=env,
+    )  # fmt: skip
+    os.close(slave)
+    return proc, master
+
+
+def read_until(master: int, text: bytes, timeout: float = 30) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while text not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.5)[0]:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                break
+    assert text in seen, seen
+    return seen
+
+
+def drain(master: int, proc: subprocess.Popen[bytes], timeout: float = 90) -> bytes:
+    """Everything the pty shows until the process has ended (a pty whose reader stops blocks its writers)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.2)[0]:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                time.sleep(0.05)
+    proc.wait(timeout=5)
+    return seen
+
+
+def gone(session: int) -> None:
+    deadline = time.monotonic() + 5
+    while left_behind(session) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left_behind(session) == []
+
+
+@pytest.mark.parametrize("how", ["close", "killpg"])
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_a_real_terminal_hangup_keeps_the_recording(tmp_path: Path, how: str, command: str) -> None:
+    """flamegraph on a real pty as its controlling terminal: the terminal closes (SIGHUP to us, the
+    session leader) or the group is hung up; exit 129, the SVG written and readable, nothing left."""
+    svg = tmp_path / "out.svg"
+    proc, master = spawn_on_pty([*FLAMEGRAPH, command, "-o", str(svg), "--", *SPIN])
+    read_until(master, b"recording")
+    time.sleep(1.0)
+    if how == "close":
+        os.close(master)
+        proc.wait(timeout=90)
+    else:
+        os.killpg(proc.pid, signal.SIGHUP)
+        drain(master, proc)
+        os.close(master)
+    gone(proc.pid)
+    assert proc.returncode == EXIT_HANGUP
+    recorded_svg(svg, "SIGHUP")
+
+
+def test_a_shell_that_exits_on_hangup_does_not_cost_the_recording(tmp_path: Path) -> None:
+    """The shell (session leader) dies of the hangup without passing SIGHUP on; the kernel then sends
+    it to the terminal's foreground group, perf's while it records a command. perf ignores it there,
+    and flamegraph sees the terminal hang up and stops as for SIGHUP."""
+    svg, rc = tmp_path / "out.svg", tmp_path / "rc"
+    waiter = (  # flamegraph's parent, in the shell's group (not the foreground one when the terminal hangs up)
+        "import subprocess, sys; p = subprocess.run(sys.argv[2:]); open(sys.argv[1], 'w').write(str(p.returncode))"
+    )
+    flamegraph = f"{' '.join(FLAMEGRAPH)} record -o {svg} -- sh -c 'while :; do :; done'"
+    shell = f"{sys.executable} -c {waiter!r} {rc} {flamegraph}; true"
+    proc, master = spawn_on_pty(["sh", "-c", shell])
+    read_until(master, b"recording")
+    time.sleep(1.0)
+    os.close(master)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 90
+    while not rc.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    gone(proc.pid)
+    assert rc.read_text() == str(EXIT_HANGUP)
+    recorded_svg(svg, "SIGHUP")
+
+
+def test_an_interactive_command_reads_the_terminal_and_gets_ctrl_c(tmp_path: Path) -> None:
+    """perf's group holds the terminal while it records a command: the command reads stdin (in a
+    background group it would be stopped by SIGTTIN), and Ctrl-C stops perf cleanly, twice too."""
+    folded, svg = tmp_path / "i.folded", tmp_path / "i.svg"
+    program = "read line; echo got:$line; while :; do :; done"
+    args = ["record", "-o", str(svg), "--folded", str(folded), "--", "sh", "-c", program]
+    proc, master = spawn_on_pty([*FLAMEGRAPH, *args])
+    read_until(master, b"recording")
+    os.write(master, b"hello\n")
+    read_until(master, b"got:hello")
+    time.sleep(1.0)
+    os.write(master, b"\x03")  # Ctrl-C
+    time.sleep(0.05)
+    os.write(master, b"\x03")  # and again, while perf finishes
+    seen = drain(master, proc)
+    os.close(master)
+    gone(proc.pid)
+    assert proc.returncode == EXIT_OK, seen
+    assert b"Traceback" not in seen
+    assert sum(load(folded).values()) > 50, seen
+    recorded_svg(svg, "Ctrl-C")
+
+
+def test_duration_ends_the_commands_children_at_once(tmp_path: Path) -> None:
+    """`--duration 2 -- sh -c 'work; sleep 25'`: perf SIGTERMs sh only; `sleep 25` was left running
+    (parent 1) and held the stderr pipe: a 10 s stall. The command's whole group ends with perf."""
+    folded = tmp_path / "d.folded"
+    work = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 25"
+    started = time.monotonic()
+    proc = start(["record", "--duration", "2", "--no-svg", "--folded", str(folded), "--", "sh", "-c", work], tmp_path)
+    err = finish(proc, [])
+    took = time.monotonic() - started
+    assert proc.returncode == EXIT_OK, err
+    assert took < 8, f"{took:.1f} s: {err}"
+    assert sum(load(folded).values()) > 0
+
+
+def perf_of(session: int) -> int:
+    """The perf record process of flamegraph's session."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = [int(line.split()[0]) for line in left_behind(session) if line.split()[1] == "perf"]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("no perf")
+
+
+def test_sigterm_twice_still_leaves_a_readable_recording(tmp_path: Path) -> None:
+    """The second SIGTERM came while perf was writing its data: perf was killed, the recording lost.
+    Now it is told what a third would cost, and perf finishes: the graph is drawn."""
+    svg = tmp_path / "t.svg"
+    proc = start(["record", "-o", str(svg), "--", *SPIN], tmp_path)
+    seen = wait_for_line(proc, "recording")
+    time.sleep(1.0)
+    perf = perf_of(proc.pid)
+    os.kill(perf, signal.SIGSTOP)  # perf busy finishing, for as long as the test needs
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "stopping the recording")
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "once more abandons the recording")
+    os.kill(perf, signal.SIGCONT)
+    err = finish(proc, seen)
+    assert proc.returncode == EXIT_TERMINATED, err
+    recorded_svg(svg, "SIGTERM")
+
+
+STALL_VDSO_UNLINK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+#include <unistd.h>
+int unlink(const char *path) {  /* perf removing its vDSO copy as it exits: stall there until killed */
+    if (strncmp(path, "/tmp/perf-vdso.so-", 18) == 0) for (;;) pause();
+    int (*real)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
+    return real(path);
+}
+"""
+
+
+def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path) -> None:
+    """perf copies the vDSO to /tmp/perf-vdso.so-XXXXXX while it finishes and removes it as it exits;
+    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point."""
+    compiler = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
+    if not compiler:
+        pytest.skip("no C compiler for the stalling unlink() shim")
+    source, shim = tmp_path / "stall.c", tmp_path / "stall.so"
+    source.write_text(STALL_VDSO_UNLINK)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
+    real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "perf").write_text(f'#!/bin/sh\nLD_PRELOAD={shim} exec {real} "$@"\n')  # perf's alone, not ours
+    (bin_dir / "perf").chmod(0o755)
+    before = set(Path("/tmp").glob("perf-vdso.so-*"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    svg = tmp_path / "v.svg"
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    seen = wait_for_line(proc, "recording")
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while not set(Path("/tmp").glob("perf-vdso.so-*")) - before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert set(Path("/tmp").glob("perf-vdso.so-*")) - before, "perf made no vDSO copy"
+    time.sleep(0.5)  # perf is stalled in its unlink()
+    os.kill(proc.pid, signal.SIGTERM)
+    seen += wait_for_line(proc, "once more abandons the recording")
+    os.kill(proc.pid, signal.SIGTERM)
+    err = finish(proc, seen)
+    assert proc.returncode == EXIT_TERMINATED, err
+    assert "perf record was killed before it finished" in err and "cannot be read" in err
+    assert "Traceback" not in err
+    assert set(Path("/tmp").glob("perf-vdso.so-*")) - before == set()
+    assert list(tmp.iterdir()) == []  # an unreadable scratch perf.data is not kept
+    assert not svg.exists()

@@ -1,83 +1,69 @@
-"""The processes around perf record: the command it launched, found and ended when perf cannot end
-it; and perf itself, told to stop should we die."""
+"""The processes around perf record. perf runs in a process group of its own, and the command it
+launches (perf forks it) with it: a signal to our group (a hangup, `kill -- -PGID`, Ctrl-C when we keep
+the terminal) reaches us, not perf, and we stop perf cleanly. Once perf has ended, what is left of that
+group (the command, its children) is ended at once. A command we launch gets the terminal (stdin, Ctrl-C,
+Ctrl-Z) as if it ran alone; perf is told to stop should we die."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import os
+import select
 import signal
-import subprocess
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SIG_IGN = 1  # signal.h's SIG_IGN, as the pointer libc's signal() takes
 _LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
+_LIBC.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+_LIBC.signal.restype = ctypes.c_void_p
+VDSO_TEMP = "/tmp/perf-vdso.so-"  # perf's copy of the vDSO while it reads build-ids (util/vdso.c, fixed /tmp)
 
 
-class Workload:
-    """The command perf launched (its child), so that it can be ended when perf dies without ending it
-    (perf SIGTERMs it when it stops normally; killed, it leaves it running)."""
+def perf_preexec(ignore_hangup: bool) -> Callable[[], None]:
+    """In perf's child process before exec (already in its own process group): if we die (SIGKILL),
+    perf gets SIGTERM and stops cleanly (perf handles SIGTERM as SIGINT: it writes its data and ends the
+    command it launched). With the terminal handed to perf's group, a hangup also sends SIGHUP there
+    (the kernel, as the shell exits), which perf does not handle: it ignores it, as under nohup."""
 
-    def __init__(self, perf: subprocess.Popen[bytes], launched: bool) -> None:
-        self._perf = perf
-        self._looking = launched
-        self.pid: int | None = None
-        self._started: str | None = None  # /proc start time: the pid is not someone else's later
+    def preexec() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if ignore_hangup:
+            _LIBC.signal(signal.SIGHUP, SIG_IGN)
 
-    @property
-    def looking(self) -> bool:
-        """Not found yet: perf forks it early (it waits for perf's go-ahead before exec), so look
-        often until then; a perf killed between its fork and our look would leave it running."""
-        return self._looking
-
-    def look(self) -> None:
-        if not self._looking or self._perf.poll() is not None:
-            return
-        children = children_of(self._perf.pid)
-        if children:
-            self.pid, self._started = children[0], start_time(children[0])
-            self._looking = False
-
-    def end(self, grace: float = 2.0) -> None:
-        """SIGTERM, as perf would have sent, then SIGKILL after `grace` seconds."""
-        if self.pid is None:
-            return
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            if not self._alive():
-                return
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signum)
-            deadline = time.monotonic() + grace
-            while self._alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
-
-    def _alive(self) -> bool:
-        return self.pid is not None and self._started is not None and start_time(self.pid) == self._started
+    return preexec
 
 
-def children_of(pid: int) -> list[int]:
-    """The pids whose parent is `pid` (/proc/PID/task/*/children; a /proc scan if that file is absent)."""
+def end_group(pgid: int, grace: float = 2.0) -> None:
+    """SIGTERM to whatever is left in perf's process group (the command perf launched and its children:
+    perf only ends the command itself), then SIGKILL after `grace` seconds. Called once perf is reaped:
+    its pid cannot be handed out again while any process of the group lives."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            return  # nobody left, or only processes that became another user's (nothing we may end)
+        deadline = time.monotonic() + grace
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
-    except FileNotFoundError:
-        pass  # a kernel without CONFIG_PROC_CHILDREN, or perf gone
-    except OSError:
-        return []
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat_fields(int(entry))
-            if stat and stat[1] == str(pid):
-                found.append(int(entry))
-    return found
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
-def start_time(pid: int) -> str | None:
-    """The process's start time (field 22 of /proc/PID/stat); None once it is gone or a zombie."""
+def stopped(pid: int) -> bool:
+    """Stopped by job control (Ctrl-Z, SIGTTIN): state T in /proc/PID/stat."""
     fields = _stat_fields(pid)
-    return fields[19] if fields and fields[0] not in ("Z", "X") else None
+    return bool(fields) and fields[0] == "T"  # type: ignore[index]
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -88,7 +74,92 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
-def die_with_parent() -> None:
-    """In perf's child process before exec: if we die (SIGKILL), perf gets SIGTERM and stops cleanly
-    (perf handles SIGTERM as SIGINT: it writes its data and ends the command it launched)."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+class Terminal:
+    """Our controlling terminal while a command we launched records in it: perf's process group becomes
+    its foreground group, so that the command reads stdin and gets Ctrl-C, Ctrl-Z as if it ran alone
+    (perf gets Ctrl-C too and stops cleanly on it), and is given back to us when perf ends."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.group: int | None = None
+        self._hung_up = False
+
+    @classmethod
+    def held(cls) -> Terminal | None:
+        """Stdin as a terminal whose foreground group is ours (not in the background, not a pipe, not
+        a library caller's thread): the only case where the command could read it or get Ctrl-C."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        try:
+            return cls(0) if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp() else None
+        except OSError:
+            return None
+
+    def give(self, pgid: int) -> None:
+        self.group = pgid
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(self.fd, pgid)
+
+    def take_back(self) -> None:
+        """Ours again (from the background, hence SIGTTOU blocked); a hung-up terminal: nothing to take."""
+        if self.group is None:
+            return
+        self.group = None
+        with _blocked(signal.SIGTTOU), contextlib.suppress(OSError):
+            os.tcsetpgrp(self.fd, os.getpgrp())
+
+    def suspend(self) -> None:
+        """Ctrl-Z stopped perf's group: stop ours too, so that the shell sees the job stopped and takes
+        the terminal; on `fg` (SIGCONT to us) hand it back and continue perf's group."""
+        group = self.group
+        if group is None:
+            return
+        self.take_back()
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgrp(), signal.SIGTSTP)  # discarded in an orphaned group: we just go on
+        self.give(group)
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGCONT)
+
+    def hung_up(self) -> bool:
+        """True once, when the terminal has hung up: the SIGHUP may have gone to perf's group alone
+        (the kernel sends it to the foreground group when the session leader exits)."""
+        if self._hung_up or self.group is None:
+            return False
+        poller = select.poll()
+        poller.register(self.fd, 0)  # POLLHUP is always reported
+        self._hung_up = any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
+        return self._hung_up
+
+
+@contextlib.contextmanager
+def _blocked(signum: int) -> Iterator[None]:
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def vdso_copies() -> set[str]:
+    """perf's temporary vDSO copies now in /tmp that are ours (perf removes its own as it exits)."""
+    folder, _, prefix = VDSO_TEMP.rpartition("/")
+    try:
+        names = [entry for entry in os.scandir(folder) if entry.name.startswith(prefix)]
+        return {entry.path for entry in names if entry.is_file(follow_symlinks=False) and _ours(entry)}
+    except OSError:
+        return set()
+
+
+def _ours(entry: os.DirEntry[str]) -> bool:
+    with contextlib.suppress(OSError):
+        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+    return False
+
+
+def remove_vdso_copies(before: set[str]) -> None:
+    """After perf was killed: the vDSO copies that appeared while it ran were its own (another perf of
+    ours finishing at that very moment would lose its copy too: a narrow race, and only vDSO names)."""
+    for path in vdso_copies() - before:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

@@ -1,5 +1,5 @@
 """Running `perf record`: relay the program's output, show progress, stop at --duration, Ctrl-C, SIGTERM or
-SIGHUP, and say why perf failed; no perf, nor the command it launched, outlives a call."""
+SIGHUP, and say why perf failed; no perf, nor the command it launched or its children, outlives a call."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import IO
 
 from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
-from .processes import Workload, die_with_parent
+from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .spec import (
     RecordHook,
     Recording,
@@ -87,7 +87,9 @@ class _Relay:
             self._write(held)
 
     def join(self) -> None:
-        self._thread.join(timeout=10)
+        """Once perf's group has ended its end of the pipe is closed; a process that left the group (a
+        daemon, setsid) may hold it open: its later lines are not worth a stall."""
+        self._thread.join(timeout=2)
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,8 @@ def record(
     """Run `perf record` for `spec` into `output`; returns once perf has written the file.
 
     `on_recording` is called once `output` holds a recording, finished or cut short (perf killed, a
-    full disk, a second Ctrl-C), that no later failure may throw away. Whatever ends this call, no
-    perf is left running, nor the command perf launched (it is ended as perf ends it: SIGTERM)."""
+    full disk), that no later failure may throw away. Whatever ends this call, no perf is left running,
+    nor the command perf launched, nor its children (perf's process group is ended: SIGTERM)."""
     perf = find_perf()
     keep = on_recording or (lambda: None)
     for hook in hooks:
@@ -125,25 +127,29 @@ def record(
         raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
     argv = record_command(spec, perf, output)
-    proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd)
+    terminal = Terminal.held() if spec.command else None
+    vdso_before = vdso_copies()
+    proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd, terminal is not None)
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
-    workload = Workload(proc, bool(spec.command))
+    if terminal is not None:
+        terminal.give(proc.pid)
     started = time.monotonic()
     try:
-        ending = _wait(proc, spec, started, output, status, err, workload)
+        ending = _wait(proc, spec, started, output, status, err, terminal)
         seconds = time.monotonic() - started
-        if proc.returncode != 0:
-            workload.end()  # perf killed or failed: the command it launched may still run (a no-op if not)
     except BaseException:
-        _abort(proc, workload)
-        if err.released and output.is_file():
-            keep()  # aborted while recording: what perf wrote is kept
+        if _abort(proc, output, status) and err.released:
+            keep()  # a bug, not our kill of a finishing perf: what perf wrote is kept
+        remove_vdso_copies(vdso_before)
         raise
     finally:
+        if terminal is not None:
+            terminal.take_back()
+        end_group(proc.pid)  # the command perf launched and its children: perf SIGTERMs the command only
         for relay in (err, out):
             if relay is not None:
-                relay.join()  # until the command's end closes its end of the pipes
+                relay.join()  # the group's end closed its end of the pipes
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not output.is_file():
@@ -163,11 +169,11 @@ def record(
 
 
 def _start(
-    argv: list[str], piped: bool, env: dict[str, str], cwd: str | None
+    argv: list[str], piped: bool, env: dict[str, str], cwd: str | None, ignore_hangup: bool
 ) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
-    """perf, started; its stderr (and the command's) to read. perf gets a copy of that pipe's read end:
-    should we die (SIGKILL), its closing messages then fit in the pipe instead of killing it by SIGPIPE
-    before it has finished perf.data and ended the command it launched."""
+    """perf, started in a process group of its own; its stderr (and the command's) to read. perf gets a
+    copy of that pipe's read end: should we die (SIGKILL), its closing messages then fit in the pipe
+    instead of killing it by SIGPIPE before it has finished perf.data and ended the command it launched."""
     reader, writer = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -177,7 +183,8 @@ def _start(
             env=env,
             cwd=cwd,
             pass_fds=(reader,),
-            preexec_fn=die_with_parent,
+            process_group=0,
+            preexec_fn=perf_preexec(ignore_hangup),
         )
     except OSError as failed:
         os.close(reader)
@@ -244,13 +251,18 @@ def _failure(
     return explain_failure(spec, said, code), False
 
 
-def _abort(proc: subprocess.Popen[bytes], workload: Workload) -> None:
-    """A second Ctrl-C/SIGTERM (or a bug): perf is killed, and the command it launched ended."""
-    workload.look()
-    if proc.poll() is None:
-        proc.kill()
+def _abort(proc: subprocess.Popen[bytes], output: Path, status: Status) -> bool:
+    """A third Ctrl-C/SIGTERM while perf finishes (or a bug): perf is killed. Returns whether what it
+    wrote is worth keeping; a file perf was killed while finishing cannot be read, and we say so."""
+    if proc.poll() is not None:
+        return True
+    proc.kill()
     proc.wait()
-    workload.end()
+    if not output.is_file():
+        return False
+    size = output.stat().st_size / 1e6
+    status.note(f"perf record was killed before it finished {output}: its {size:.1f} MB cannot be read")
+    return False
 
 
 def _ignore(line: str) -> None:
@@ -264,36 +276,64 @@ def _wait(
     output: Path,
     status: Status,
     err: _Relay,
-    workload: Workload,
+    terminal: Terminal | None,
 ) -> _Ending:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
     stopped_ns = None
     duration = spec.options.duration
     try:
         while proc.poll() is None:
-            workload.look()
             elapsed = time.monotonic() - started
             if elapsed >= HOLD_SECONDS and not err.released:
                 err.release()  # perf is recording: what comes now is the program's or perf's warnings
             if duration is not None and elapsed >= duration and stopped_ns is None:
                 stopped_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
+            if terminal is not None:
+                _watch_terminal(terminal, proc.pid)
             if elapsed >= HOLD_SECONDS:
                 size = output.stat().st_size if output.exists() else 0
                 left = f", {max(duration - elapsed, 0):.0f} s left" if duration else ", Ctrl-C stops"
                 status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:
-                proc.wait(timeout=0.02 if workload.looking else 0.25)
+                proc.wait(timeout=0.25)
             except subprocess.TimeoutExpired:
                 pass
+        if terminal is not None and proc.returncode == -signal.SIGINT and stopped_ns is None:
+            # Ctrl-C in the terminal went to perf's group: perf stopped on it and re-raised it as it exited
+            return _Ending(INTERRUPTED, signal.SIGINT, None)
         return _Ending(ENDED if stopped_ns is None else STOPPED, None, stopped_ns)
     except (KeyboardInterrupt, StopSignal) as stop:
         stopped_ns = stopped_ns or time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         signum = stop.signum if isinstance(stop, StopSignal) else signal.SIGINT
         status.clear()
-        again = "Ctrl-C again aborts" if signum == signal.SIGINT else f"{stop_name(signum)} received, again aborts"
-        status.note(f"stopping the recording ({again})")
+        status.note(f"stopping the recording ({stop_name(signum)} received)")
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # after Ctrl-C perf also got it from the terminal: harmless
-        proc.wait()  # a second signal raises here: record() kills perf
+            proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
+        _let_perf_finish(proc, output, status)
         return _Ending(INTERRUPTED, signum, stopped_ns)
+
+
+def _watch_terminal(terminal: Terminal, perf: int) -> None:
+    """Ctrl-Z stopped perf's group: the job stops with it. A hangup whose SIGHUP did not reach us (only
+    perf's group, which ignores it): raised here, as if it had."""
+    if stopped(perf):
+        terminal.suspend()
+    if terminal.hung_up():
+        signal.raise_signal(signal.SIGHUP)  # ignored (nohup): perf goes on recording
+
+
+def _let_perf_finish(proc: subprocess.Popen[bytes], output: Path, status: Status) -> None:
+    """perf is writing its data: a second signal is told what a third would cost; the third raises
+    (record() then kills perf)."""
+    warned = False
+    while True:
+        try:
+            proc.wait()
+            return
+        except (KeyboardInterrupt, StopSignal):
+            if warned:
+                raise
+            warned = True
+            size = output.stat().st_size / 1e6 if output.exists() else 0.0
+            status.note(f"perf is still writing {output} ({size:.1f} MB); once more abandons the recording")
