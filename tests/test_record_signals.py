@@ -132,9 +132,10 @@ def test_offcpu_stops_on_sigterm_and_cuts_the_open_wait_there(tmp_path: Path) ->
     assert proc.returncode == EXIT_TERMINATED, err
     waits = {s: w for s, w in load(folded).items() if s.startswith("sleep-") and "do_nanosleep" in s}
     assert len(waits) == 1, waits
-    # sleep went to sleep soon after perf started and slept until perf stopped: at least the 1.5 s
-    # after the progress line, not the few µs between its switch-out and the last event.
-    assert 1_400_000 <= sum(waits.values()) <= 30_000_000, err
+    # sleep slept until perf stopped, 1.5 s after the progress line: the wait is cut there, not at
+    # the last event (a few µs after its switch-out). On a loaded machine perf may start the command
+    # up to a second after its first progress line (seen: 0.82 s at load 9 on 2 cores), hence 0.4 s.
+    assert 400_000 <= sum(waits.values()) <= 30_000_000, err
 
 
 def test_offcpu_duration_cuts_a_launched_commands_open_wait_at_the_end(tmp_path: Path) -> None:
