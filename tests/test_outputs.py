@@ -189,6 +189,28 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
     assert stderr == b""
 
 
+SAMPLE_GZ = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fold", str(SAMPLE_GZ)],
+        ["fold", "--jobs", "2", str(SAMPLE_GZ)],
+        ["convert", str(SAMPLE_GZ), "-", "--to", "folded"],
+    ],
+    ids=["fold", "fold-jobs", "convert"],
+)
+def test_head_1_leaves_with_exit_0(args: list[str], tmp_path: Path) -> None:
+    """`fold sample.gz | head -1`: exit 0 as the docs promise (typer's own EPIPE handler said 1)."""
+    command = " ".join([sys.executable, "-m", "flamegraph", *args])
+    errors = tmp_path / "stderr"
+    script = f"{command} 2>{errors} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, timeout=120)
+    assert done.stdout.strip() == b"0", errors.read_text()
+    assert errors.read_bytes() == b""
+
+
 # --- --per-event names ------------------------------------------------------------------------
 
 CLASHING_EVENTS = (
