@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -17,7 +16,7 @@ class ReaderLeft(Exception):
 class CommandGroup(TyperGroup):
     """The command group; a closed stdout pipe leaves the command as `ReaderLeft`."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
