@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, FlamegraphError, PartialResult
+from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
 from .numbers import finite
@@ -226,17 +226,13 @@ def fleet_diff(
 
 def _read_hosts(inputs: list[str]) -> dict[str, FoldedProfile]:
     from ..fleet.outlier import split_by_root
-    from ..folded import read_folded
-    from ..inputs import open_stream
+    from ..folded import read_folded_inputs
+    from ..inputs import label
 
     profiles = {}
     for path in inputs:
         diagnostics = Diagnostics()
-        try:
-            with open_stream(path) as stream:
-                profiles[path] = read_folded(stream, path, diagnostics)
-        except OSError as err:
-            raise FlamegraphError(f"{path}: read failed: {err.strerror or err}") from None
+        profiles[path] = read_folded_inputs([path], diagnostics).plain(label(path))
         diagnostics.finish()
     if len(inputs) == 1:
         return split_by_root(profiles[inputs[0]])
