@@ -16,6 +16,7 @@ Every command that reads folded files (`render`, `diff`, `convert`, `fleet outli
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -24,7 +25,7 @@ from decimal import Decimal
 from itertools import chain
 from typing import BinaryIO
 
-from .diagnostics import Diagnostics, InputMissing
+from .diagnostics import BadCounts, Diagnostics, InputMissing
 from .model import FoldedProfile
 
 ENCODING = "utf-8"
@@ -42,6 +43,19 @@ def encode(text: str) -> bytes:
 DECIMAL = re.compile(rb"[0-9]+\.[0-9]*")
 FLOAT_MAX = sys.float_info.max
 MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
+
+
+def check_total(total: float, factor: float = 1.0) -> None:
+    """Counts that add up past a float's range (or do once multiplied by --factor) cannot be shown
+    honestly: the one rule for every writer that states a total (the SVG, speedscope, pprof), exit 3."""
+    try:
+        whole = float(total)
+    except OverflowError:  # an exact int sum of integer counts
+        whole = math.inf
+    if not math.isfinite(whole):
+        raise BadCounts(f"the counts add up to more than the largest float ({FLOAT_MAX:.3g})")
+    if not math.isfinite(whole * factor):
+        raise BadCounts(f"--factor {factor:g} times the total ({whole:.6g}) is past the largest float")
 
 
 def format_folded_count(count: float) -> str:

@@ -388,3 +388,36 @@ def test_fleet_diff_refuses_a_differential_file(tmp_path: Path) -> None:
     result = run("fleet", "diff", str(source), "-o", str(tmp_path / "o.svg"))
     assert result.returncode == 4, result.stderr
     assert "two counts per line" in result.stderr.decode() and not (tmp_path / "o.svg").exists()
+
+
+# -- one rule for every writer: a total past the largest float is refused (exit 3) -------------------
+HUGE = f"a;b {int(1.7e308)}\na;c {int(1.7e308)}\n".encode()  # each count holds; their sum does not
+
+
+@pytest.mark.parametrize("out", ["o.speedscope.json", "o.pb.gz", "o.svg"])
+def test_a_total_past_the_largest_float_is_refused_by_every_writer(tmp_path: Path, out: str) -> None:
+    """speedscope wrote endValue 3.4e308 (JavaScript reads Infinity) where `render` refused the input."""
+    source = tmp_path / "huge.folded"
+    source.write_bytes(HUGE)
+    for args in (["convert", str(source), str(tmp_path / out)],
+                 ["render", str(source), "--format", format_of(out) or "", "-o", str(tmp_path / out)]):  # fmt: skip
+        result = run(*args)
+        assert result.returncode == 3, result.stderr
+        assert result.stderr == b"flamegraph: the counts add up to more than the largest float (1.8e+308)\n"
+        assert not (tmp_path / out).exists()
+
+
+def test_export_writers_refuse_a_total_past_the_largest_float_in_the_library() -> None:
+    from flamegraph.diagnostics import BadCounts
+
+    profile = FoldedProfile({"a;b": 1.7e308, "a;c": 1.7e308})
+    for writer in (render_speedscope, render_pprof):
+        with pytest.raises(BadCounts):
+            writer(profile)
+
+
+def test_folded_text_states_no_total_and_is_copied_as_it_is(tmp_path: Path) -> None:
+    source = tmp_path / "huge.folded"
+    source.write_bytes(HUGE)
+    result = run("convert", str(source), "-", "--to", "folded")
+    assert result.returncode == 0 and result.stdout == HUGE, result.stderr
