@@ -34,10 +34,14 @@ def find_perf() -> str:
 
 
 def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] = ()) -> list[str]:
-    """`perf script` for folding: --no-inline (addr2line inline resolution is ~130x slower on DWARF)."""
+    """`perf script` for folding: --no-inline (addr2line inline resolution is ~130x slower on DWARF).
+
+    Without fields of the caller's (`-F` in `extra`), perf's default fields less the period: a
+    folded count of perf.data is a number of samples, as `record` folds it (`record` names its fields
+    without the period). With the period printed, each sample would weigh its period (ns of cpu-clock)."""
     command = [find_perf(), "script", "-i", perf_data, "--no-inline"]
-    if with_pid:
-        command += ["-F", "+pid"]  # the reference's --pid/--tid need "comm pid/tid" headers
+    if "-F" not in extra:
+        command += ["-F", "+pid,-period" if with_pid else "-period"]  # +pid: the reference's --pid/--tid headers
     return [*command, *extra]
 
 

@@ -222,3 +222,18 @@ def test_usage_errors(args: list[str], message: str) -> None:
     assert proc.returncode == EXIT_USAGE, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith(("Error: ", "flamegraph: "))]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_fold_counts_a_recording_in_samples_as_record_does(tmp_path: Path) -> None:
+    """`fold rec.perf.data` weighted each sample by its period (2,004,008 ns of cpu-clock at 499 Hz)
+    and called the sum samples, where `record` counted the same recording's samples."""
+    data, recorded = tmp_path / "rec.perf.data", tmp_path / "rec.folded"
+    proc = run_cli("record", "--perf-data", str(data), "--folded", str(recorded), "--no-svg", "--",
+                   sys.executable, "-c", PHASES, "0.4")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for extra in ([], ["--with-pid"]):
+        folded = tmp_path / "fold.folded"
+        done = run_cli("fold", *extra, str(data), "-o", str(folded))
+        assert done.returncode == 0, done.stderr
+        assert load(folded).total == load(recorded).total > 50  # 0.4 s at 499 Hz
+        assert '"unit": "samples"' in (tmp_path / "fold.folded.json").read_text()
