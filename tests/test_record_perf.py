@@ -181,6 +181,22 @@ def test_error_not_permitted(unprivileged: Unprivileged, drop: tuple[str, ...]) 
     assert not folded.exists()
 
 
+@pytest.mark.parametrize("drop", [NOBODY, NO_CAPABILITIES], ids=["nobody", "root without capabilities"])
+def test_unprivileged_tracepoint_is_not_permitted_not_a_syntax_error(
+    unprivileged: Unprivileged, drop: tuple[str, ...]
+) -> None:
+    """An unprivileged `record -e sched:sched_switch` was exit 5 "event syntax error" (perf cannot read
+    the tracepoint's format) or "No permission to enable": the permission exit 6, with the reason."""
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() == "-1":
+        pytest.skip("perf_event_paranoid -1 lets everyone record tracepoints here")
+    folded = unprivileged.scratch / f"tracepoint-{len(drop)}.folded"
+    args = ["record", "-e", "sched:sched_switch", "--no-svg", "--folded", str(folded), "--", "true"]
+    proc = subprocess.run(unprivileged.command(*args, drop=drop), capture_output=True, text=True, timeout=60, cwd="/")
+    one_line_error(proc, EXIT_NOT_PERMITTED, "not permitted to re")
+    assert "sched" in proc.stderr or "/sys/kernel" in proc.stderr
+    assert not folded.exists()
+
+
 def test_error_pid_gone() -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
