@@ -19,7 +19,9 @@ CORRUPT_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV})
 CORRUPT_HINT = "the file is likely truncated or corrupt"
 # What perf 6.1 prints for a record it cannot parse (a file cut short, not at a page boundary):
 #   0x30d68 [0]: failed to process type: 0 [Invalid argument]
-CORRUPT_MESSAGES = ("failed to process type",)
+# and for a header cut short (the magic is there: we only script files that start with it):
+#   incompatible file format (rerun with -v to learn more)
+CORRUPT_MESSAGES = ("failed to process type", "incompatible file format")
 # ... and for a file `perf record` never finished (killed, or its disk filled), in two lines:
 #   WARNING: The perf.data file's data size field is 0 which is unexpected.
 #   Was the 'perf record' command properly terminated?
