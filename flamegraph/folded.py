@@ -9,18 +9,23 @@ and, for a differential graph, difffolded.pl's two counts (BEFORE AFTER):
 
 A count is plain digits, optionally with a '.' and more digits (what flamegraph.pl accepts):
 no sign, exponent, '_' or 'inf', and never more than a float holds.
+
+Every command that reads folded files (`render`, `diff`, `convert`, `fleet outlier`) reads them with
+`read_folded_inputs`: the first record decides whether the input is plain or differential, once.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from itertools import chain
 from typing import BinaryIO
 
-from .diagnostics import Diagnostics
+from .diagnostics import BadCounts, Diagnostics, InputMissing
 from .model import FoldedProfile
 
 ENCODING = "utf-8"
@@ -40,6 +45,19 @@ FLOAT_MAX = sys.float_info.max
 MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
 
 
+def check_total(total: float, factor: float = 1.0) -> None:
+    """Counts that add up past a float's range (or do once multiplied by --factor) cannot be shown
+    honestly: the one rule for every writer that states a total (the SVG, speedscope, pprof), exit 3."""
+    try:
+        whole = float(total)
+    except OverflowError:  # an exact int sum of integer counts
+        whole = math.inf
+    if not math.isfinite(whole):
+        raise BadCounts(f"the counts add up to more than the largest float ({FLOAT_MAX:.3g})")
+    if not math.isfinite(whole * factor):
+        raise BadCounts(f"--factor {factor:g} times the total ({whole:.6g}) is past the largest float")
+
+
 def format_folded_count(count: float) -> str:
     """A count as the folded format spells it: digits, and a '.' only for a fraction (never 1e-05)."""
     if isinstance(count, int):
@@ -54,6 +72,14 @@ def iter_folded_lines(profile: FoldedProfile) -> Iterator[bytes]:
     encoded = sorted((encode(stack), count) for stack, count in profile.counts.items())
     for stack, count in encoded:
         yield stack + b" " + format_folded_count(count).encode() + b"\n"
+
+
+def iter_diff_folded_lines(before: FoldedProfile, after: FoldedProfile) -> Iterator[bytes]:
+    """difffolded.pl's `stack BEFORE AFTER` lines, sorted by their bytes; a stack one side lacks has 0 there."""
+    stacks = sorted((encode(stack), stack) for stack in before.counts.keys() | after.counts.keys())
+    for raw, stack in stacks:
+        old, new = (format_folded_count(side.counts.get(stack, 0)).encode() for side in (before, after))
+        yield raw + b" " + old + b" " + new + b"\n"
 
 
 def write_folded(profile: FoldedProfile, out: BinaryIO) -> None:
@@ -135,3 +161,40 @@ def has_two_counts(lines: Iterator[bytes]) -> tuple[bool, Iterator[bytes]]:
         two = bool(sep and rest.strip()) and parse_count(first) is not None and parse_count(last) is not None
         return two, chain(seen, lines)
     return False, iter(seen)
+
+
+@dataclass
+class FoldedRead:
+    """What folded input holds: one count per stack (plain), or two (differential: BEFORE AFTER)."""
+
+    profile: FoldedProfile  # the counts; for a differential input, AFTER
+    before: FoldedProfile | None = None  # a differential input's BEFORE; None for a plain one
+    stacks: list[tuple[str, float]] | None = None  # each record in input order, when asked (a flame chart)
+
+    @property
+    def differential(self) -> bool:
+        return self.before is not None
+
+    def plain(self, path: str) -> FoldedProfile:
+        """The profile of an input that must hold one count per stack (`diff`'s sides, a host's file)."""
+        if self.before is not None:
+            raise InputMissing(
+                f"{path}: two counts per line (a differential profile already); draw it with `flamegraph render`"
+            )
+        return self.profile
+
+
+def read_folded_inputs(paths: Iterable[str], diagnostics: Diagnostics, keep_order: bool = False) -> FoldedRead:
+    """Folded files (text, .gz or '-') merged into one read; the first record of the first input decides
+    plain or differential for all of them (a later input of the other shape is reported line by line).
+    Each input is read once: stdin cannot be read twice."""
+    from .inputs import gzip_errors, label, open_stream  # here: the writer imports this module
+
+    read = FoldedRead(FoldedProfile(), stacks=[] if keep_order else None)
+    for index, path in enumerate(paths):
+        with open_stream(path) as stream, gzip_errors(path):
+            two, lines = has_two_counts(iter(stream))
+            if index == 0 and two:
+                read.before = FoldedProfile()
+            read_folded(lines, label(path), diagnostics, read.profile, read.before, read.stacks)
+    return read

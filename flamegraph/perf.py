@@ -19,7 +19,9 @@ CORRUPT_SIGNALS = frozenset({signal.SIGBUS, signal.SIGSEGV})
 CORRUPT_HINT = "the file is likely truncated or corrupt"
 # What perf 6.1 prints for a record it cannot parse (a file cut short, not at a page boundary):
 #   0x30d68 [0]: failed to process type: 0 [Invalid argument]
-CORRUPT_MESSAGES = ("failed to process type",)
+# and for a header cut short (the magic is there: we only script files that start with it):
+#   incompatible file format (rerun with -v to learn more)
+CORRUPT_MESSAGES = ("failed to process type", "incompatible file format")
 # ... and for a file `perf record` never finished (killed, or its disk filled), in two lines:
 #   WARNING: The perf.data file's data size field is 0 which is unexpected.
 #   Was the 'perf record' command properly terminated?
@@ -34,10 +36,14 @@ def find_perf() -> str:
 
 
 def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] = ()) -> list[str]:
-    """`perf script` for folding: --no-inline (addr2line inline resolution is ~130x slower on DWARF)."""
+    """`perf script` for folding: --no-inline (addr2line inline resolution is ~130x slower on DWARF).
+
+    Without fields of the caller's (`-F` in `extra`), perf's default fields less the period: a
+    folded count of perf.data is a number of samples, as `record` folds it (`record` names its fields
+    without the period). With the period printed, each sample would weigh its period (ns of cpu-clock)."""
     command = [find_perf(), "script", "-i", perf_data, "--no-inline"]
-    if with_pid:
-        command += ["-F", "+pid"]  # the reference's --pid/--tid need "comm pid/tid" headers
+    if "-F" not in extra:
+        command += ["-F", "+pid,-period" if with_pid else "-period"]  # +pid: the reference's --pid/--tid headers
     return [*command, *extra]
 
 

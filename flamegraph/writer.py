@@ -108,7 +108,7 @@ def _write_through(path: Path, mode: int) -> Iterator[BinaryIO]:
 def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterator[BinaryIO]:
     """Write a temporary file beside `target`, give it `target`'s mode and owner, rename it over `target`."""
     if status is not None and not os.access(target, os.W_OK):
-        raise OutputFailed(f"{path}: cannot write: permission denied")
+        raise OutputFailed(f"{path}: cannot write: {_why_not_writable(target)}")
     directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -124,6 +124,15 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _why_not_writable(path: Path) -> str:
+    """Why access(W_OK) said no: a read-only mount (EROFS: even root cannot), else the file's permissions."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return "read-only file system" if read_only else "permission denied"
 
 
 def _copy_owner_and_mode(tmp: str, status: os.stat_result | None) -> None:
@@ -187,7 +196,7 @@ def check_writable(path: Path | None) -> None:
         raise OutputFailed(f"{path}: cannot write: is a directory")
     if mode is not None and not stat.S_ISREG(mode):
         if not os.access(path, os.W_OK):
-            raise OutputFailed(f"{path}: cannot write: permission denied")
+            raise OutputFailed(f"{path}: cannot write: {_why_not_writable(path)}")
         return  # a device or a FIFO: written through, nothing is created next to it
     directory = Path(os.path.abspath(path)).parent
     missing = not os.path.isdir(directory)

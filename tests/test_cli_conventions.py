@@ -231,3 +231,24 @@ def test_one_sample_is_singular() -> None:
     titles = {f.name: f.title for f in frames(drawn)}
     assert titles["a"] == "a (1 sample, 33.33%)" and titles["b"] == "b (2 samples, 66.67%)"
     assert texts(drawn, "summary") == ["event not recorded · 3 samples · 2 stacks"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["offcpu", "-p", "1", "--duration"],
+        ["record", "--duration"],
+        ["fleet", "record", "--scheduler", "local:1", "--duration"],
+        ["fleet", "record", "--scheduler", "local:1", "--grace"],
+        ["offcpu", "--min-us"],
+    ],
+    ids=lambda c: " ".join(c),
+)
+def test_nan_and_infinity_are_refused_as_negatives_are(command: list[str], value: str, tmp_path: Path) -> None:
+    """`offcpu -p PID --duration nan` never stopped: nan and inf are a usage error (exit 2), as -1 is,
+    before anything is recorded."""
+    result = run(*command, value, "-o", str(tmp_path / "out.svg"), "--", "true")
+    assert result.returncode == 2, result.stderr
+    assert f"Invalid value for '{command[-1]}'" in result.stderr.decode()
+    assert b"Traceback" not in result.stderr and not (tmp_path / "out.svg").exists()

@@ -341,3 +341,83 @@ def test_render_format_writes_the_export_and_keeps_the_svg_default(tmp_path: Pat
     assert bad.returncode == 2 and b"needs each sample's time" in bad.stderr
     png = run("render", str(folded), "--format", "pprof", "--png", str(tmp_path / "o.png"))
     assert png.returncode == 2 and b"--png draws the SVG" in png.stderr
+
+
+# -- a differential folded file: one reader decides, for every command ---------------------------------
+DIFFERENTIAL = b"main;a 5 10\nmain;b 3 1\n"
+
+
+@pytest.mark.parametrize("out", ["o.speedscope.json", "o.pb.gz"])
+def test_convert_refuses_a_differential_file_for_one_count_formats(tmp_path: Path, out: str) -> None:
+    """`convert d.folded o.speedscope.json` named the frames `a 5` (BEFORE read into the name)."""
+    source = tmp_path / "d.folded"
+    source.write_bytes(DIFFERENTIAL)
+    for args in (["convert", str(source), str(tmp_path / out)], ["render", str(source), "-o", str(tmp_path / out),
+                 "--format", format_of(out) or ""]):  # fmt: skip
+        result = run(*args)
+        assert result.returncode == 3, result.stderr
+        assert result.stderr.decode().count("\n") == 1 and "differential" in result.stderr.decode()
+        assert not (tmp_path / out).exists()
+
+
+def test_convert_of_a_differential_file_draws_what_render_draws(tmp_path: Path) -> None:
+    """`convert d.folded o.svg` drew a plain graph where `render` drew a differential one."""
+    source = tmp_path / "d.folded"
+    source.write_bytes(DIFFERENTIAL)
+    converted = run("convert", str(source), str(tmp_path / "c.svg"))
+    rendered = run("render", str(source), "-o", str(tmp_path / "r.svg"))
+    assert converted.returncode == rendered.returncode == 0, converted.stderr + rendered.stderr
+    svg = (tmp_path / "c.svg").read_text()
+    assert svg == (tmp_path / "r.svg").read_text()
+    assert "<title>a (before 5, after 10 samples: +5 / +100.0%; self +5; 90.91% of after)</title>" in svg
+    assert "a 5" not in svg
+
+
+def test_convert_to_folded_keeps_both_counts(tmp_path: Path) -> None:
+    source = tmp_path / "d.folded"
+    source.write_bytes(b"main;b 3 1\nmain;a 5 10\nmain;c 0 2\n")
+    for args in (["convert", str(source), "-", "--to", "folded"], ["render", str(source), "--format", "folded"]):
+        result = run(*args)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == b"main;a 5 10\nmain;b 3 1\nmain;c 0 2\n"
+
+
+def test_fleet_diff_refuses_a_differential_file(tmp_path: Path) -> None:
+    source = tmp_path / "d.folded"
+    source.write_bytes(DIFFERENTIAL)
+    result = run("fleet", "diff", str(source), "-o", str(tmp_path / "o.svg"))
+    assert result.returncode == 4, result.stderr
+    assert "two counts per line" in result.stderr.decode() and not (tmp_path / "o.svg").exists()
+
+
+# -- one rule for every writer: a total past the largest float is refused (exit 3) -------------------
+HUGE = f"a;b {int(1.7e308)}\na;c {int(1.7e308)}\n".encode()  # each count holds; their sum does not
+
+
+@pytest.mark.parametrize("out", ["o.speedscope.json", "o.pb.gz", "o.svg"])
+def test_a_total_past_the_largest_float_is_refused_by_every_writer(tmp_path: Path, out: str) -> None:
+    """speedscope wrote endValue 3.4e308 (JavaScript reads Infinity) where `render` refused the input."""
+    source = tmp_path / "huge.folded"
+    source.write_bytes(HUGE)
+    for args in (["convert", str(source), str(tmp_path / out)],
+                 ["render", str(source), "--format", format_of(out) or "", "-o", str(tmp_path / out)]):  # fmt: skip
+        result = run(*args)
+        assert result.returncode == 3, result.stderr
+        assert result.stderr == b"flamegraph: the counts add up to more than the largest float (1.8e+308)\n"
+        assert not (tmp_path / out).exists()
+
+
+def test_export_writers_refuse_a_total_past_the_largest_float_in_the_library() -> None:
+    from flamegraph.diagnostics import BadCounts
+
+    profile = FoldedProfile({"a;b": 1.7e308, "a;c": 1.7e308})
+    for writer in (render_speedscope, render_pprof):
+        with pytest.raises(BadCounts):
+            writer(profile)
+
+
+def test_folded_text_states_no_total_and_is_copied_as_it_is(tmp_path: Path) -> None:
+    source = tmp_path / "huge.folded"
+    source.write_bytes(HUGE)
+    result = run("convert", str(source), "-", "--to", "folded")
+    assert result.returncode == 0 and result.stdout == HUGE, result.stderr

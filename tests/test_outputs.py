@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,28 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
     assert stderr == b""
 
 
+SAMPLE_GZ = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fold", str(SAMPLE_GZ)],
+        ["fold", "--jobs", "2", str(SAMPLE_GZ)],
+        ["convert", str(SAMPLE_GZ), "-", "--to", "folded"],
+    ],
+    ids=["fold", "fold-jobs", "convert"],
+)
+def test_head_1_leaves_with_exit_0(args: list[str], tmp_path: Path) -> None:
+    """`fold sample.gz | head -1`: exit 0 as the docs promise (typer's own EPIPE handler said 1)."""
+    command = " ".join([sys.executable, "-m", "flamegraph", *args])
+    errors = tmp_path / "stderr"
+    script = f"{command} 2>{errors} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, timeout=120)
+    assert done.stdout.strip() == b"0", errors.read_text()
+    assert errors.read_bytes() == b""
+
+
 # --- --per-event names ------------------------------------------------------------------------
 
 CLASHING_EVENTS = (
@@ -285,3 +308,40 @@ def test_closed_stdout_is_one_line(folded: Path) -> None:
     )
     assert result.returncode == 4
     assert one_line(result.stderr) == "flamegraph: <stdout>: cannot write: it is closed\n"
+
+
+# --- a read-only mount ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A real read-only file system (tmpfs, remounted ro) holding `existing.svg` and a palette."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", str(mount)], check=True)
+    try:
+        (mount / "existing.svg").write_bytes(b"<svg/>")
+        (mount / "palette.map").write_text("main->rgb(1,2,3)\n")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_read_only_file_system_is_named_as_such(read_only: Path, folded: Path) -> None:
+    """An existing file on a read-only mount was reported as "permission denied" (root may write it)."""
+    for args in (
+        ["render", str(folded), "-o", str(read_only / "existing.svg")],  # an existing file
+        ["render", str(folded), "-o", str(read_only / "new.svg")],  # a new file in a read-only directory
+        ["fold", "--no-group-unknown", str(PERF_TEXT), "-o", str(read_only / "sub" / "new.folded")],
+        ["render", str(folded), "--palette-file", str(read_only / "palette.map"), "-o", os.devnull],
+        ["record", "--folded", str(read_only / "existing.svg"), "--no-svg", "--", "true"],  # checked first
+    ):
+        result = run(*args)
+        assert result.returncode == 4, result.stderr
+        assert "read-only file system" in one_line(result.stderr).lower(), result.stderr
+        assert "permission denied" not in result.stderr.decode().lower()
+    assert (read_only / "existing.svg").read_bytes() == b"<svg/>"
+    assert sorted(p.name for p in read_only.iterdir()) == ["existing.svg", "palette.map"]

@@ -98,3 +98,17 @@ def test_truncated_perf_data_mid_record_says_so(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_NO_INPUT, proc.stderr
     [line] = error_lines(proc)
     assert "failed to process type" in line and "the file is likely truncated or corrupt" in line, line
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("size", [8, 100])
+@pytest.mark.parametrize("command", ["fold", "convert"])
+def test_perf_data_cut_inside_its_header_is_exit_4(tmp_path: Path, size: int, command: str) -> None:
+    """An 8-byte perf.data (the magic, nothing more) was exit 5 "incompatible file format"; the docs say 4."""
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(record_small(tmp_path).read_bytes()[:size])
+    args = [str(cut)] if command == "fold" else [str(cut), str(tmp_path / "o.speedscope.json")]
+    proc = run_cli(command, *args)
+    assert proc.returncode == EXIT_NO_INPUT, proc.stderr
+    [line] = error_lines(proc)
+    assert "the file is likely truncated or corrupt" in line, line

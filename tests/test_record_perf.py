@@ -181,6 +181,22 @@ def test_error_not_permitted(unprivileged: Unprivileged, drop: tuple[str, ...]) 
     assert not folded.exists()
 
 
+@pytest.mark.parametrize("drop", [NOBODY, NO_CAPABILITIES], ids=["nobody", "root without capabilities"])
+def test_unprivileged_tracepoint_is_not_permitted_not_a_syntax_error(
+    unprivileged: Unprivileged, drop: tuple[str, ...]
+) -> None:
+    """An unprivileged `record -e sched:sched_switch` was exit 5 "event syntax error" (perf cannot read
+    the tracepoint's format) or "No permission to enable": the permission exit 6, with the reason."""
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() == "-1":
+        pytest.skip("perf_event_paranoid -1 lets everyone record tracepoints here")
+    folded = unprivileged.scratch / f"tracepoint-{len(drop)}.folded"
+    args = ["record", "-e", "sched:sched_switch", "--no-svg", "--folded", str(folded), "--", "true"]
+    proc = subprocess.run(unprivileged.command(*args, drop=drop), capture_output=True, text=True, timeout=60, cwd="/")
+    one_line_error(proc, EXIT_NOT_PERMITTED, "not permitted to re")
+    assert "sched" in proc.stderr or "/sys/kernel" in proc.stderr
+    assert not folded.exists()
+
+
 def test_error_pid_gone() -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -222,3 +238,18 @@ def test_usage_errors(args: list[str], message: str) -> None:
     assert proc.returncode == EXIT_USAGE, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith(("Error: ", "flamegraph: "))]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_fold_counts_a_recording_in_samples_as_record_does(tmp_path: Path) -> None:
+    """`fold rec.perf.data` weighted each sample by its period (2,004,008 ns of cpu-clock at 499 Hz)
+    and called the sum samples, where `record` counted the same recording's samples."""
+    data, recorded = tmp_path / "rec.perf.data", tmp_path / "rec.folded"
+    proc = run_cli("record", "--perf-data", str(data), "--folded", str(recorded), "--no-svg", "--",
+                   sys.executable, "-c", PHASES, "0.4")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for extra in ([], ["--with-pid"]):
+        folded = tmp_path / "fold.folded"
+        done = run_cli("fold", *extra, str(data), "-o", str(folded))
+        assert done.returncode == 0, done.stderr
+        assert load(folded).total == load(recorded).total > 50  # 0.4 s at 499 Hz
+        assert '"unit": "samples"' in (tmp_path / "fold.folded.json").read_text()

@@ -13,7 +13,7 @@ import sys
 from types import FrameType
 
 from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal
-from .app import app
+from .app import ReaderLeft, app
 
 __all__ = ["app", "main", "register_commands"]
 
@@ -83,7 +83,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("flamegraph: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
+    except (BrokenPipeError, ReaderLeft):
         # `flamegraph fold ... | head`: the reader left; not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

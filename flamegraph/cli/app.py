@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
+
+
+class ReaderLeft(Exception):
+    """stdout's reader left early (`flamegraph fold ... | head`): `main` ends the run quietly, exit 0.
+    Not an OSError: typer turns an EPIPE OSError that leaves a command into exit 1 before we see it."""
+
+
+class CommandGroup(TyperGroup):
+    """The command group; a closed stdout pipe leaves the command as `ReaderLeft`."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ReaderLeft() from None
+
 
 app = typer.Typer(
     name="flamegraph",
+    cls=CommandGroup,
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,  # a traceback means a bug: keep it plain and complete

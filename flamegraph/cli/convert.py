@@ -14,7 +14,7 @@ import typer
 
 # The folding and export stages are imported where they run: `flamegraph --help` imports every command module.
 from ..diagnostics import BadOption, Diagnostics, NoSamples
-from ..export import FORMATS, TIMED_FORMATS, ExportRequest, format_of, known_endings
+from ..export import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest, format_of, known_endings
 from ..model import FoldedProfile
 from .app import app
 from .describe import describe_profile
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..collapse.perf_sched import OffCpuOptions
     from ..export.sources import Source
     from ..export.timeline import Timeline
+    from ..folded import FoldedRead
     from ..record import Recording
     from ..symbols import FunctionNamer
 
@@ -33,8 +34,17 @@ FormatName = Annotated[
 ]
 
 
-def render_profile_export(profile: FoldedProfile, fmt: str, title: str | None = None) -> bytes:
-    """The bytes of `profile` in a format made from folded stacks."""
+def render_profile_export(
+    profile: FoldedProfile, fmt: str, title: str | None = None, before: FoldedProfile | None = None
+) -> bytes:
+    """The bytes of `profile` in a format made from folded stacks. With `before` (a differential
+    profile: `profile` is AFTER), svg draws the differential graph as `render` does, folded keeps both
+    counts, and a format with one count per stack refuses it (exit 3) rather than drop a side."""
+    if before is not None and fmt in ONE_COUNT_FORMATS:
+        raise ExportError(
+            f"{fmt} holds one count per stack and this profile is differential (two counts per line, "
+            "BEFORE AFTER): draw it as svg, or convert each side's folded file on its own"
+        )
     if fmt == "speedscope":
         from ..export.speedscope import render_speedscope
 
@@ -44,13 +54,18 @@ def render_profile_export(profile: FoldedProfile, fmt: str, title: str | None = 
 
         return render_pprof(profile, title)
     if fmt == "folded":
-        from ..folded import iter_folded_lines
+        from ..folded import iter_diff_folded_lines, iter_folded_lines
 
-        return b"".join(iter_folded_lines(profile))
+        lines = iter_folded_lines(profile) if before is None else iter_diff_folded_lines(before, profile)
+        return b"".join(lines)
     if fmt == "svg":
-        from ..render import RenderOptions, render_svg
+        from ..render import RenderOptions, render_diff, render_svg
 
-        return render_svg(profile, RenderOptions(title=title or "Flame Graph"))
+        options = RenderOptions(title=title or "Flame Graph")
+        if before is None:
+            return render_svg(profile, options)
+        options.diff_width = "after"  # flamegraph.pl's geometry for difffolded input, as `render` draws it
+        return render_diff(before, profile, options)
     if fmt in TIMED_FORMATS:
         raise BadOption(
             f"{fmt} needs each sample's time, which folded stacks do not have: "
@@ -66,11 +81,12 @@ def render_timeline_export(timeline: Timeline, fmt: str, title: str | None = Non
     return render_chrome_trace(timeline, title)
 
 
-def export_profile(profile: FoldedProfile, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
+def export_profile(read: FoldedRead, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
     """`render --format FMT`: the export instead of the SVG (the same title; no PNG of it)."""
     if png is not None:
         raise BadOption("--png draws the SVG: it goes with --format svg")
-    write_bytes(output, render_profile_export(profile, fmt, None if title == "Flame Graph" else title))
+    data = render_profile_export(read.profile, fmt, None if title == "Flame Graph" else title, read.before)
+    write_bytes(output, data)
 
 
 def write_exports(
@@ -183,9 +199,11 @@ def convert(
     if fmt in TIMED_FORMATS:
         data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
     else:
-        profile = read_source_profile(found, options, diagnostics)
-        describe_profile(profile, event, unit, meta)
-        data = render_profile_export(profile, fmt, title)
+        read = read_source(found, options, diagnostics)
+        for side in (read.before, read.profile):
+            if side is not None:
+                describe_profile(side, event, unit, meta)
+        data = render_profile_export(read.profile, fmt, title, read.before)
     note = grouping_note(namer)
     if note is not None:
         typer.echo(note, err=True)
@@ -202,24 +220,24 @@ def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer |
     return namer_for_inputs([found.path], group_unknown)
 
 
-def read_source_profile(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedProfile:
-    """The folded profile of any input: folded text read as it is, perf input folded as `fold` does."""
+def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedRead:
+    """The folded profile of any input: folded text read as every command reads it (plain or
+    differential), perf input folded as `fold` does."""
+    from ..folded import FoldedRead, read_folded_inputs
+
     if found.kind == "folded":
-        from ..export.sources import open_text
-        from ..folded import read_folded
         from ..inputs import label
 
-        with open_text(found.path) as lines:
-            profile = read_folded(lines, label(found.path), diagnostics)
+        read = read_folded_inputs([found.path], diagnostics)
         diagnostics.finish()
-        if not profile.counts:
+        if not read.profile.counts:
             raise NoSamples(f"{label(found.path)}: no stacks found (empty input, or not folded stacks)")
-        return profile
+        return read
     if found.kind == "offcpu":
         from ..collapse.perf_sched import OffCpuOptions
         from ..offcpu.fold import fold_offcpu
 
-        return fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics)
+        return FoldedRead(fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics))
     from ..fold import fold_perf
 
-    return fold_perf([found.path], options, diagnostics).profile
+    return FoldedRead(fold_perf([found.path], options, diagnostics).profile)

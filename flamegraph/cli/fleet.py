@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, FlamegraphError, PartialResult
+from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
+from .numbers import finite
 from .recorder import Highlight, Preset, Threads
 
 if TYPE_CHECKING:  # the stages are imported where the commands run: `flamegraph --help` stays cheap
@@ -52,10 +53,16 @@ def fleet_record(
         str | None, typer.Option("--match", metavar="REGEX", help="record the processes whose command line matches")
     ] = None,
     all_cpus: Annotated[bool, typer.Option("--all-cpus", help="record each whole machine")] = False,
-    duration: Annotated[float, typer.Option("--duration", min=0.1, help="seconds to record on every host")] = 10.0,
+    duration: Annotated[
+        float, typer.Option("--duration", parser=finite(0.1), help="seconds to record on every host")
+    ] = 10.0,
     grace: Annotated[
         float,
-        typer.Option("--grace", min=0.0, help="seconds a host may take after --duration before it counts as missing"),
+        typer.Option(
+            "--grace",
+            parser=finite(0.0),
+            help="seconds a host may take after --duration before it counts as missing",
+        ),
     ] = DEFAULT_GRACE,
     output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("fleet.svg"),
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the merged folded stacks here")] = None,
@@ -219,17 +226,13 @@ def fleet_diff(
 
 def _read_hosts(inputs: list[str]) -> dict[str, FoldedProfile]:
     from ..fleet.outlier import split_by_root
-    from ..folded import read_folded
-    from ..inputs import open_stream
+    from ..folded import read_folded_inputs
+    from ..inputs import label
 
     profiles = {}
     for path in inputs:
         diagnostics = Diagnostics()
-        try:
-            with open_stream(path) as stream:
-                profiles[path] = read_folded(stream, path, diagnostics)
-        except OSError as err:
-            raise FlamegraphError(f"{path}: read failed: {err.strerror or err}") from None
+        profiles[path] = read_folded_inputs([path], diagnostics).plain(label(path))
         diagnostics.finish()
     if len(inputs) == 1:
         return split_by_root(profiles[inputs[0]])

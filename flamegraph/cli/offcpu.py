@@ -11,6 +11,7 @@ import typer
 # recording, pairing and rendering stages are imported where they run.
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
+from .numbers import finite
 from .recorder import (
     Command,
     Duration,
@@ -73,7 +74,9 @@ def offcpu_cli(
     ] = None,
     min_us: Annotated[
         float,
-        typer.Option("--min-us", metavar="N", min=0, help="leave out waits shorter than N µs (they are counted)"),
+        typer.Option(
+            "--min-us", metavar="N", parser=finite(0), help="leave out waits shorter than N µs (they are counted)"
+        ),
     ] = 0.0,
     state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,
     kernel: Annotated[bool, typer.Option("--kernel/--no-kernel", help="keep the kernel frames")] = True,
@@ -201,5 +204,3 @@ def _summary(recording: Recording, pid: int | None) -> str:
     elif recording.exit_status:
         line += f"; the command exited with status {recording.exit_status}"
     return line
-
-

@@ -11,6 +11,7 @@ import typer
 
 from ..export import ExportRequest
 from ..record.spec import parse_call_graph, parse_window
+from .numbers import finite
 
 Command = Annotated[
     list[str] | None,
@@ -18,7 +19,12 @@ Command = Annotated[
 ]
 Duration = Annotated[
     float | None,
-    typer.Option("--duration", metavar="SECONDS", min=0.1, help="stop after this long (default: exit/Ctrl-C)"),
+    typer.Option(
+        "--duration",
+        metavar="SECONDS",
+        parser=finite(0.1),
+        help="stop after this long, at least 0.1 (default: exit/Ctrl-C)",
+    ),
 ]
 PerfData = Annotated[
     Path | None,
@@ -33,9 +39,7 @@ Folded = Annotated[
 ]
 Pid = Annotated[int | None, typer.Option("--pid", "-p", metavar="PID", help="profile this running process instead")]
 # The graph options `record`, `offcpu` and `fleet record` share (named as `render` names them).
-Preset = Annotated[
-    str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops")
-]
+Preset = Annotated[str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops")]
 Highlight = Annotated[
     list[str] | None,
     typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),

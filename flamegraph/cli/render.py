@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 
-from ..diagnostics import BadOption, Diagnostics, InputMissing
-from ..model import FoldedProfile
+from ..diagnostics import BadOption, Diagnostics
 from ..sidecar import Context, read_sidecar
 from .app import app
 from .describe import describe_profile
@@ -58,9 +56,7 @@ Preset = Annotated[
 Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
 Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")]
-Event = Annotated[
-    str | None, typer.Option("-e", "--event", metavar="EVENT", help="the sampled event, for the header")
-]
+Event = Annotated[str | None, typer.Option("-e", "--event", metavar="EVENT", help="the sampled event, for the header")]
 Unit = Annotated[
     str | None,
     typer.Option("--unit", metavar="UNIT", help="the counts' unit: samples, or microseconds (off-CPU)"),
@@ -158,6 +154,7 @@ def render(
       flamegraph render out.folded --preset onednn --top 20 --png out.png -o out.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
+    from ..folded import read_folded_inputs
     from ..render import RenderOptions, render_diff, render_svg
 
     if group_by not in (None, "op"):
@@ -170,7 +167,7 @@ def render(
     refuse_wrong_input(paths, "folded stacks", "render")
     reading_stdin_note(paths, "folded stacks")
     diagnostics = Diagnostics(strict=strict)
-    read = _read(paths, diagnostics, keep_order=flamechart)
+    read = read_folded_inputs(paths, diagnostics, keep_order=flamechart)
     context = None if no_context else _context(paths)
     if context is not None:
         context.apply(read.profile)
@@ -187,7 +184,7 @@ def render(
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
-        export_profile(read.profile, format_, output, title or DEFAULT_TITLE, png)
+        export_profile(read, format_, output, title or DEFAULT_TITLE, png)
         return
     from ..color import format_palette
     from ..writer import write_atomically
@@ -223,9 +220,7 @@ def render(
 
 @app.command(short_help="Draw what changed between two profiles (differential graph).")
 def diff(
-    before: Annotated[
-        str, typer.Argument(metavar="BEFORE", help="folded stacks BEFORE the change (text, .gz, or -)")
-    ],
+    before: Annotated[str, typer.Argument(metavar="BEFORE", help="folded stacks BEFORE the change (text, .gz, or -)")],
     after: Annotated[str, typer.Argument(metavar="AFTER", help="folded stacks AFTER the change")],
     output: Output = None,
     title: Title = None,
@@ -271,6 +266,8 @@ def diff(
       flamegraph diff before.folded after.folded -o diff.svg
       flamegraph diff before.folded after.folded --normalize --preset onednn -o diff.svg --open
     """
+    from ..folded import read_folded_inputs
+    from ..inputs import label
     from ..render import RenderOptions, render_diff
 
     if before == "-" and after == "-":
@@ -278,7 +275,7 @@ def diff(
     check_terminal_output(output, "the SVG")
     refuse_wrong_input([before, after], "folded stacks", "diff")
     diagnostics = Diagnostics(strict=strict)
-    old, new = (_one_count(_read([path], diagnostics), path) for path in (before, after))
+    old, new = (read_folded_inputs([path], diagnostics).plain(label(path)) for path in (before, after))
     diagnostics.finish()
     for path, profile in ((before, old), (after, new)):
         context = None if no_context else _context([path])
@@ -302,40 +299,6 @@ def _context(paths: list[str]) -> Context | None:
     if note is not None:
         typer.echo(f"note: {note}", err=True)
     return context
-
-
-@dataclass
-class Read:
-    """What `render`/`diff` read: the profile, BEFORE for two-count input, the stacks in input order."""
-
-    profile: FoldedProfile
-    before: FoldedProfile | None = None
-    stacks: list[tuple[str, float]] | None = None  # --flamechart
-
-
-def _read(paths: list[str], diagnostics: Diagnostics, keep_order: bool = False) -> Read:
-    """Each input read once (stdin cannot be read twice); the first record decides one or two counts."""
-    from ..folded import has_two_counts, read_folded
-    from ..inputs import gzip_errors, label, open_stream
-
-    read = Read(FoldedProfile(), stacks=[] if keep_order else None)
-    for index, path in enumerate(paths):
-        with open_stream(path) as stream, gzip_errors(path):
-            two, lines = has_two_counts(iter(stream))
-            if index == 0 and two:
-                read.before = FoldedProfile()
-            read_folded(lines, label(path), diagnostics, read.profile, read.before, read.stacks)
-    return read
-
-
-def _one_count(read: Read, path: str) -> FoldedProfile:
-    from ..inputs import label
-
-    if read.before is not None:
-        raise InputMissing(
-            f"{label(path)}: two counts per line (a differential profile already); draw it with `flamegraph render`"
-        )
-    return read.profile
 
 
 def _check_distinct(palette: Path, *outputs: Path | None) -> None:

@@ -19,7 +19,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from ..folded import encode
+from ..folded import check_total, encode
 from ..model import FoldedProfile
 from . import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
 from .names import export_name
@@ -137,4 +137,5 @@ def _epoch_ns(date: str | None) -> int | None:
 
 def render_pprof(profile: FoldedProfile, title: str | None = None) -> bytes:
     """The gzip'd profile.proto (mtime 0: the same profile gives the same bytes)."""
+    check_total(profile.total)  # the rule every writer of a total keeps (pprof sums the values it shows)
     return gzip.compress(pprof_message(profile, title).SerializeToString(deterministic=True), mtime=0)

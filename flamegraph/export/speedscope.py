@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..folded import encode
+from ..folded import check_total, encode
 from ..model import FoldedProfile
 from . import EXPORTER, capture_facts, describe, threaded
 from .names import export_name
@@ -81,6 +81,8 @@ def speedscope_document(profile: FoldedProfile, title: str | None = None) -> dic
 
 
 def render_speedscope(profile: FoldedProfile, title: str | None = None) -> bytes:
-    """The speedscope JSON file: UTF-8, deterministic (same profile, same bytes)."""
+    """The speedscope JSON file: UTF-8, deterministic (same profile, same bytes). A total past the
+    largest float is refused as `render` refuses it: JavaScript would read its `endValue` as Infinity."""
+    check_total(profile.total)
     document = speedscope_document(profile, title)
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

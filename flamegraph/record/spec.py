@@ -206,11 +206,20 @@ def explain_failure(spec: RecordSpec, stderr: str, code: int | None = None) -> F
     Permission error mapping pages.                                               (-m over mlock limit)
     Couldn't create thread/CPU maps: No such process                              (-p of a gone pid)
     Failed to collect 'cpu-clock' for the 'nosuch' workload: No such file or directory
+    event syntax error: 'sched:sched_switch'                                      (tracefs not readable)
+    No permission to enable sched:sched_switchu event.                            (raw fields, no CAP_PERFMON)
     """
     if "mapping pages" in stderr:
         return NotPermitted(
             f"perf record: not permitted to lock {spec.options.mmap} of buffers (perf_event_mlock_kb, {who_am_i()})"
         )
+    if "event syntax error" in stderr or "No permission" in stderr:
+        from .tracefs import is_tracepoint, tracepoint_problem  # tracefs imports this module
+
+        # perf cannot parse a tracepoint whose format it may not read: say why, not "syntax error" (exit 5)
+        problem = tracepoint_problem(spec.options.event) if is_tracepoint(spec.options.event) else None
+        if problem is not None:
+            return problem
     if "perf_event_paranoid" in stderr or "Permission" in stderr or "not permitted" in stderr:
         return NotPermitted(
             f"perf record: not permitted (perf_event_paranoid is {paranoid_level()}, {who_am_i()}): "

@@ -9,7 +9,6 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -27,6 +26,7 @@ from ..color import (
     strip_annotation,
 )
 from ..diagnostics import BadCounts, NoSamples
+from ..folded import check_total
 from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
 from .diff import DiffStacks, diff_stacks
@@ -72,18 +72,6 @@ def coordinate_divisor(total: float) -> int:
 
 
 ROOT_TITLE = "all"
-
-
-def check_total(total: float, factor: float) -> None:
-    """Counts that add up past a float's range (or do once multiplied by --factor) cannot be drawn honestly."""
-    try:
-        whole = float(total)
-    except OverflowError:
-        whole = math.inf
-    if not math.isfinite(whole):
-        raise BadCounts(f"the counts add up to more than the largest float ({sys.float_info.max:.3g})")
-    if not math.isfinite(whole * factor):
-        raise BadCounts(f"--factor {factor:g} times the total ({whole:.6g}) is past the largest float")
 
 
 @cache

@@ -1,0 +1,30 @@
+"""The one parser for float options (`--duration`, `--grace`, `--min-us`): a finite number in range.
+
+click's FloatRange lets `nan` and `inf` through (no comparison with nan is true, inf passes any
+minimum): `offcpu -p PID --duration nan` never stopped. They are refused here as a number below the
+minimum is: one usage line, exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import typer
+
+
+def finite(minimum: float) -> Callable[[str | float], float]:
+    """A typer `parser=`: the option's text as a float that is a real number and at least `minimum`."""
+
+    def parse(value: str | float) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise typer.BadParameter(f"{value!r} is not a finite number")
+        if number < minimum:
+            raise typer.BadParameter(f"{value!r} is less than {minimum:g}")
+        return number
+
+    return parse
