@@ -69,6 +69,15 @@ def command_line(pid: int, proc: Path = Path("/proc")) -> str | None:
     return b" ".join(parts).decode("utf-8", "surrogateescape") if parts else None
 
 
+def records_into(pid: int, data: str, proc: Path = Path("/proc")) -> bool:
+    """Whether process `pid` has `data` as one of its arguments (the perf recording into that file)."""
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return os.fsencode(data) in raw.split(b"\0")
+
+
 def matching_processes(pattern: str, proc: Path = Path("/proc")) -> dict[int, str]:
     """pid -> command line of the processes `pattern` finds (re.search), this worker and its ancestors
     left out (a pattern like `python` must not record the Dask worker asking)."""
