@@ -70,12 +70,13 @@ def command_line(pid: int, proc: Path = Path("/proc")) -> str | None:
 
 
 def records_into(pid: int, data: str, proc: Path = Path("/proc")) -> bool:
-    """Whether process `pid` has `data` as one of its arguments (the perf recording into that file)."""
+    """Whether process `pid` is a perf record writing `data` (`-o DATA` among its arguments)."""
     try:
-        raw = (proc / str(pid) / "cmdline").read_bytes()
+        argv = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return os.fsencode(data) in raw.split(b"\0")
+    wanted = os.fsencode(data)
+    return any(flag == b"-o" and value == wanted for flag, value in zip(argv, argv[1:], strict=False))
 
 
 def matching_processes(pattern: str, proc: Path = Path("/proc")) -> dict[int, str]:
