@@ -107,7 +107,7 @@ def check_scheduler(address: str, timeout: float = PROBE_TIMEOUT) -> None:
     try:
         with socket.create_connection((host, port), timeout=timeout) as conn:
             if scheme == "tcp":
-                parse_greeting(_read_greeting(conn, deadline))
+                parse_greeting(read_greeting(conn, deadline))
     except ClusterUnavailable as err:
         raise ClusterUnavailable(f"{address} is not a Dask scheduler: {err}") from None
     except TimeoutError:
@@ -120,7 +120,7 @@ def check_scheduler(address: str, timeout: float = PROBE_TIMEOUT) -> None:
         raise ClusterUnavailable(f"cannot reach the Dask scheduler at {address}: {why}") from None
 
 
-def _read_greeting(conn: socket.socket, deadline: float) -> bytes:
+def read_greeting(conn: socket.socket, deadline: float) -> bytes:
     """The scheduler's first message: its size (8 bytes), then that many bytes, within the deadline."""
     head = _read(conn, 8, deadline)
     (size,) = struct.unpack("<Q", head)
