@@ -5,6 +5,7 @@ Dask is imported only when a fleet command runs (flamegraph.fleet.cluster); this
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 from pathlib import Path
@@ -32,6 +33,13 @@ app.add_typer(fleet_app, name="fleet")
 DEFAULT_GRACE = 60.0
 
 
+def _finite(seconds: float) -> float:
+    """--duration and --grace: `min=` lets nan and inf through (nan < 0.1 is false); refuse them alike."""
+    if not math.isfinite(seconds):
+        raise typer.BadParameter(f"{seconds} is not a number of seconds")
+    return seconds
+
+
 def _call_graph(text: str) -> str:
     try:
         return parse_call_graph(text)
@@ -52,10 +60,17 @@ def fleet_record(
         str | None, typer.Option("--match", metavar="REGEX", help="record the processes whose command line matches")
     ] = None,
     all_cpus: Annotated[bool, typer.Option("--all-cpus", help="record each whole machine")] = False,
-    duration: Annotated[float, typer.Option("--duration", min=0.1, help="seconds to record on every host")] = 10.0,
+    duration: Annotated[
+        float, typer.Option("--duration", min=0.1, callback=_finite, help="seconds to record on every host")
+    ] = 10.0,
     grace: Annotated[
         float,
-        typer.Option("--grace", min=0.0, help="seconds a host may take after --duration before it counts as missing"),
+        typer.Option(
+            "--grace",
+            min=0.0,
+            callback=_finite,
+            help="seconds a host may take after --duration before it counts as missing",
+        ),
     ] = DEFAULT_GRACE,
     output: Annotated[Path, typer.Option("-o", "--output", help="the SVG to write")] = Path("fleet.svg"),
     folded: Annotated[Path | None, typer.Option("--folded", help="also write the merged folded stacks here")] = None,

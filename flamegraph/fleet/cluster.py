@@ -2,7 +2,9 @@
 
 Dask is imported here only, inside the functions, so the rest of flamegraph (and `flamegraph
 --help`) never pays for it and works without it. `--scheduler local[:N]` starts a LocalCluster on
-127.0.0.1 (no dashboard) and then takes exactly the path a real scheduler address takes.
+127.0.0.1 (no dashboard, its files in a private temporary directory, its workers out of the
+terminal's process group) and then takes exactly the path a real scheduler address takes; an
+address is first checked by scheduler.check_scheduler.
 
 Hosts are found by asking every worker who it is (`Client.run(host_identity)`): workers on the same
 host are grouped and only one of them records (two would record the same machine twice). Each
