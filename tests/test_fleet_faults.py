@@ -283,3 +283,13 @@ def test_a_stopped_worker_leaves_no_perf_recording(tmp_path: Path) -> None:
     print(f"perf and its command gone {took:.1f} s after the worker was stopped")
     (host,) = outcome[0].results  # type: ignore[attr-defined]
     assert host.state == MISSING and "hung" in host.reason
+
+
+def test_non_finite_seconds_are_refused() -> None:
+    """`min=` let nan and inf through (nan < 0.1 is false): --duration nan never stopped a host's perf."""
+    base = ["fleet", "record", "--scheduler", "tcp://127.0.0.1:1", "--all-cpus"]
+    runs = [["--duration", "nan"], ["--duration", "inf"], ["--grace", "nan"]]
+    procs = [subprocess.Popen([*FLAMEGRAPH, *base, *extra], stderr=subprocess.PIPE, text=True) for extra in runs]
+    for extra, proc in zip(runs, procs, strict=True):
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and "is not a number of seconds" in err, (extra, err)
