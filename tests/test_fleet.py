@@ -13,15 +13,14 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import distributed  # the fleet extra: `make venv` installs it (a missing Dask fails here, loudly)
 import pytest
+from helpers.fleet import FLAMEGRAPH, TcpCluster, fleet_perfs, has_events, tcp_cluster, wait_for
 
 from flamegraph.diagnostics import (
     EXIT_NO_CLUSTER,
@@ -33,7 +32,7 @@ from flamegraph.diagnostics import (
     Problem,
 )
 from flamegraph.fleet.fold import ChunkFold, merge_folds, plan_chunks
-from flamegraph.fleet.hosts import HOST_VARIABLE, command_line, matching_processes
+from flamegraph.fleet.hosts import command_line, matching_processes
 from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
 from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
 from flamegraph.fleet.outlier import find_outlier, split_by_root
@@ -43,8 +42,6 @@ from flamegraph.oncpu import fold_with_report
 
 pytestmark = pytest.mark.fleet
 
-FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
-DASK = str(Path(sys.executable).with_name("dask"))
 # alpha compresses (zlib: deflate), every other host hashes (libcrypto: SHA256_Update), for argv[1] seconds.
 WORKLOAD = """
 import os, sys, time
@@ -76,87 +73,13 @@ def share(profile: FoldedProfile, *needles: str) -> float:
     return sum(w for s, w in profile.counts.items() if any(n in s for n in needles)) / profile.total
 
 
-def fleet_perfs() -> list[int]:
-    """perf processes recording for a fleet task (their perf.data is in a flamegraph-fleet- scratch dir)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"perf") and any(b"/flamegraph-fleet-" in a for a in argv):
-            found.append(int(entry.name))
-    return found
-
-
-def wait_for(check: object, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 # -- a real `dask scheduler` and `dask worker`s over TCP on 127.0.0.1 ------------------------------------
-
-
-@dataclass
-class TcpCluster:
-    address: str
-    scheduler: subprocess.Popen[bytes]
-    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-
-    def add_worker(
-        self, name: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
-    ) -> subprocess.Popen[bytes]:
-        """`dask worker --name NAME` (no nanny: killing it kills the worker), standing for host NAME."""
-        environment = {**os.environ, HOST_VARIABLE: name, **(env or {})}
-        scratch = Path(tempfile.mkdtemp(prefix=f"dask-{name}-"))
-        scratch.chmod(0o777)  # a worker running as another user writes here too
-        argv = [*prefix, DASK, "worker", self.address, "--name", name, "--nthreads", "1", "--no-nanny"]
-        argv += ["--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(scratch)]
-        proc = subprocess.Popen(argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.workers[name] = proc
-        return proc
-
-    def names(self) -> set[str]:
-        with distributed.Client(self.address, timeout=10) as client:
-            info = client.scheduler_info(n_workers=-1)["workers"]
-            return {w["name"] for w in info.values()}
-
-    def wait_workers(self, *names: str) -> None:
-        wait_for(lambda: set(names) <= self.names(), 60, f"workers {names}")
-
-    def remove(self, name: str) -> None:
-        proc = self.workers.pop(name)
-        proc.kill()
-        proc.wait()
-        wait_for(lambda: name not in self.names(), 30, f"worker {name} to leave")
 
 
 @pytest.fixture(scope="module")
 def tcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpCluster]:
-    scheduler_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
-    argv = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"]
-    scheduler = subprocess.Popen(
-        [*argv, "--scheduler-file", str(scheduler_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    cluster = TcpCluster("", scheduler)
-    try:
-        wait_for(scheduler_file.exists, 60, "the scheduler")
-        time.sleep(0.2)
-        import json
-
-        cluster.address = json.loads(scheduler_file.read_text())["address"]
-        for name in ("alpha", "beta"):
-            cluster.add_worker(name)
-        cluster.wait_workers("alpha", "beta")
+    with tcp_cluster(tmp_path_factory.mktemp("dask"), "alpha", "beta") as cluster:
         yield cluster
-    finally:
-        for proc in [*cluster.workers.values(), scheduler]:
-            proc.kill()  # idle by now; a graceful close only costs time
-            proc.wait()
 
 
 # -- pure parts: no cluster --------------------------------------------------------------------------
@@ -306,7 +229,7 @@ def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Pat
     )
     try:
         # perf processes alone are not enough on a loaded machine: wait until both hold their events open
-        wait_for(lambda: sum(map(_has_events, fleet_perfs())) >= 2, 60, "both hosts recording")
+        wait_for(lambda: sum(map(has_events, fleet_perfs())) >= 2, 60, "both hosts recording")
         time.sleep(2.0)
         client.send_signal(signal.SIGINT)
         out, err = client.communicate(timeout=60)
@@ -344,14 +267,6 @@ def test_killed_worker_gives_a_partial_graph(tcp: TcpCluster, tmp_path: Path) ->
     text = svg.read_text()
     assert "2 of 3 hosts answered" in text and "host gamma: missing: its worker" in text
     wait_for(lambda: not fleet_perfs(), 15, "no perf left (the killed host's included)")
-
-
-def _has_events(pid: int) -> bool:
-    """Whether perf process `pid` has opened its perf_event fds (it records from then on)."""
-    try:
-        return any(os.readlink(fd) == "anon_inode:[perf_event]" for fd in Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return False
 
 
 def _perf_under(pid: int) -> bool:

@@ -97,14 +97,15 @@ def fleet_record(
 
     Exit status 10: the graph was drawn, but some hosts are missing (the header and stderr say why).
     """
-    from ..fleet.cluster import Scheduler, connect, record_fleet
+    from ..fleet.cluster import connect, record_fleet
     from ..fleet.model import OK, HostRequest
     from ..fleet.outlier import find_outlier
+    from ..fleet.scheduler import Scheduler
     from ..jit.recording import JIT_CALL_GRAPH
     from ..oncpu import fold_with_report
     from ..record import Status
     from ..render import render_svg
-    from ..writer import write_results
+    from ..writer import check_writable, write_results
     from .record import render_options, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
@@ -116,6 +117,8 @@ def fleet_record(
     if no_svg and folded is None:
         raise typer.BadParameter("--no-svg needs --folded")
     where = Scheduler.parse(scheduler)
+    for path in (None if no_svg else output, folded, outlier):
+        check_writable(path)  # before anything is recorded, as `flamegraph record` checks
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}: {target.describe()}"
     options = render_options("fleet", title, subtitle, preset, list(highlight or []))
     request = HostRequest(

@@ -2,7 +2,9 @@
 
 Dask is imported here only, inside the functions, so the rest of flamegraph (and `flamegraph
 --help`) never pays for it and works without it. `--scheduler local[:N]` starts a LocalCluster on
-127.0.0.1 (no dashboard) and then takes exactly the path a real scheduler address takes.
+127.0.0.1 (no dashboard, its files in a private temporary directory, its workers out of the
+terminal's process group) and then takes exactly the path a real scheduler address takes; an
+address is first checked by scheduler.check_scheduler.
 
 Hosts are found by asking every worker who it is (`Client.run(host_identity)`): workers on the same
 host are grouped and only one of them records (two would record the same machine twice). Each
@@ -15,20 +17,23 @@ task watches, so each host stops perf cleanly and still sends back what it recor
 from __future__ import annotations
 
 import logging
-import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ..diagnostics import BadOption, ClusterUnavailable
+from ..diagnostics import ClusterUnavailable
 from .hosts import host_identity, installed_version
 from .model import FAILED, MISSING, HostIdentity, HostRequest, HostResult
+from .scheduler import Scheduler, check_scheduler, cores
 from .tasks import record_host
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
@@ -36,39 +41,9 @@ SURVEY_TIMEOUT = 10.0  # seconds for the workers to say who they are
 START_ALLOWANCE = 15.0  # seconds a task may take to start (worker busy, imports) before its clock runs
 POLL = 0.5
 INSTALL_HINT = "install it with `pip install 'flamegraph-perf[fleet]'`"
+LOCAL_WORKER_SETUP = "flamegraph.fleet.local_worker"  # the Dask preload of the LocalCluster's workers
 
 Note = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Scheduler:
-    """`local`, `local:N` or a Dask scheduler address (tcp://host:8786, tls://..., a scheduler file path)."""
-
-    address: str | None  # None: start a LocalCluster
-    workers: int | None = None  # LocalCluster workers (None: one per usable core)
-
-    @classmethod
-    def parse(cls, text: str) -> Scheduler:
-        name, sep, count = text.strip().partition(":")
-        if name != "local":
-            if not text.strip():
-                raise BadOption("--scheduler: expected local, local:N or a Dask scheduler address")
-            return cls(text.strip())
-        if not sep:
-            return cls(None)
-        if not count.isdigit() or not 1 <= int(count) <= 256:
-            raise BadOption(f"--scheduler {text!r}: local:N needs N from 1 to 256 workers")
-        return cls(None, int(count))
-
-    def describe(self) -> str:
-        return self.address or f"a local cluster of {self.workers or _cores()} workers"
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _distributed() -> Any:
@@ -81,37 +56,56 @@ def _distributed() -> Any:
 
 @contextmanager
 def connect(scheduler: Scheduler) -> Iterator[Any]:
-    """A `distributed.Client` for the scheduler, closed (and a LocalCluster stopped) on the way out."""
+    """A `distributed.Client` for the scheduler, closed (and a LocalCluster stopped) on the way out.
+    A scheduler address is checked first (scheduler.check_scheduler): Dask would wait for minutes on
+    an address where something else listens."""
     distributed = _distributed()
-    cluster = None
+    if scheduler.address is None:
+        with _local_cluster(distributed, scheduler.workers or cores()) as cluster:
+            with distributed.Client(cluster) as client:
+                yield client
+        return
+    check_scheduler(scheduler.address)
     try:
-        if scheduler.address is None:
-            import dask
+        client = distributed.Client(scheduler.address, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as err:
+        raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler.describe()}: {err}") from None
+    with client:
+        yield client
 
+
+@contextmanager
+def _local_cluster(distributed: Any, workers: int) -> Iterator[Any]:
+    """A LocalCluster on 127.0.0.1 (no dashboard) whose workers keep their files in a private temporary
+    directory, removed with the cluster, and leave the terminal's process group (local_worker.py)."""
+    import dask
+
+    scratch = tempfile.mkdtemp(prefix="flamegraph-fleet-dask-")  # 0700, ours: not a shared dask-scratch-space
+    try:
+        try:
             # Dask's statistical profiler samples worker threads every 10 ms, holding the GIL the fold
             # needs (fold chunks ran ~1.5x slower with it): our workers do not need it.
-            with dask.config.set({"distributed.worker.profile.enabled": False}):
+            # Dask's own temporary files (workers, scheduler) go to our private directory too.
+            settings = {"distributed.worker.profile.enabled": False, "temporary-directory": scratch}
+            with dask.config.set(settings):
                 cluster = distributed.LocalCluster(
-                    n_workers=scheduler.workers or _cores(),
+                    n_workers=workers,
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",  # nothing listens beyond this machine
                     dashboard_address=None,
+                    local_directory=scratch,
+                    preload=[LOCAL_WORKER_SETUP],
                     silence_logs=logging.CRITICAL,  # shutdown races log "stream closed"; our errors are ours
                 )
-            client = distributed.Client(cluster)
-        else:
-            client = distributed.Client(scheduler.address, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError, ValueError) as err:
-        if cluster is not None:
+        except (OSError, TimeoutError) as err:
+            raise ClusterUnavailable(f"cannot start a local Dask cluster: {err}") from None
+        try:
+            yield cluster
+        finally:
             cluster.close()
-        raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler.describe()}: {err}") from None
-    try:
-        yield client
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def live_workers(client: Any) -> dict[str, int]:
@@ -159,14 +153,15 @@ def survey(client: Any, note: Note, timeout: float | None = None) -> tuple[Hosts
 
 def run_host_task(request: HostRequest, identity: HostIdentity, worker: str, stop_event: str) -> HostResult:
     """The task on a host's worker: `record_host` watching the client's stop Event."""
-    from distributed import Event
+    from distributed import Event, get_worker
 
     event = Event(stop_event)
+    scratch = Path(get_worker().local_directory)  # Dask removes it with the worker, should we be killed
 
     def stop(seconds: float) -> bool:
         return bool(event.wait(seconds)) if seconds > 0 else bool(event.is_set())
 
-    return record_host(request, identity, worker, stop)
+    return record_host(request, identity, worker, stop, scratch)
 
 
 class _Watch:

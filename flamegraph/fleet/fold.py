@@ -166,7 +166,8 @@ def fold_on_scheduler(
     scheduler: str, inputs: Sequence[str], options: FoldOptions, diagnostics: Diagnostics
 ) -> FoldResult:
     """`fold_perf` with the work done on a Dask cluster: an address, or local[:N] (see the module docstring)."""
-    from .cluster import Scheduler, connect
+    from .cluster import connect
+    from .scheduler import Scheduler
 
     where = Scheduler.parse(scheduler)
     if options.per_event or options.frame_hook is not None or diagnostics.strict:

@@ -69,6 +69,16 @@ def command_line(pid: int, proc: Path = Path("/proc")) -> str | None:
     return b" ".join(parts).decode("utf-8", "surrogateescape") if parts else None
 
 
+def records_into(pid: int, data: str, proc: Path = Path("/proc")) -> bool:
+    """Whether process `pid` is a perf record writing `data` (`-o DATA` among its arguments)."""
+    try:
+        argv = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    wanted = os.fsencode(data)
+    return any(flag == b"-o" and value == wanted for flag, value in zip(argv, argv[1:], strict=False))
+
+
 def matching_processes(pattern: str, proc: Path = Path("/proc")) -> dict[int, str]:
     """pid -> command line of the processes `pattern` finds (re.search), this worker and its ancestors
     left out (a pattern like `python` must not record the Dask worker asking)."""

@@ -3,16 +3,18 @@
 The task uses `flamegraph record`'s own path: `record()` (flamegraph.record) with the same
 RecordSpec defaults, and the fold function the client passes (the CLI passes `fold_with_report`,
 so grouping by build-id and the attribution figures are computed where the binaries are). perf.data
-stays in a scratch directory on the host and is removed once folded; it is kept (and its path sent
-back) only when folding it failed. Runs without Dask: `stop(seconds)` is how the client says stop.
+stays in a scratch directory on the host (in the Dask worker's own directory, which Dask removes
+with the worker) and is removed once folded; it is kept in $TMPDIR (and its path sent back) only
+when folding it failed. Runs without Dask: `stop(seconds)` is how the client says stop.
 
 What is recorded on a host, as `perf record` sees it:
     --match REGEX:   perf record ... -p PID,PID,... -- sleep DURATION
     --all-cpus:      perf record ... -a -- sleep DURATION
     -- CMD ARGS:     perf record ... -- CMD ARGS       (stopped at --duration, as `record --duration`)
 The `sleep` bounds perf by itself: even a worker that froze or was killed leaves no perf running
-past DURATION. A launched command is stopped by record() (perf dies with its worker where record()
-arranges it).
+past DURATION. A launched command is stopped by record() at --duration (perf dies with a killed
+worker: its parent-death signal); a worker that is stopped, not dead, cannot do either, so a
+watchdog process (watchdog.py) stops perf 2 s past --duration in its place.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import resource
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
@@ -30,7 +33,8 @@ from ..diagnostics import FlamegraphError, NoSuchProcess
 from ..jit.recording import JitHook
 from ..mxnet.recording import MxnetHook
 from ..record import RecordOptions, RecordSpec, Status, record
-from .hosts import children, command_line, matching_processes
+from . import watchdog
+from .hosts import children, command_line, matching_processes, records_into
 from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
 
 StopCheck = Callable[[float], bool]  # waits up to N seconds; True once the client asked every host to stop
@@ -53,8 +57,11 @@ class NoteCollector(Status):
         self.lines.append(text)
 
 
-def record_host(request: HostRequest, identity: HostIdentity, worker: str, stop: StopCheck) -> HostResult:
-    """Record and fold on this host; a user-facing failure comes back as a FAILED result, not an exception."""
+def record_host(
+    request: HostRequest, identity: HostIdentity, worker: str, stop: StopCheck, scratch: Path | None = None
+) -> HostResult:
+    """Record and fold on this host, perf.data in a private directory under `scratch` (the worker's own
+    directory; None: $TMPDIR); a user-facing failure comes back as a FAILED result, not an exception."""
     notes = NoteCollector()
     result = HostResult(identity.host, FAILED, worker=worker, simulated=identity.simulated, notes=notes.lines)
     try:
@@ -62,7 +69,7 @@ def record_host(request: HostRequest, identity: HostIdentity, worker: str, stop:
             raise NoSuchProcess("stopped before the recording started")
         spec, pids = spec_for(request)
         result.pids = pids
-        _record_and_fold(request, spec, notes, result, stop)
+        _record_and_fold(request, spec, notes, result, stop, scratch)
     except FlamegraphError as err:
         result.reason, result.exit_code = str(err), err.exit_code
     return result
@@ -86,9 +93,14 @@ def spec_for(request: HostRequest) -> tuple[RecordSpec, tuple[int, ...]]:
 
 
 def _record_and_fold(
-    request: HostRequest, spec: RecordSpec, notes: NoteCollector, result: HostResult, stop: StopCheck
+    request: HostRequest,
+    spec: RecordSpec,
+    notes: NoteCollector,
+    result: HostResult,
+    stop: StopCheck,
+    parent: Path | None,
 ) -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-"))
+    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-", dir=parent))
     data = scratch / "perf.data"
     keep = False
 
@@ -100,7 +112,7 @@ def _record_and_fold(
         hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
         mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with Stopper(data, stop):
+        with Stopper(data, stop, request.duration if request.target.command else None):
             recording = record(spec, data, hooks=[*hooks, *([mx] if mx else [])], status=notes, on_recording=recorded)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if not request.target.command:  # else the command's CPU is mixed in
@@ -120,31 +132,53 @@ def _record_and_fold(
         keep = False
     except FlamegraphError as err:
         if keep:
-            err.args = (f"{err}; the recording is kept on this host in {data}",)
+            err.args = (f"{err}; the recording is kept on this host in {_kept(data, parent)}",)
         raise
     finally:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _kept(data: Path, parent: Path | None) -> Path:
+    """Where a recording that could not be folded stays: out of the worker's directory (gone with the
+    worker), into a private directory in $TMPDIR."""
+    if parent is None:
+        return data
+    kept = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-kept-")) / data.name
+    try:
+        shutil.move(data, kept)
+    except OSError:
+        return data
+    return kept
+
+
 class Stopper:
     """Watches `stop` while perf records into `data`; when the client says stop, sends perf SIGINT (as
     Ctrl-C and --duration do: perf writes its data and ends the command it launched). perf is found as
-    this process's child whose command line names `data` (the scratch path is unique)."""
+    this process's child whose arguments name `data` (the scratch path is unique). A launched command
+    (no `sleep` bounds perf) also gets a watchdog process (watchdog.py), should this worker stop
+    answering before record() stops perf."""
 
-    def __init__(self, data: Path, stop: StopCheck) -> None:
+    def __init__(self, data: Path, stop: StopCheck, duration: float | None = None) -> None:
         self.data = str(data)
         self.stop = stop
+        self.duration = duration
+        self.watchdog: subprocess.Popen[bytes] | None = None
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="flamegraph-fleet-stopper", daemon=True)
 
     def __enter__(self) -> Stopper:
+        if self.duration is not None:
+            self.watchdog = watchdog.start(Path(self.data), self.duration)
         self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.done.set()
         self.thread.join(timeout=5)
+        if self.watchdog is not None:
+            self.watchdog.kill()
+            self.watchdog.wait()
 
     def _run(self) -> None:
         while not self.done.is_set():
@@ -156,8 +190,7 @@ class Stopper:
 
     def _interrupt_perf(self) -> None:
         for pid in children(os.getpid()):
-            line = command_line(pid)
-            if line is not None and self.data in line.split(" "):
+            if records_into(pid, self.data):
                 try:
                     os.kill(pid, signal.SIGINT)
                 except OSError:

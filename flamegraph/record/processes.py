@@ -66,6 +66,31 @@ def stopped(pid: int) -> bool:
     return bool(fields) and fields[0] == "T"  # type: ignore[index]
 
 
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (/proc/PID/task/*/children; a /proc scan if that file is absent)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except FileNotFoundError:
+        pass  # a kernel without CONFIG_PROC_CHILDREN, or the process gone
+    except OSError:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat_fields(int(entry))
+            if stat and stat[1] == str(pid):
+                found.append(int(entry))
+    return found
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat); None once it is gone or a zombie: with the
+    pid, it names one process (not a later one given the same pid)."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields and fields[0] not in ("Z", "X") else None
+
+
 def _stat_fields(pid: int) -> list[str] | None:
     """/proc/PID/stat after the command name: state, ppid, ... (field 3 onwards)."""
     try:

@@ -7,6 +7,8 @@ palette lines, regexes, windows), then damage some of them: cut, doubled, bytes 
 
 from __future__ import annotations
 
+import struct
+
 from hypothesis import strategies as st
 
 OPTION_BYTES = st.binary(min_size=8, max_size=8)
@@ -173,6 +175,29 @@ def highlight_input(head: bytes, specs: list[bytes], name: bytes) -> bytes:
     return head + b"\0".join([*specs, name])
 
 
+ADDRESS_PIECES = st.sampled_from(["tcp://", "tls://", "ucx://", "local", ":", "8786", "0", "65536", "127.0.0.1", "[",
+                                   "]", "::1", "host", " ", "/", "@", "\u00e9", "9" * 30])  # fmt: skip
+scheduler_address = st.lists(ADDRESS_PIECES, max_size=6).map(lambda parts: "".join(parts).encode())
+MSGPACK_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=8) | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=16), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def dask_greeting(draw: st.DrawFn) -> bytes:
+    """A message framed as a Dask scheduler frames its first one (sizes may lie), msgpack inside."""
+    import msgpack
+
+    handshake = st.fixed_dictionaries({"compression": st.none(), "pickle-protocol": st.integers(0, 5)})
+    value = draw(MSGPACK_VALUES | handshake)
+    frames = [msgpack.packb(value), *draw(st.lists(st.binary(max_size=8), max_size=2))]
+    body = struct.pack(f"<Q{len(frames)}Q", len(frames), *map(len, frames)) + b"".join(frames)
+    size = len(body) + draw(st.sampled_from([0, 0, 0, -1, 1, 2**40]))
+    return draw(st.sampled_from([b"", b"SSH-2.0-OpenSSH_9.2\r\n"])) + struct.pack("<Q", max(size, 0)) + body
+
+
 INPUTS: dict[str, st.SearchStrategy[bytes]] = {
     "fold_text": with_options(perf_script, 4),
     "fold_file": with_options(perf_script, 4),
@@ -190,4 +215,6 @@ INPUTS: dict[str, st.SearchStrategy[bytes]] = {
     "window_spec": window,
     "command_line": st.one_of(with_options(perf_script, 13), with_options(folded, 13), with_options(sched_script, 13)),
     "render_options": st.binary(max_size=120),
+    "scheduler_address": scheduler_address,
+    "scheduler_greeting": dask_greeting(),
 }

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .cli_targets import command_line, window_spec
+from .fleet_targets import scheduler_address, scheduler_greeting
 from .fold_targets import compat_reference, fold_file, fold_text, offcpu_text, perf_roundtrip
 from .render_targets import folded_text, highlight_spec, palette_file, render_options
 
@@ -30,6 +31,8 @@ TARGETS: dict[str, Target] = {
     "window_spec": window_spec,
     "command_line": command_line,
     "render_options": render_options,
+    "scheduler_address": scheduler_address,
+    "scheduler_greeting": scheduler_greeting,
 }
 
 
