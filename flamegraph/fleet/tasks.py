@@ -21,7 +21,6 @@ import os
 import resource
 import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 from ..diagnostics import FlamegraphError, NoSuchProcess
 from ..jit.recording import JitHook
 from ..mxnet.recording import MxnetHook
+from ..private import scratch_dir
 from ..record import RecordOptions, RecordSpec, Status, record
 from .hosts import children, command_line, matching_processes
 from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
@@ -88,7 +88,7 @@ def spec_for(request: HostRequest) -> tuple[RecordSpec, tuple[int, ...]]:
 def _record_and_fold(
     request: HostRequest, spec: RecordSpec, notes: NoteCollector, result: HostResult, stop: StopCheck
 ) -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-"))
+    scratch = scratch_dir("flamegraph-fleet-")
     data = scratch / "perf.data"
     keep = False
 

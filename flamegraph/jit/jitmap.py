@@ -17,10 +17,11 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ..private import replace_file
 
 DUMP_FILE = re.compile(r"^dnnl_dump_(?:cpu_)?(.+)\.(\d+)\.bin$")
 PERF_MAP_DIR = "/tmp"  # perf reads JIT symbol maps only from /tmp/perf-<pid>.map
@@ -261,11 +262,5 @@ def format_perf_map(kernels: Iterable[Kernel]) -> str:
 
 def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None) -> str:
     """Write (atomically) the map perf reads for the JIT code of `pid`."""
-    path = path or perf_map_path(pid)
-    # mkstemp: a fresh file (O_EXCL), so that nothing planted in /tmp is followed or overwritten.
-    fd, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
-    with os.fdopen(fd, "w") as f:
-        f.write(format_perf_map(kernels))
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
-    return path
+    # A fresh exclusive name renamed over the map: a link planted in /tmp is replaced, never followed.
+    return replace_file(path or perf_map_path(pid), format_perf_map(kernels).encode("utf-8", "surrogateescape"))
