@@ -323,3 +323,29 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# -- what the hunt found next to them --------------------------------------------------------------------
+
+
+def test_planted_dumps_are_never_read(public: Path, victim: Path) -> None:
+    """A dump name in a shared directory that is a link (to root's file) or a FIFO: skipped, never opened
+    (the link was read as a kernel's code, the FIFO blocked the scan for good)."""
+    import threading
+
+    def run() -> None:
+        os.symlink(victim, public / "dnnl_dump_cpu_jit_k.1.bin")
+        os.mkfifo(public / "dnnl_dump_cpu_jit_k.2.bin")
+
+    as_nobody(run)
+    found: list[list[jitmap.Dump]] = []
+    reader = threading.Thread(target=lambda: found.append(jitmap.read_dumps(str(public))), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert found == [[]]
+
+
+def test_dumps_are_looked_for_only_where_nobody_else_writes(public: Path, tmp_path: Path) -> None:
+    from flamegraph.jit.hook import dump_dirs
+
+    assert dump_dirs(str(tmp_path), str(public), str(tmp_path)) == [str(tmp_path)]

@@ -75,7 +75,7 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
     """At exit: locate the kernels, write the perf map and the kernels file, keep the dumps."""
     try:
         pid = os.getpid()
-        result = jitmap.scan("self", [start_cwd, os.getcwd()])
+        result = jitmap.scan("self", dump_dirs(start_cwd, os.getcwd()))
         perf_map = jitmap.write_perf_map(result.kernels, pid)
         kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
         session.write_kernels(jit_dir, pid, kernels, result.summary(), round(result.seconds * 1000))
@@ -84,6 +84,19 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
         return
     if not quiet and (result.kernels or result.missing):
         print(f"flamegraph: {result.summary()} -> {perf_map}", file=sys.stderr, flush=True)
+
+
+def dump_dirs(*candidates: str) -> list[str]:
+    """Where to look for oneDNN's dumps: the working directories (at start, at exit) nobody else may
+    write to (a program that moved to /tmp leaves its later dumps there, unread and unmoved)."""
+    fit = []
+    for directory in dict.fromkeys(candidates):
+        try:
+            private.check_dumps_cwd(directory)
+        except private.NotPrivate:
+            continue
+        fit.append(directory)
+    return fit
 
 
 # The program's globals, kept until the interpreter ends: as with `python PROGRAM`, what they hold

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,11 @@ def dump_files(directory: str, since: float | None = None) -> list[tuple[int, st
         if parsed is None:
             continue
         path = os.path.join(directory, file_name)
-        if since is not None and os.stat(path).st_mtime < since:
+        try:  # oneDNN writes regular files: a link, a FIFO or a device someone else put there is no dump
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(status.st_mode) or (since is not None and status.st_mtime < since):
             continue
         found.append((parsed[1], parsed[0], path))
     return sorted(found)
@@ -102,9 +107,14 @@ def read_dumps(directory: str, since: float | None = None) -> list[Dump]:
     dumps = []
     offset = monotonic_offset()
     for index, name, path in dump_files(directory, since):
-        with open(path, "rb") as f:
-            created = os.fstat(f.fileno()).st_mtime_ns - offset
-            dumps.append(Dump(index, name, f.read(), path, created))
+        try:  # never a link (nor a FIFO swapped in since the listing: it would block)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            status = os.fstat(f.fileno())
+            if stat.S_ISREG(status.st_mode):
+                dumps.append(Dump(index, name, f.read(), path, status.st_mtime_ns - offset))
     return dumps
 
 
