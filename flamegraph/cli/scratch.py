@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import shutil
 import signal
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..private import scratch_dir
 
 if TYPE_CHECKING:
     from ..record.spec import Recording
@@ -36,7 +37,7 @@ class ScratchRecording:
         if self._perf_data is not None:
             return self._perf_data
         if self.scratch is None:
-            self.scratch = Path(tempfile.mkdtemp(prefix=self._prefix))
+            self.scratch = scratch_dir(self._prefix)
         return self.scratch / "perf.data"
 
     def mark_recorded(self) -> None:

@@ -24,7 +24,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 from ..diagnostics import FlamegraphError, NoSuchProcess
 from ..jit.recording import JitHook
 from ..mxnet.recording import MxnetHook
+from ..private import scratch_dir
 from ..record import RecordOptions, RecordSpec, Status, record
 from . import watchdog
 from .hosts import children, command_line, matching_processes, records_into
@@ -100,7 +100,7 @@ def _record_and_fold(
     stop: StopCheck,
     parent: Path | None,
 ) -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-", dir=parent))
+    scratch = scratch_dir("flamegraph-fleet-", parent)
     data = scratch / "perf.data"
     keep = False
 
@@ -144,7 +144,7 @@ def _kept(data: Path, parent: Path | None) -> Path:
     worker), into a private directory in $TMPDIR."""
     if parent is None:
         return data
-    kept = Path(tempfile.mkdtemp(prefix="flamegraph-fleet-kept-")) / data.name
+    kept = scratch_dir("flamegraph-fleet-kept-") / data.name
     try:
         shutil.move(data, kept)
     except OSError:

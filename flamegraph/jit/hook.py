@@ -26,9 +26,11 @@ import sys
 
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from flamegraph import private
     from flamegraph.jit import jitdump, jitmap, session
     from flamegraph.mxnet import inprocess
 else:
+    from .. import private
     from ..mxnet import inprocess
     from . import jitdump, jitmap, session
 
@@ -73,15 +75,28 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
     """At exit: locate the kernels, write the perf map and the kernels file, keep the dumps."""
     try:
         pid = os.getpid()
-        result = jitmap.scan("self", [start_cwd, os.getcwd()])
+        result = jitmap.scan("self", dump_dirs(start_cwd, os.getcwd()))
         perf_map = jitmap.write_perf_map(result.kernels, pid)
         kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
         session.write_kernels(jit_dir, pid, kernels, result.summary(), round(result.seconds * 1000))
-    except OSError as err:
+    except (OSError, private.NotPrivate) as err:
         print(f"flamegraph: naming JIT kernels failed: {err}", file=sys.stderr)
         return
     if not quiet and (result.kernels or result.missing):
         print(f"flamegraph: {result.summary()} -> {perf_map}", file=sys.stderr, flush=True)
+
+
+def dump_dirs(*candidates: str) -> list[str]:
+    """Where to look for oneDNN's dumps: the working directories (at start, at exit) nobody else may
+    write to (a program that moved to /tmp leaves its later dumps there, unread and unmoved)."""
+    fit = []
+    for directory in dict.fromkeys(candidates):
+        try:
+            private.check_dumps_cwd(directory)
+        except private.NotPrivate:
+            continue
+        fit.append(directory)
+    return fit
 
 
 # The program's globals, kept until the interpreter ends: as with `python PROGRAM`, what they hold
@@ -108,15 +123,26 @@ def run(program: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     jit_dir, with_jitdump, quiet, program, mxnet_dir = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        prepare(jit_dir, with_jitdump, quiet, mxnet_dir)
+    except private.NotPrivate as refused:  # before the program: nothing of it has run
+        print(f"flamegraph: {refused}", file=sys.stderr)
+        raise SystemExit(refused.exit_code) from None
+    run(program)
+
+
+def prepare(jit_dir: str | None, with_jitdump: bool, quiet: bool, mxnet_dir: str | None) -> None:
+    """The directories checked to be ours alone, then the dumps and the profiler switched on."""
     if jit_dir is not None:
+        private.private_dir(jit_dir)
+        if os.environ.get("DNNL_JIT_DUMP", "1") == "1":
+            private.check_dumps_cwd(os.getcwd())
         os.environ.setdefault("DNNL_JIT_DUMP", "1")
-        os.makedirs(jit_dir, exist_ok=True)
         if with_jitdump:
             jitdump.create_marker(jit_dir)
         atexit.register(finish, jit_dir, os.getcwd(), quiet)
     if mxnet_dir is not None:
         inprocess.install(mxnet_dir)
-    run(program)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ..private import create_file
 from .unwind import UnwindInfo
 
 MAGIC = 0x4A695444
@@ -58,9 +59,8 @@ def create_marker(directory: str, pid: int | None = None) -> Marker:
     ctypes' mmap is used because Python's mmap module refuses a length past the file's end.
     """
     pid = pid or os.getpid()
-    os.makedirs(directory, exist_ok=True)
     path = dump_path(directory, pid)
-    with open(path, "wb") as f:
+    with os.fdopen(create_file(directory, os.path.basename(path)), "wb") as f:  # `directory` is ours alone
         f.write(HEADER.pack(MAGIC, VERSION, HEADER.size, EM_X86_64, 0, pid, monotonic_ns(), 0))
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -127,7 +127,7 @@ def write_records(path: str, loads: Sequence[CodeLoad]) -> None:
     (ld.so.cache during a dlopen, unmapped since) would win over the kernel in perf's view.
     """
     header = read_header(path)
-    with open(path, "r+b") as f:
+    with os.fdopen(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC), "r+b") as f:
         f.truncate(HEADER.size)  # idempotent: a second run rewrites, never duplicates
         f.seek(HEADER.size)
         for i, load in enumerate(loads):

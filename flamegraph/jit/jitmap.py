@@ -17,10 +17,12 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import tempfile
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ..private import replace_file
 
 DUMP_FILE = re.compile(r"^dnnl_dump_(?:cpu_)?(.+)\.(\d+)\.bin$")
 PERF_MAP_DIR = "/tmp"  # perf reads JIT symbol maps only from /tmp/perf-<pid>.map
@@ -86,7 +88,11 @@ def dump_files(directory: str, since: float | None = None) -> list[tuple[int, st
         if parsed is None:
             continue
         path = os.path.join(directory, file_name)
-        if since is not None and os.stat(path).st_mtime < since:
+        try:  # oneDNN writes regular files: a link, a FIFO or a device someone else put there is no dump
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(status.st_mode) or (since is not None and status.st_mtime < since):
             continue
         found.append((parsed[1], parsed[0], path))
     return sorted(found)
@@ -101,9 +107,14 @@ def read_dumps(directory: str, since: float | None = None) -> list[Dump]:
     dumps = []
     offset = monotonic_offset()
     for index, name, path in dump_files(directory, since):
-        with open(path, "rb") as f:
-            created = os.fstat(f.fileno()).st_mtime_ns - offset
-            dumps.append(Dump(index, name, f.read(), path, created))
+        try:  # never a link (nor a FIFO swapped in since the listing: it would block)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            status = os.fstat(f.fileno())
+            if stat.S_ISREG(status.st_mode):
+                dumps.append(Dump(index, name, f.read(), path, status.st_mtime_ns - offset))
     return dumps
 
 
@@ -261,11 +272,5 @@ def format_perf_map(kernels: Iterable[Kernel]) -> str:
 
 def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None) -> str:
     """Write (atomically) the map perf reads for the JIT code of `pid`."""
-    path = path or perf_map_path(pid)
-    # mkstemp: a fresh file (O_EXCL), so that nothing planted in /tmp is followed or overwritten.
-    fd, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
-    with os.fdopen(fd, "w") as f:
-        f.write(format_perf_map(kernels))
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
-    return path
+    # A fresh exclusive name renamed over the map: a link planted in /tmp is replaced, never followed.
+    return replace_file(path or perf_map_path(pid), format_perf_map(kernels).encode("utf-8", "surrogateescape"))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..perf import find_perf
+from ..private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ..record.spec import Recording, RecordSpec
 from . import jitmap, session
 
@@ -136,7 +137,7 @@ class JitHook:
     summary: JitSummary = field(default_factory=JitSummary)
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = private_dir(self.directory)  # oneDNN, the hook and perf inject write there by name
         if spec.pid is not None:  # (its directory may hold the live process's marker: nothing is cleared)
             if not environment_has_dumps(spec.pid):
                 self.note(
@@ -149,6 +150,7 @@ class JitHook:
         if wrapped is None:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
             return spec
+        check_dumps_cwd(spec.cwd or os.getcwd())
         self.hooked = True
         self.summary.command = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env={**spec.env, "DNNL_JIT_DUMP": "1"})
@@ -159,7 +161,7 @@ class JitHook:
         started = time.perf_counter()
         completed = [c for c in session.complete(str(self.directory)) if c.kernels]
         unwind_seconds = time.perf_counter() - started
-        failure = inject(recording.perf_data) if completed else None
+        failure = inject(recording.perf_data, self.directory) if completed else None
         inject_seconds = time.perf_counter() - started - unwind_seconds
         if failure:
             self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
@@ -198,14 +200,18 @@ class JitHook:
         self.summary.kernels = len(result.kernels)
         marker = marker_of(pid)
         if marker is not None:  # started through the hook: unwind info can be added too
-            session.write_kernels(os.path.dirname(marker), pid, result.kernels)
-            if Path(marker).parent != self.directory:
-                self.directory = Path(marker).parent
+            try:  # the process's directory, named by whoever started it: written in only if ours alone
+                directory = private_dir(Path(marker).parent)
+            except NotPrivate as refused:
+                self.note(f"flamegraph: no unwind info for the JIT kernels of pid {pid}: {refused}")
+                return
+            session.write_kernels(str(directory), pid, result.kernels)
+            self.directory = directory
 
 
-def inject(perf_data: Path) -> str | None:
+def inject(perf_data: Path, directory: Path) -> str | None:
     """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any."""
-    out = perf_data.with_name(perf_data.name + ".injected")
+    out = fresh_name(directory, "injected-")  # perf opens it by name: in our directory, under a new name
     proc = subprocess.run(
         [find_perf(), "inject", "--jit", "-i", str(perf_data), "-o", str(out)], capture_output=True, text=True
     )

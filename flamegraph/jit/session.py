@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..diagnostics import OutputFailed
+from ..private import private_dir, replace_file
 from . import jitdump
 from .cfi import ANALYSER_VERSION, CfiResult, analyse_all  # capstone itself is imported on first use
 from .jitmap import Dump, Kernel
@@ -38,8 +40,7 @@ def kernels_path(directory: str, pid: int) -> str:
 
 def keep_dumps(directory: str, pid: int, kernels: list[Kernel], missing: Iterable[Dump]) -> list[Kernel]:
     """Move the process's dump files into `directory`/dnnl-<pid>/ (the working directory stays clean)."""
-    target = os.path.join(directory, f"dnnl-{pid}")
-    os.makedirs(target, exist_ok=True)
+    target = str(private_dir(os.path.join(directory, f"dnnl-{pid}")))
     moved: dict[str, str] = {}
     for path in [k.path for k in kernels] + [d.path for d in missing]:
         if path and path not in moved:
@@ -50,15 +51,11 @@ def keep_dumps(directory: str, pid: int, kernels: list[Kernel], missing: Iterabl
 def write_kernels(
     directory: str, pid: int, kernels: Iterable[Kernel], comment: str = "", scan_ms: int | None = None
 ) -> str:
-    path = kernels_path(directory, pid)
-    with open(path, "w") as f:
-        if comment:
-            f.write(f"# {comment}\n")
-        if scan_ms is not None:
-            f.write(f"{SCAN_MS}\t{scan_ms}\n")
-        for k in kernels:
-            f.write(f"{k.address:x}\t{k.size:x}\t{k.index}\t{k.created}\t{k.name}\t{k.path}\n")
-    return path
+    lines = [f"# {comment}\n"] if comment else []
+    if scan_ms is not None:
+        lines.append(f"{SCAN_MS}\t{scan_ms}\n")
+    lines += [f"{k.address:x}\t{k.size:x}\t{k.index}\t{k.created}\t{k.name}\t{k.path}\n" for k in kernels]
+    return replace_file(kernels_path(directory, pid), "".join(lines).encode("utf-8", "surrogateescape"))
 
 
 def read_kernels(path: str) -> list[Kernel]:
@@ -84,24 +81,29 @@ def cache_dir() -> str:
 def analyse_cached(codes: list[bytes], directory: str | None = None) -> dict[bytes, CfiResult]:
     """CFI of each distinct code: from the cache (keyed by SHA-256 of the bytes), else analysed."""
     directory = directory or cache_dir()
+    try:  # a cache another user may write to is neither read (planted results) nor written (planted links)
+        directory = str(private_dir(directory))
+    except OutputFailed:
+        directory = None  # a read-only home, or not ours alone: no cache, same results
     found: dict[bytes, CfiResult] = {}
     missing = []
     for code in dict.fromkeys(codes):
-        path = os.path.join(directory, hashlib.sha256(code).hexdigest())
         try:
-            with open(path) as f:
+            if directory is None:
+                raise OSError("no cache")
+            with open(os.path.join(directory, hashlib.sha256(code).hexdigest())) as f:
                 status, program = f.read().split("\n")[:2]
             found[code] = CfiResult(bytes.fromhex(program) if status == "ok" else None, status, 0)
         except (OSError, ValueError):
             missing.append(code)
     for code, result in zip(missing, analyse_all(missing), strict=True):
         found[code] = result
-        try:
-            os.makedirs(directory, exist_ok=True)
-            with open(os.path.join(directory, hashlib.sha256(code).hexdigest()), "w") as f:
-                f.write(f"{result.status}\n{(result.program or b'').hex()}\n")
-        except OSError:
-            pass  # a read-only home: no cache, same results
+        if directory is not None:
+            try:
+                text = f"{result.status}\n{(result.program or b'').hex()}\n"
+                replace_file(os.path.join(directory, hashlib.sha256(code).hexdigest()), text.encode())
+            except OSError:
+                pass  # a full disk: no cache, same results
     return found
 
 

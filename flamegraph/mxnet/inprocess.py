@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from ..private import create_file, private_dir, replace_file
 from .clock import read_clocks
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
@@ -85,11 +86,8 @@ class Session:
         }
 
     def write(self) -> None:
-        path = sidecar_path(self.directory, self.pid)
-        temporary = f"{path}.{self.pid}.tmp"
-        with open(temporary, "w") as f:
-            json.dump(self.facts, f, indent=1)
-        os.replace(temporary, path)
+        # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/private.py).
+        replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
 
     def note(self, text: str) -> None:
         self.facts["notes"].append(text)
@@ -99,7 +97,7 @@ def redirect_c_stdout(path: str) -> None:
     """fd 1 -> `path` (oneDNN prints there); sys.stdout keeps writing to the original stdout."""
     sys.stdout.flush()
     original = os.dup(1)
-    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    target = create_file(os.path.dirname(path), os.path.basename(path))
     os.dup2(target, 1)
     os.close(target)
     old = sys.stdout
@@ -180,8 +178,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def install(directory: str) -> Session:
-    """Set the environment, redirect oneDNN's stdout, and arm the profiler for `import mxnet`."""
-    os.makedirs(directory, exist_ok=True)
+    """Set the environment, redirect oneDNN's stdout, and arm the profiler for `import mxnet`.
+    `directory` must be ours alone (private.NotPrivate otherwise): MXNet writes its trace there by name."""
+    private_dir(directory)
     for name, value in ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     session = Session(directory)

@@ -27,6 +27,7 @@ from typing import Any
 from ..jit.recording import hook_command, user_command
 from ..model import FoldedProfile
 from ..perf import script_command, stream_script
+from ..private import private_dir
 from ..record.spec import Recording, RecordSpec
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
@@ -195,7 +196,7 @@ class MxnetHook:
             self.note(f"flamegraph: {ATTACH_NOTE}")
             self.summary["MXNet"] = "not joined: attached with --pid (MXNet has no outside switch for its profiler)"
             return spec
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = private_dir(self.directory)  # the hook and MXNet's profiler write there by name
         for entry in self.directory.iterdir():
             if PREVIOUS.match(entry.name):
                 entry.unlink(missing_ok=True)
