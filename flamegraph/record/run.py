@@ -17,6 +17,7 @@ from typing import IO
 
 from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
+from .command import command_facts, python_note, resolve_command
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .spec import (
     RecordHook,
@@ -116,20 +117,26 @@ def record(
     nor the command perf launched, nor its children (perf's process group is ended: SIGTERM)."""
     perf = find_perf()
     keep = on_recording or (lambda: None)
+    status = status or Status()
+    typed = spec.command
+    if typed:  # found as the user's shell finds it, before a hook wraps it (perf's PATH would find another)
+        spec = spec.replace(command=resolve_command(typed, {**os.environ, **spec.env}, spec.cwd))
+        if (note := python_note(spec.command, {**os.environ, **spec.env}, spec.cwd)) is not None:
+            status.note(f"flamegraph: {note}")
     for hook in hooks:
         spec = hook.prepare(spec)
     check_target(spec)
-    status = status or Status()
     output = Path(output).absolute()
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as failed:
         raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
-    argv = record_command(spec, perf, output)
+    env = {**os.environ, **spec.env}
+    argv = record_command(spec, perf, output, env)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
-    proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd, terminal is not None)
+    proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None)
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
     if terminal is not None:
@@ -165,6 +172,8 @@ def record(
     recording = _recording(spec, output, metadata, seconds, captured[-1].group(2), ending, proc.returncode)
     for hook in hooks:
         recording = hook.finish(recording)
+    if typed:
+        recording.metadata.update(command_facts(typed, spec.command))
     return recording
 
 
