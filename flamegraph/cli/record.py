@@ -210,7 +210,7 @@ def record_and_draw(
     from ..sidecar import Context
     from ..writer import write_results
     from .inputs import open_in_browser
-    from .scratch import ScratchRecording, exit_for_signal
+    from .scratch import ScratchRecording, exit_like_the_command
 
     status = Status()
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
@@ -244,7 +244,7 @@ def record_and_draw(
             fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
             write_exports(draw.exports, profile, recording, status.note, fold, window)
         report_top(profile, status)
-    exit_for_signal(recording)
+    exit_like_the_command(recording, status.note)
 
 
 def drawn_with(options: RenderOptions | None) -> dict[str, object]:
@@ -258,5 +258,7 @@ def drawn_with(options: RenderOptions | None) -> dict[str, object]:
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
     counted = f" {samples:,} samples" if samples is not None else ""
     size = path.stat().st_size / 1e6 if path.exists() else 0.0
-    ended = f"; the command exited with status {exit_status}" if exit_status else ""
+    from .scratch import command_ended
+
+    ended = f"; {command_ended(exit_status)}" if exit_status else ""
     return f"recorded{counted} in {seconds:.1f} s ({size:.1f} MB){ended}"

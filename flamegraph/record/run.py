@@ -18,6 +18,7 @@ from typing import IO
 from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
 from .command import command_facts, python_note, resolve_command
+from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .spec import (
     RecordHook,
@@ -32,7 +33,7 @@ from .status import Status
 
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
-CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))?")
+CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
 
 
 class _Relay:
@@ -43,10 +44,17 @@ class _Relay:
     """
 
     def __init__(
-        self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None], hold: bool
+        self,
+        pipe: IO[bytes],
+        sink: IO[bytes],
+        status: Status,
+        tap: Callable[[str], None],
+        hold: bool,
+        warnings: PerfWarnings | None = None,
     ) -> None:
         self.tail: deque[str] = deque(maxlen=60)
         self.perf_lines: list[str] = []
+        self.warnings = warnings  # perf's lost-samples warnings: counted there, not shown
         self._sink, self._status, self._tap = sink, status, tap
         self._held: list[bytes] | None = [] if hold else None
         self._lock = threading.Lock()
@@ -56,6 +64,9 @@ class _Relay:
     def _run(self, pipe: IO[bytes]) -> None:
         with pipe:
             self._copy(pipe)
+            if self.warnings is not None:
+                for line in self.warnings.flush():
+                    self._pass(line.encode(errors="surrogateescape"), line)
 
     def _copy(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
@@ -64,12 +75,19 @@ class _Relay:
                 self.perf_lines.append(line.strip())
                 continue
             self.tail.append(line)
-            self._tap(line.rstrip("\n"))
-            with self._lock:
-                if self._held is not None:
-                    self._held.append(raw)
-                    continue
-            self._write([raw])
+            if self.warnings is None:
+                self._pass(raw, line)
+                continue
+            for kept in self.warnings.take(line):
+                self._pass(raw if kept is line else kept.encode(), kept)
+
+    def _pass(self, raw: bytes, line: str) -> None:
+        self._tap(line.rstrip("\n"))
+        with self._lock:
+            if self._held is not None:
+                self._held.append(raw)
+                return
+        self._write([raw])
 
     def _write(self, lines: list[bytes]) -> None:
         with self._status.lock:
@@ -137,7 +155,8 @@ def record(
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
     proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None)
-    err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True)
+    warnings = PerfWarnings()
+    err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
     if terminal is not None:
         terminal.give(proc.pid)
@@ -174,6 +193,10 @@ def record(
         recording = hook.finish(recording)
     if typed:
         recording.metadata.update(command_facts(typed, spec.command))
+    if warnings.seen and (lost := read_lost(perf, output) or warnings.estimate()) is not None and lost.lost:
+        recording.metadata["lost samples"] = lost.fact()
+        recording.lost = lost
+        status.note(f"flamegraph: {lost.line()}")
     return recording
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from ..diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
 from ..perf import describe_exit
 from .command import launch_argv, resolve_program
+from .lost import LostSamples
 
 # Defaults measured on the MXNet MLP (see README "Recording defaults"): frame pointers give 0 % complete
 # stacks on libraries built without them, DWARF ~82 %; 499 Hz keeps DWARF's overhead near 7 %.
@@ -109,6 +110,7 @@ class Recording:
     script_extra: tuple[str, ...] = ()  # options hooks add to `perf script` (e.g. --show-mmap-events)
     stop_signal: int | None = None  # the signal that stopped it (SIGINT for Ctrl-C); None: duration or exit
     stopped_ns: int | None = None  # when perf was told to stop (CLOCK_MONOTONIC ns, perf's clock); None: ended
+    lost: LostSamples | None = None  # samples perf lost (its buffers overran); None: none lost
 
 
 class RecordHook(Protocol):
