@@ -269,3 +269,55 @@ def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None)
     os.chmod(temporary, 0o644)
     os.replace(temporary, path)
     return path
+
+
+def started_at(pid: int | str) -> float | None:
+    """When the process started, in seconds since the epoch (/proc/PID/stat's starttime + boot time)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def save_perf_map(kernels: Iterable[Kernel], pid: int, keep_dir: str) -> str:
+    """/tmp/perf-<pid>.map for the kernels of `pid`. A map the process has written itself since it
+    started (python -X perf, a JVM agent) is not ours: our lines are appended and it is left alone
+    after the run. Otherwise ours replaces whatever is there (an earlier process's with the same pid),
+    and its copy `keep_dir`/perf-<pid>.map says it is ours (`remove_perf_maps`) and keeps the names."""
+    path = perf_map_path(pid)
+    text = format_perf_map(kernels)
+    started = started_at(pid)
+    try:
+        own = started is not None and os.lstat(path).st_mtime >= started - 1  # (btime has 1 s resolution)
+    except OSError:
+        own = False
+    if own:
+        with open(path, "a") as f:  # as the process writes it: a line at a time, appended
+            f.write(text)
+        return path
+    write_perf_map(kernels, pid, path)
+    write_perf_map(kernels, pid, os.path.join(keep_dir, os.path.basename(path)))
+    return path
+
+
+def remove_perf_maps(keep_dir: str) -> list[str]:
+    """After the run (the folds and exports read them): remove the /tmp maps we wrote, i.e. those still
+    byte for byte the copy kept in `keep_dir`. A map someone else wrote or changed since is left."""
+    removed = []
+    for name in sorted(os.listdir(keep_dir)) if os.path.isdir(keep_dir) else []:
+        if not re.fullmatch(r"perf-\d+\.map", name):
+            continue
+        live = os.path.join(PERF_MAP_DIR, name)
+        try:
+            with open(os.path.join(keep_dir, name), "rb") as kept, open(live, "rb") as current:
+                same = not os.path.islink(live) and kept.read() == current.read()
+            if same:
+                os.unlink(live)
+                removed.append(live)
+        except OSError:
+            continue
+    return removed

@@ -20,6 +20,7 @@ from ..perf import describe_exit, find_perf
 from .command import command_facts, python_note, resolve_command
 from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
+from .scope import kernel_note, recorded_events, user_space_only
 from .spec import (
     RecordHook,
     Recording,
@@ -193,6 +194,9 @@ def record(
         recording = hook.finish(recording)
     if typed:
         recording.metadata.update(command_facts(typed, spec.command))
+    if (scope := user_space_only(spec, recorded_events(perf, output))) is not None:
+        recording.metadata["recorded"] = scope
+        status.note(f"flamegraph: {kernel_note(scope)}")
     if warnings.seen and (lost := read_lost(perf, output) or warnings.estimate()) is not None and lost.lost:
         recording.metadata["lost samples"] = lost.fact()
         recording.lost = lost
