@@ -68,7 +68,7 @@ def test_the_whole_environment_is_the_users(tmp_path: Path) -> None:
     bin_dir = tmp_path / "only-here"
     bin_dir.mkdir()
     script = bin_dir / "fg-show-env"
-    script.write_text(f"#!/bin/sh\n{SPIN}\nexec /usr/bin/env -0 > \"$1\"\n")
+    script.write_text(f'#!/bin/sh\n{SPIN}\nexec /usr/bin/env -0 > "$1"\n')
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PREFIX": "/opt/mine", "PERF_BUILDID_DIR": "/x"}
     env.pop("DEBUGINFOD_URLS", None)
@@ -85,7 +85,7 @@ def test_the_whole_environment_is_the_users(tmp_path: Path) -> None:
 @pytest.mark.perf
 def test_a_relative_path_runs_from_the_working_directory(tmp_path: Path) -> None:
     """`./relative.sh` is the one in the working directory; a name with a slash is never searched on PATH."""
-    (tmp_path / "relative.sh").write_text(f"#!/bin/sh\n{SPIN}\necho \"RAN $0 $PWD\"\n")
+    (tmp_path / "relative.sh").write_text(f'#!/bin/sh\n{SPIN}\necho "RAN $0 $PWD"\n')
     (tmp_path / "relative.sh").chmod(0o755)
     proc = run_cli("record", "-o", str(tmp_path / "x.svg"), "--", "./relative.sh", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -159,7 +159,7 @@ def test_record_exits_with_the_commands_status(tmp_path: Path, ending: str, stat
 @pytest.mark.perf
 def test_a_command_killed_from_outside_gives_128_plus_n(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    script = f'echo $$ > {pid_file}; {SPIN}; while :; do :; done'
+    script = f"echo $$ > {pid_file}; {SPIN}; while :; do :; done"
     proc = subprocess.Popen([*FLAMEGRAPH, "record", "-o", str(tmp_path / "x.svg"), "--", "sh", "-c", script],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 60
@@ -270,7 +270,7 @@ def test_perf_warnings_are_held_back_and_the_rest_passes() -> None:
 
 
 def test_folding_progress_says_what_was_read(tmp_path: Path) -> None:
-    """"folding: 0 MB of perf script text" after every recording read as if nothing had been folded."""
+    """ "folding: 0 MB of perf script text" after every recording read as if nothing had been folded."""
     sink = tmp_path / "progress"
     with open(sink, "wb") as out:
         status = Status(sink=out)  # not a terminal: a short fold says nothing

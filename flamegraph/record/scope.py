@@ -18,9 +18,7 @@ from .spec import RecordSpec, paranoid_level, who_am_i
 def recorded_events(perf: str, perf_data: Path) -> list[str]:
     """The events' names as perf.data records them (-f: a root reader of another user's file)."""
     try:
-        proc = subprocess.run(
-            [perf, "evlist", "-f", "-i", str(perf_data)], capture_output=True, text=True, timeout=60
-        )
+        proc = subprocess.run([perf, "evlist", "-f", "-i", str(perf_data)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in proc.stdout.splitlines() if line.strip()] if proc.returncode == 0 else []
