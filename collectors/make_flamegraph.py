@@ -123,7 +123,12 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 2 of 2)", flush=True)
         baseline = baseline.merged(train_without_perf(mlp))
     started = time.monotonic()
-    profile = fold_training(recorded, mxnet=mxnet)
+    try:
+        profile = fold_training(recorded, mxnet=mxnet)
+    finally:
+        for hook in hooks:
+            if isinstance(hook, JitHook):
+                hook.cleanup()  # the /tmp/perf-PID.map we wrote (its copy stays in mlp-oncpu.jit/)
     fold_seconds = time.monotonic() - started
     loss = overhead(baseline, recorded.log) if baseline else None
     best = overhead(baseline, recorded.log, best=True) if baseline else None

@@ -244,6 +244,26 @@ def test_perf_map_replaces_a_planted_link(public: Path, victim: Path, monkeypatc
     assert stat.S_ISREG(status.st_mode) and status.st_uid == 0 and Path(path).read_text() == "1000 10 k\n"
 
 
+def test_a_planted_link_to_a_running_process_map_is_not_appended_through(
+    public: Path, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """save_perf_map appends to a map the process wrote itself (python -X perf): a link another user
+    planted under that name since the process started is no such map; ours replaces it."""
+    monkeypatch.setattr(jitmap, "PERF_MAP_DIR", str(public))
+    process = subprocess.Popen(["sleep", "30"])
+    try:
+        as_nobody(lambda: os.symlink(victim, public / f"perf-{process.pid}.map"))
+        keep = tmp_path / "keep"
+        keep.mkdir()
+        path = jitmap.save_perf_map([jitmap.Kernel(0x1000, 0x10, "k", 1)], process.pid, str(keep))
+    finally:
+        process.kill()
+        process.wait()
+    assert untouched(victim)
+    status = os.lstat(path)
+    assert stat.S_ISREG(status.st_mode) and Path(path).read_text() == "1000 10 k\n"
+
+
 def test_cfi_cache_of_another_user_is_neither_read_nor_written(public: Path, victim: Path) -> None:
     import hashlib
 

@@ -150,7 +150,7 @@ def offcpu_cli(
     from ..sidecar import Context
     from ..writer import write_results
     from .inputs import open_in_browser
-    from .scratch import ScratchRecording, exit_for_signal
+    from .scratch import ScratchRecording, exit_like_the_command
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
@@ -191,7 +191,7 @@ def offcpu_cli(
             write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
         for key, value in fold.totals.terminal().items():
             status.note(f"{key}: {value}")
-    exit_for_signal(recording)
+    exit_like_the_command(recording, status.note)
 
 
 def _summary(recording: Recording, pid: int | None) -> str:
@@ -202,5 +202,7 @@ def _summary(recording: Recording, pid: int | None) -> str:
     if pid is not None and not alive(pid) and not recording.interrupted:
         line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
     elif recording.exit_status:
-        line += f"; the command exited with status {recording.exit_status}"
+        from .scratch import command_ended
+
+        line += f"; {command_ended(recording.exit_status)}"
     return line

@@ -36,9 +36,12 @@ from .recorder import (
 )
 
 if TYPE_CHECKING:
+    from ..jit.recording import JitHook
     from ..model import FoldedProfile
-    from ..record import RecordSpec, Status
+    from ..mxnet.recording import MxnetHook
+    from ..record import Recording, RecordSpec, Status
     from ..render import RenderOptions
+    from .scratch import ScratchRecording
 
 
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
@@ -199,18 +202,10 @@ def record_and_draw(
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
     with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
-    from ..collapse.perf import FoldOptions
-    from ..grouping import namer_for_recording
     from ..jit.recording import JitHook
     from ..mxnet.recording import MxnetHook
-    from ..observer import FrameObserver
-    from ..oncpu import fold_with_report
-    from ..record import Status, record
-    from ..render import render_svg
-    from ..sidecar import Context
-    from ..writer import write_results
-    from .inputs import open_in_browser
-    from .scratch import ScratchRecording, exit_for_signal
+    from ..record import Status
+    from .scratch import ScratchRecording, exit_like_the_command
 
     status = Status()
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
@@ -218,33 +213,61 @@ def record_and_draw(
         data_path = session.data_path
         jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
-        hooks = [h for h in (jit_hook, mx) if h is not None]
-        recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
-        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        joiner = mx.joiner(recording, window) if mx else None
-        unwound = jit_hook is not None and jit_hook.unwound
-        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
-        if mx and joiner:
-            mx.report(joiner, profile)
-        options = draw.options
-        svg = draw.svg if options is not None else None
-        context = Context.of(profile, **drawn_with(options))
-        write_results(
-            profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
-            context, draw.png,
-        )  # fmt: skip
-        if draw.open and svg is not None:
-            open_in_browser(svg)
-        if draw.exports:
-            from .convert import write_exports
+        try:
+            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx)
+        finally:
+            if jit_hook is not None:
+                jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
+    exit_like_the_command(recording, status.note)
 
-            # The trace's frames named as the fold named them (build-id checked grouping included).
-            timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
-            namer = namer_for_recording(str(recording.perf_data)) if timed else None
-            fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
-            write_exports(draw.exports, profile, recording, status.note, fold, window)
-        report_top(profile, status)
-    exit_for_signal(recording)
+
+def _record_and_write(
+    spec: RecordSpec,
+    window: tuple[float | None, float | None] | None,
+    draw: OutputRequest,
+    session: ScratchRecording,
+    status: Status,
+    jit_hook: JitHook | None,
+    mx: MxnetHook | None,
+) -> Recording:
+    from ..collapse.perf import FoldOptions
+    from ..grouping import namer_for_recording
+    from ..observer import FrameObserver
+    from ..oncpu import fold_with_report
+    from ..record import record
+    from ..render import render_svg
+    from ..sidecar import Context
+    from ..writer import write_results
+    from .inputs import open_in_browser
+
+    data_path = session.data_path
+    hooks = [h for h in (jit_hook, mx) if h is not None]
+    recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
+    status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
+    joiner = mx.joiner(recording, window) if mx else None
+    unwound = jit_hook is not None and jit_hook.unwound
+    profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
+    if mx and joiner:
+        mx.report(joiner, profile)
+    options = draw.options
+    svg = draw.svg if options is not None else None
+    context = Context.of(profile, **drawn_with(options))
+    write_results(
+        profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
+        context, draw.png,
+    )  # fmt: skip
+    if draw.open and svg is not None:
+        open_in_browser(svg)
+    if draw.exports:
+        from .convert import write_exports
+
+        # The trace's frames named as the fold named them (build-id checked grouping included).
+        timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
+        namer = namer_for_recording(str(recording.perf_data)) if timed else None
+        fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
+        write_exports(draw.exports, profile, recording, status.note, fold, window)
+    report_top(profile, status)
+    return recording
 
 
 def drawn_with(options: RenderOptions | None) -> dict[str, object]:
@@ -258,5 +281,7 @@ def drawn_with(options: RenderOptions | None) -> dict[str, object]:
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
     counted = f" {samples:,} samples" if samples is not None else ""
     size = path.stat().st_size / 1e6 if path.exists() else 0.0
-    ended = f"; the command exited with status {exit_status}" if exit_status else ""
+    from .scratch import command_ended
+
+    ended = f"; {command_ended(exit_status)}" if exit_status else ""
     return f"recorded{counted} in {seconds:.1f} s ({size:.1f} MB){ended}"

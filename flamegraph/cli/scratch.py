@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..perf import describe_exit
 from ..private import scratch_dir
 
 if TYPE_CHECKING:
@@ -56,7 +57,24 @@ class ScratchRecording:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def exit_for_signal(recording: Recording) -> None:
-    """After a recording stopped by SIGTERM or SIGHUP was drawn: exit 143 or 129, as documented."""
+def exit_like_the_command(recording: Recording, note: Callable[[str], None]) -> None:
+    """After the graph is drawn: exit 143 or 129 when SIGTERM or SIGHUP stopped the recording, as
+    documented; else, when the launched command ended by itself with a non-zero status, or was killed
+    by a signal we did not send, say so in one line and exit with its status, as a shell gives it
+    (128+N for signal N): `flamegraph record -- pytest` fails in CI when the tests fail, as `time`
+    and `timeout` pass a status through. Ctrl-C and --duration end in 0."""
     if recording.stop_signal in (signal.SIGTERM, signal.SIGHUP):
         raise SystemExit(128 + recording.stop_signal)
+    code = recording.exit_status
+    if not code:
+        return
+    status = code if code > 0 else 128 - code
+    note(f"flamegraph: exit {status}: {command_ended(code)} (the graph was drawn)")
+    raise SystemExit(status)
+
+
+def command_ended(code: int) -> str:
+    """'the command exited with status 1', 'the command was killed by SIGSEGV'."""
+    if code >= 0:
+        return f"the command exited with status {code}"
+    return f"the command was {describe_exit(code)}"

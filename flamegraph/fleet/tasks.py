@@ -108,8 +108,8 @@ def _record_and_fold(
         nonlocal keep
         keep = True
 
+    hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
     try:
-        hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
         mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with Stopper(data, stop, request.duration if request.target.command else None):
@@ -135,6 +135,9 @@ def _record_and_fold(
             err.args = (f"{err}; the recording is kept on this host in {_kept(data, parent)}",)
         raise
     finally:
+        for hook in hooks:
+            if isinstance(hook, JitHook):
+                hook.cleanup()  # the perf maps we wrote
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
 

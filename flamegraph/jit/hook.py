@@ -12,8 +12,10 @@ Before the program: DNNL_JIT_DUMP=1 (oneDNN then writes each kernel to the worki
 and, unless --no-jitdump, the jitdump marker DIR/jit-<pid>.dump (perf records its mapping).
 At exit (atexit: after the program and MXNet's own shutdown, while the kernels are still mapped,
 so the validation kernels created late are included): the dumps are found in memory,
-/tmp/perf-<pid>.map is written, the dump files move to DIR/dnnl-<pid>/ and DIR/jit-<pid>.kernels
-lists where each kernel is. `flamegraph.jit.session.complete(DIR)` later adds unwind info.
+/tmp/perf-<pid>.map is written (a copy in DIR marks it as ours: the recorder removes it after the
+run; a map the process wrote itself, python -X perf's, gets the kernels appended and stays), the
+dump files move to DIR/dnnl-<pid>/ and DIR/jit-<pid>.kernels lists where each kernel is.
+`flamegraph.jit.session.complete(DIR)` later adds unwind info.
 Standard library only, so that it runs in any Python 3.11 interpreter, installed with us or not.
 """
 
@@ -76,7 +78,7 @@ def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
     try:
         pid = os.getpid()
         result = jitmap.scan("self", dump_dirs(start_cwd, os.getcwd()))
-        perf_map = jitmap.write_perf_map(result.kernels, pid)
+        perf_map = jitmap.save_perf_map(result.kernels, pid, jit_dir)  # removed after the run if ours
         kernels = session.keep_dumps(jit_dir, pid, result.kernels, result.missing)
         session.write_kernels(jit_dir, pid, kernels, result.summary(), round(result.seconds * 1000))
     except (OSError, private.NotPrivate) as err:

@@ -274,3 +274,71 @@ def write_perf_map(kernels: Iterable[Kernel], pid: int, path: str | None = None)
     """Write (atomically) the map perf reads for the JIT code of `pid`."""
     # A fresh exclusive name renamed over the map: a link planted in /tmp is replaced, never followed.
     return replace_file(path or perf_map_path(pid), format_perf_map(kernels).encode("utf-8", "surrogateescape"))
+
+
+def started_at(pid: int | str) -> float | None:
+    """When the process started, in seconds since the epoch (/proc/PID/stat's starttime + boot time)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def save_perf_map(kernels: Iterable[Kernel], pid: int, keep_dir: str) -> str:
+    """/tmp/perf-<pid>.map for the kernels of `pid`. A map the process has written itself since it
+    started (python -X perf, a JVM agent) is not ours: our lines are appended and it is left alone
+    after the run. Otherwise ours replaces whatever is there (an earlier process's with the same pid),
+    and its copy `keep_dir`/perf-<pid>.map says it is ours (`remove_perf_maps`) and keeps the names."""
+    path = perf_map_path(pid)
+    text = format_perf_map(kernels)
+    if _append_to_the_process_map(path, pid, text.encode("utf-8", "surrogateescape")):
+        return path
+    write_perf_map(kernels, pid, path)
+    write_perf_map(kernels, pid, os.path.join(keep_dir, os.path.basename(path)))
+    return path
+
+
+def _append_to_the_process_map(path: str, pid: int, data: bytes) -> bool:
+    """Appends `data` to the map `pid` has written itself since it started, as it writes it (a line at a
+    time). Only a regular file owned by the process's user, opened without following a link (/tmp is
+    everyone's: a link planted there by another user is never written through). False: no such map."""
+    started = started_at(pid)
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        fresh = started is not None and info.st_mtime >= started - 1  # (btime has 1 s resolution)
+        if not (stat.S_ISREG(info.st_mode) and info.st_uid == owner and fresh):
+            return False
+        os.write(fd, data)
+        return True
+    finally:
+        os.close(fd)
+
+
+def remove_perf_maps(keep_dir: str) -> list[str]:
+    """After the run (the folds and exports read them): remove the /tmp maps we wrote, i.e. those still
+    byte for byte the copy kept in `keep_dir`. A map someone else wrote or changed since is left."""
+    removed = []
+    for name in sorted(os.listdir(keep_dir)) if os.path.isdir(keep_dir) else []:
+        if not re.fullmatch(r"perf-\d+\.map", name):
+            continue
+        live = os.path.join(PERF_MAP_DIR, name)
+        try:
+            if not stat.S_ISREG(os.lstat(live).st_mode):
+                continue  # a link or anything else planted under our name: not ours
+            with open(os.path.join(keep_dir, name), "rb") as kept, open(live, "rb") as current:
+                same = kept.read() == current.read()
+            if same:
+                os.unlink(live)
+                removed.append(live)
+        except OSError:
+            continue
+    return removed

@@ -63,7 +63,7 @@ def user_command(command: tuple[str, ...]) -> tuple[str, ...]:
     return (*command[:at], *command[end + 1 :])
 
 
-STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+)$")
+STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+|perf-\d+\.map)$")
 
 
 def clear_previous(directory: Path) -> None:
@@ -135,6 +135,7 @@ class JitHook:
     note: Callable[[str], None] = print
     hooked: bool = False  # prepare wrapped the command
     summary: JitSummary = field(default_factory=JitSummary)
+    map_dirs: set[str] = field(default_factory=set)  # where the copies of the perf maps we wrote are
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.directory = private_dir(self.directory)  # oneDNN, the hook and perf inject write there by name
@@ -146,6 +147,7 @@ class JitHook:
                 )
             return spec
         clear_previous(self.directory)
+        self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
         wrapped = wrap_command(spec.command, self.directory)
         if wrapped is None:
             self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
@@ -184,6 +186,12 @@ class JitHook:
     def unwound(self) -> bool:
         return self.summary.unwound
 
+    def cleanup(self) -> None:
+        """Once the run has read them (folds, exports): the /tmp/perf-PID.map files we wrote are removed
+        (their copies stay in the JIT directory); a map we did not write is never touched."""
+        for directory in sorted(self.map_dirs):
+            jitmap.remove_perf_maps(directory)
+
     def name_running(self, pid: int) -> None:
         """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
         try:
@@ -195,7 +203,9 @@ class JitHook:
             return
         if not result.kernels:
             return
-        path = jitmap.write_perf_map(result.kernels, pid)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.map_dirs.add(str(self.directory))
+        path = jitmap.save_perf_map(result.kernels, pid, str(self.directory))
         self.note(f"flamegraph: {result.summary()} -> {path}")
         self.summary.kernels = len(result.kernels)
         marker = marker_of(pid)

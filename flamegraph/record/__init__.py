@@ -22,7 +22,8 @@ python wrapper before; `perf inject --jit` after):
         def prepare(self, spec: RecordSpec) -> RecordSpec     # env, cwd, command wrapper, call graph
         def finish(self, recording: Recording) -> Recording   # e.g. swap in an injected perf.data
 
-Modules: spec (options -> argv, checks, errors, metadata), run (perf record itself),
+Modules: spec (options -> argv, checks, errors, metadata), command (the user's program, their PATH and
+environment), run (perf record itself), lost and scope (what the recording misses, said in one line),
 script (perf script -> folded), status (the progress line).
 """
 

@@ -17,7 +17,10 @@ from typing import IO
 
 from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
+from .command import command_facts, python_note, resolve_command
+from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
+from .scope import kernel_note, recorded_events, user_space_only
 from .spec import (
     RecordHook,
     Recording,
@@ -31,7 +34,7 @@ from .status import Status
 
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
-CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))?")
+CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
 
 
 class _Relay:
@@ -42,10 +45,17 @@ class _Relay:
     """
 
     def __init__(
-        self, pipe: IO[bytes], sink: IO[bytes], status: Status, tap: Callable[[str], None], hold: bool
+        self,
+        pipe: IO[bytes],
+        sink: IO[bytes],
+        status: Status,
+        tap: Callable[[str], None],
+        hold: bool,
+        warnings: PerfWarnings | None = None,
     ) -> None:
         self.tail: deque[str] = deque(maxlen=60)
         self.perf_lines: list[str] = []
+        self.warnings = warnings  # perf's lost-samples warnings: counted there, not shown
         self._sink, self._status, self._tap = sink, status, tap
         self._held: list[bytes] | None = [] if hold else None
         self._lock = threading.Lock()
@@ -55,6 +65,9 @@ class _Relay:
     def _run(self, pipe: IO[bytes]) -> None:
         with pipe:
             self._copy(pipe)
+            if self.warnings is not None:
+                for line in self.warnings.flush():
+                    self._pass(line.encode(errors="surrogateescape"), line)
 
     def _copy(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
@@ -63,12 +76,19 @@ class _Relay:
                 self.perf_lines.append(line.strip())
                 continue
             self.tail.append(line)
-            self._tap(line.rstrip("\n"))
-            with self._lock:
-                if self._held is not None:
-                    self._held.append(raw)
-                    continue
-            self._write([raw])
+            if self.warnings is None:
+                self._pass(raw, line)
+                continue
+            for kept in self.warnings.take(line):
+                self._pass(raw if kept is line else kept.encode(), kept)
+
+    def _pass(self, raw: bytes, line: str) -> None:
+        self._tap(line.rstrip("\n"))
+        with self._lock:
+            if self._held is not None:
+                self._held.append(raw)
+                return
+        self._write([raw])
 
     def _write(self, lines: list[bytes]) -> None:
         with self._status.lock:
@@ -116,21 +136,28 @@ def record(
     nor the command perf launched, nor its children (perf's process group is ended: SIGTERM)."""
     perf = find_perf()
     keep = on_recording or (lambda: None)
+    status = status or Status()
+    typed = spec.command
+    if typed:  # found as the user's shell finds it, before a hook wraps it (perf's PATH would find another)
+        spec = spec.replace(command=resolve_command(typed, {**os.environ, **spec.env}, spec.cwd))
+        if (note := python_note(spec.command, {**os.environ, **spec.env}, spec.cwd)) is not None:
+            status.note(f"flamegraph: {note}")
     for hook in hooks:
         spec = hook.prepare(spec)
     check_target(spec)
-    status = status or Status()
     output = Path(output).absolute()
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as failed:
         raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
-    argv = record_command(spec, perf, output)
+    env = {**os.environ, **spec.env}
+    argv = record_command(spec, perf, output, env)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
-    proc, reader = _start(argv, bool(on_output), {**os.environ, **spec.env}, spec.cwd, terminal is not None)
-    err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True)
+    proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None)
+    warnings = PerfWarnings()
+    err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
     if terminal is not None:
         terminal.give(proc.pid)
@@ -165,6 +192,15 @@ def record(
     recording = _recording(spec, output, metadata, seconds, captured[-1].group(2), ending, proc.returncode)
     for hook in hooks:
         recording = hook.finish(recording)
+    if typed:
+        recording.metadata.update(command_facts(typed, spec.command))
+    if (scope := user_space_only(spec, recorded_events(perf, output))) is not None:
+        recording.metadata["recorded"] = scope
+        status.note(f"flamegraph: {kernel_note(scope)}")
+    if warnings.seen and (lost := read_lost(perf, output) or warnings.estimate()) is not None and lost.lost:
+        recording.metadata["lost samples"] = lost.fact()
+        recording.lost = lost
+        status.note(f"flamegraph: {lost.line()}")
     return recording
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from ..collapse.options import FoldOptions
@@ -31,10 +32,13 @@ def time_option(window: tuple[float | None, float | None]) -> str:
 
 
 def show_progress(status: Status, label: str) -> Callable[[int], None]:
-    """A fold's progress callback: how much perf script text has gone by."""
+    """A fold's progress callback: how much perf script text has been read. Off a terminal, only a fold
+    still running after `status.every` seconds says so (a short one would print one line of nothing)."""
+    started = time.monotonic()
 
     def show(done: int) -> None:
-        status.show(f"{label}: {done / 1e6:.0f} MB of perf script text")
+        if status.tty or time.monotonic() - started >= status.every:
+            status.show(f"{label}: {done / 1e6:,.1f} MB of perf script text read")
 
     return show
 

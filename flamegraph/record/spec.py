@@ -9,8 +9,8 @@ import dataclasses
 import os
 import re
 import shlex
-import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Protocol
 
 from ..diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
 from ..perf import describe_exit
+from .command import launch_argv, resolve_program
+from .lost import LostSamples
 
 # Defaults measured on the MXNet MLP (see README "Recording defaults"): frame pointers give 0 % complete
 # stacks on libraries built without them, DWARF ~82 %; 499 Hz keeps DWARF's overhead near 7 %.
@@ -108,6 +110,7 @@ class Recording:
     script_extra: tuple[str, ...] = ()  # options hooks add to `perf script` (e.g. --show-mmap-events)
     stop_signal: int | None = None  # the signal that stopped it (SIGINT for Ctrl-C); None: duration or exit
     stopped_ns: int | None = None  # when perf was told to stop (CLOCK_MONOTONIC ns, perf's clock); None: ended
+    lost: LostSamples | None = None  # samples perf lost (its buffers overran); None: none lost
 
 
 class RecordHook(Protocol):
@@ -116,10 +119,11 @@ class RecordHook(Protocol):
     def finish(self, recording: Recording) -> Recording: ...
 
 
-def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
+def record_command(spec: RecordSpec, perf: str, output: Path, env: Mapping[str, str] | None = None) -> list[str]:
     """The `perf record` argv: -N (no ~/.debug copies), --buildid-all (the build-id of every DSO, not only
     of those samples landed in: a DSO seen only in call stacks is then checked too before its frames
-    are grouped by function), -k CLOCK_MONOTONIC (for --time windows)."""
+    are grouped by function), -k CLOCK_MONOTONIC (for --time windows). With `env` (what perf is given),
+    the command runs with that environment as it is, not the one perf makes of it (command.launch_argv)."""
     how = spec.options
     argv = [perf, "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", how.event]
     if how.freq is not None:
@@ -133,7 +137,7 @@ def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
     argv += [*how.extra_args, "-o", str(output)]
     if spec.pid is not None:
         return [*argv, "-p", str(spec.pid)]
-    return [*argv, "--", *spec.command]
+    return [*argv, "--", *(spec.command if env is None else launch_argv(spec.command, env))]
 
 
 def has_capability(cap: int, status: str | None = None) -> bool:
@@ -174,13 +178,7 @@ def check_target(spec: RecordSpec) -> None:
         except PermissionError:
             pass  # it exists; perf decides whether we may profile it
         return
-    program = spec.command[0]
-    if "/" in program:
-        path = Path(spec.cwd or ".") / program
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise CommandNotFound(f"{program}: no such executable file")
-    elif shutil.which(program, path={**os.environ, **spec.env}.get("PATH")) is None:
-        raise CommandNotFound(f"{program}: command not found (not on PATH)")
+    resolve_program(spec.command[0], {**os.environ, **spec.env}, spec.cwd)
 
 
 def maps_problem(pid: int) -> FlamegraphError | None:
