@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .cli_targets import command_line, window_spec
 from .fold_targets import compat_reference, fold_file, fold_text, offcpu_text, perf_roundtrip
+from .input_targets import convert_input, sidecar_file
 from .render_targets import folded_text, highlight_spec, palette_file, render_options
 
 Target = Callable[[bytes], None]
@@ -30,6 +31,8 @@ TARGETS: dict[str, Target] = {
     "window_spec": window_spec,
     "command_line": command_line,
     "render_options": render_options,
+    "sidecar_file": sidecar_file,
+    "convert_input": convert_input,
 }
 
 
