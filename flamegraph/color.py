@@ -14,6 +14,7 @@ import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from .diagnostics import BadOption
 
@@ -396,7 +397,7 @@ def _walk_pattern(items: list[tuple[object, object]], repeated: bool, variable: 
         children: list[list[tuple[object, object]]] = []
         inner = repeated
         if name in _REPEATS:
-            low, high, body = arg  # type: ignore[misc]
+            low, high, body = cast(tuple[int, int, list[tuple[object, object]]], arg)
             if repeated and high != 1:
                 return "a repeat inside a repeat (its cost can grow exponentially)"
             if low != high and high != 1:

@@ -234,8 +234,8 @@ def test_a_closed_stdin_is_one_line_and_exit_4(tmp_path: Path, args: list[str]) 
     """`render - <&-` raised AttributeError (sys.stdin is None)."""
     (tmp_path / "in.folded").write_bytes(FOLDED)
     argv = [a.format(file=tmp_path / "in.folded", out=tmp_path / "out") for a in args]
-    done = subprocess.run(
-        ["sh", "-c", 'exec "$0" -m flamegraph "$@" <&-', sys.executable, *argv], capture_output=True, cwd=REPO, timeout=60
-    )
+    closed = ["sh", "-c", 'exec "$0" -m flamegraph "$@" <&-', sys.executable, *argv]
+    done = subprocess.run(closed, capture_output=True, cwd=REPO, timeout=60)
     assert done.returncode == EXIT_NO_INPUT, done.stderr
-    assert done.stderr.decode() == "flamegraph: <stdin>: stdin is closed, nothing to read (name a file, or pipe the input in)\n"
+    expected = "flamegraph: <stdin>: stdin is closed, nothing to read (name a file, or pipe the input in)\n"
+    assert done.stderr.decode() == expected

@@ -36,11 +36,11 @@ def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
     the " (" it then picks is the last one before the last ")" of the line, whatever the start. So
     the start is that " (" minus one, or the end of the blanks if that comes first. `.` stops at a
     newline: everything after the word's blanks lies in one line (never an issue for real lines)."""
-    word = SPACES.match(text).end()
-    word_end = WORD.match(text, word).end()
+    word = _run_end(SPACES, text, 0)
+    word_end = _run_end(WORD, text, word)
     if word_end == word:
         return None
-    blanks_end = SPACES.match(text, word_end).end()
+    blanks_end = _run_end(SPACES, text, word_end)
     newline = text.rfind(b"\n", word_end, blanks_end)
     first = newline + 1 if newline >= 0 else word + 1  # the first place `(.+)` may start
     line_end = text.find(b"\n", first)
@@ -50,6 +50,11 @@ def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
         return None
     start = min(blanks_end, opening - 1)
     return text[word : min(start, word_end)], text[start:opening], text[opening + 2 : close]
+
+
+def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
+    found = run.match(text, start)  # `\s*` and `\w*` always match
+    return found.end() if found else start
 
 
 def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
