@@ -225,6 +225,9 @@ def diff_color(delta: float, max_delta: float) -> str:
 # the map in memory with every colour it picks.
 
 PALETTE_LINE = re.compile(r"(.*)->rgb\(([0-9]{1,3}),([0-9]{1,3}),([0-9]{1,3})\)")
+# What PALETTE_LINE.fullmatch finds, in linear time: the colour is a bounded suffix (and holds no
+# second "->rgb("), so searching for it once replaces backtracking `(.*)` over every "->rgb(".
+PALETTE_COLOR = re.compile(r"->rgb\(([0-9]{1,3}),([0-9]{1,3}),([0-9]{1,3})\)\Z")
 
 
 class BadPalette(ValueError):
@@ -247,11 +250,11 @@ def parse_palette(text: str) -> dict[str, str]:
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        match = PALETTE_LINE.fullmatch(line)
-        parts = tuple(int(part) for part in match.groups()[1:]) if match else ()
+        match = PALETTE_COLOR.search(line) if "\n" not in line else None
+        parts = tuple(int(part) for part in match.groups()) if match else ()
         if match is None or max(parts) > 255:
             raise BadPalette(number, line)
-        colors[match.group(1)] = hex_color((parts[0], parts[1], parts[2]))
+        colors[line[: match.start()]] = hex_color((parts[0], parts[1], parts[2]))
     return colors
 
 
