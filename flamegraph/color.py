@@ -14,6 +14,7 @@ import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from .diagnostics import BadOption
 
@@ -224,6 +225,9 @@ def diff_color(delta: float, max_delta: float) -> str:
 # the map in memory with every colour it picks.
 
 PALETTE_LINE = re.compile(r"(.*)->rgb\(([0-9]{1,3}),([0-9]{1,3}),([0-9]{1,3})\)")
+# What PALETTE_LINE.fullmatch finds, in linear time: the colour is a bounded suffix (and holds no
+# second "->rgb("), so searching for it once replaces backtracking `(.*)` over every "->rgb(".
+PALETTE_COLOR = re.compile(r"->rgb\(([0-9]{1,3}),([0-9]{1,3}),([0-9]{1,3})\)\Z")
 
 
 class BadPalette(ValueError):
@@ -246,11 +250,11 @@ def parse_palette(text: str) -> dict[str, str]:
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        match = PALETTE_LINE.fullmatch(line)
-        parts = tuple(int(part) for part in match.groups()[1:]) if match else ()
+        match = PALETTE_COLOR.search(line) if "\n" not in line else None
+        parts = tuple(int(part) for part in match.groups()) if match else ()
         if match is None or max(parts) > 255:
             raise BadPalette(number, line)
-        colors[match.group(1)] = hex_color((parts[0], parts[1], parts[2]))
+        colors[line[: match.start()]] = hex_color((parts[0], parts[1], parts[2]))
     return colors
 
 
@@ -287,11 +291,15 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class HighlightRule:
-    """Frames whose name matches `pattern` are drawn in `color` (a hue name or #rrggbb)."""
+    """Frames whose name matches `pattern` are drawn in `color` (a hue name or #rrggbb).
+
+    `from_file`: the pattern was read from a file (a capture-facts file), not typed by the user; it
+    passed `file_pattern_problem` and is only tried on names of at most MAX_FILE_SUBJECT characters."""
 
     pattern: str
     color: str | None = None  # None: the next free hue
     label: str | None = None  # None: the pattern
+    from_file: bool = False
 
     def compiled(self) -> re.Pattern[str]:
         try:
@@ -355,6 +363,94 @@ def parse_highlight(spec: str) -> HighlightRule:
     return rule
 
 
+# --- highlight classes read from a file --------------------------------------------------------
+# A pattern typed on the command line is the user's own; one read from a file (a capture-facts file
+# that came with a bug report) is input, and Python's backtracking matcher has no time limit:
+# `(a+)+$` is exponential, `\w*\w*x` cubic. So a file's pattern may hold no repeat inside a repeat,
+# no repeated alternatives, no back-reference and at most one variable-width repeat (at worst
+# quadratic in the name), and is only tried on names up to MAX_FILE_SUBJECT characters: at most
+# about a million steps a name.
+
+MAX_FILE_SPEC = 512  # characters of one `REGEX[=COLOUR][:LABEL]` read from a file
+MAX_FILE_SUBJECT = 1024  # longer names never match a pattern read from a file
+_REPEATS = frozenset(("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"))
+_ONE_CHARACTER = frozenset(("LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY", "AT"))
+
+
+def file_pattern_problem(pattern: str) -> str | None:
+    """Why matching `pattern` could cost more than a bounded number of steps per character (None: it cannot)."""
+    from re import _parser  # type: ignore[attr-defined]  # the stdlib's own parser: what re.compile will see
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            parsed = _parser.parse(pattern)
+    except REGEX_ERRORS as err:
+        return f"bad regular expression: {err}"
+    variable: list[int] = []
+    problem = _walk_pattern(list(parsed), False, variable)
+    if problem is None and len(variable) > 1:
+        problem = "more than one variable-width repeat (its cost grows as a power of the name's length)"
+    return problem
+
+
+def _walk_pattern(items: list[tuple[object, object]], repeated: bool, variable: list[int]) -> str | None:
+    for op, arg in items:
+        name = str(op)
+        children: list[list[tuple[object, object]]] = []
+        inner = repeated
+        if name in _REPEATS:
+            low, high, body = cast(tuple[int, int, list[tuple[object, object]]], arg)
+            if repeated and high != 1:
+                return "a repeat inside a repeat (its cost can grow exponentially)"
+            if low != high and high != 1:
+                variable.append(1)
+            if any(str(child) not in _ONE_CHARACTER for child, _ in _flat(list(body))):
+                if high != 1:
+                    return "a repeated group holding alternatives or repeats (its cost can grow exponentially)"
+            children.append(list(body))
+            inner = repeated or high != 1
+        elif name == "BRANCH":
+            if repeated:
+                return "alternatives inside a repeat (its cost can grow exponentially)"
+            children.extend(list(branch) for branch in arg[1])  # type: ignore[index]
+        elif name == "SUBPATTERN":
+            children.append(list(arg[3]))  # type: ignore[index]
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            children.append(list(arg[1]))  # type: ignore[index]
+        elif name == "ATOMIC_GROUP":
+            children.append(list(arg))  # type: ignore[call-overload]
+        elif name in ("GROUPREF", "GROUPREF_EXISTS", "GROUPREF_IGNORE", "GROUPREF_LOC_IGNORE", "GROUPREF_UNI_IGNORE"):
+            return "a back-reference (its cost has no useful bound)"
+        for child in children:
+            problem = _walk_pattern(child, inner, variable)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _flat(items: list[tuple[object, object]]) -> list[tuple[object, object]]:
+    """The items of a repeat's body, looking through plain groups."""
+    flat: list[tuple[object, object]] = []
+    for op, arg in items:
+        if str(op) == "SUBPATTERN":
+            flat.extend(_flat(list(arg[3])))  # type: ignore[index]
+        else:
+            flat.append((op, arg))
+    return flat
+
+
+def parse_file_highlight(spec: str) -> HighlightRule:
+    """A `REGEX[=COLOUR][:LABEL]` read from a file: BadOption (saying what is wrong) unless its cost is bounded."""
+    if len(spec) > MAX_FILE_SPEC:
+        raise BadOption(f"highlight of {len(spec):,} characters (at most {MAX_FILE_SPEC} are read from a file)")
+    rule = parse_highlight(spec)
+    problem = file_pattern_problem(rule.pattern)
+    if problem is not None:
+        raise BadOption(f"highlight {rule.pattern!r}: {problem}")
+    return HighlightRule(rule.pattern, rule.color, rule.label, from_file=True)
+
+
 def resolve_highlights(
     specs: Iterable[str | HighlightRule], preset: str | None, base_palette: str
 ) -> list[HighlightRule]:
@@ -372,7 +468,7 @@ def resolve_highlights(
     resolved = []
     for index, rule in enumerate(rules):
         color = rule.color or free[index % len(free)]
-        resolved.append(HighlightRule(rule.pattern, color, rule.label or rule.pattern))
+        resolved.append(HighlightRule(rule.pattern, color, rule.label or rule.pattern, rule.from_file))
     return resolved
 
 
@@ -382,6 +478,7 @@ class Highlighter:
     def __init__(self, rules: list[HighlightRule]) -> None:
         self.rules = rules
         self.patterns = [rule.compiled() for rule in rules]
+        self.limits = [MAX_FILE_SUBJECT if rule.from_file else None for rule in rules]
         self.painters = [Painter(rule.color) if rule.color in HUES and rule.color else None for rule in rules]
         self.cache: dict[str, int] = {}
 
@@ -389,12 +486,13 @@ class Highlighter:
         """Index of the first matching rule, or -1."""
         found = self.cache.get(name)
         if found is None:
-            found = next((i for i, pattern in enumerate(self.patterns) if pattern.search(name)), -1)
+            found = next((i for i in range(len(self.patterns)) if self.matches(i, name)), -1)
             self.cache[name] = found
         return found
 
     def matches(self, index: int, name: str) -> bool:
-        return self.patterns[index].search(name) is not None
+        limit = self.limits[index]
+        return (limit is None or len(name) <= limit) and self.patterns[index].search(name) is not None
 
     def fill(self, index: int, name: str) -> str:
         painter = self.painters[index]

@@ -28,7 +28,9 @@ FUZZ = settings(
 
 REPLAY_SECONDS = 60
 # fold_text with --jobs 2 starts a process pool: fewer of those in the short run.
-SHARE = {"fold_text": 0.5, "fold_file": 0.5, "compat_reference": 0.25, "command_line": 0.5}  # perl, typer
+SHARE = {  # perl, typer, the CLI in process
+    "fold_text": 0.5, "fold_file": 0.5, "compat_reference": 0.25, "command_line": 0.5, "convert_input": 0.25,
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))

@@ -202,7 +202,7 @@ def render(
         min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,
         palette_map=palette_map, inverted=inverted, reverse=reverse,
         flamechart=flamechart, negate=negate, factor=factor, notes=notes,
-        highlights=list(highlight or (context.highlights if drawn_before and context else [])),
+        highlights=list(highlight or (context.highlight_rules() if drawn_before and context else [])),
         preset=preset or (context.preset if drawn_before and context else None), top=top, show_idle=show_idle,
     )  # fmt: skip
     if read.before is not None:
@@ -297,7 +297,7 @@ def _context(paths: list[str]) -> Context | None:
         return None
     context, note = read_sidecar(paths[0])
     if note is not None:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"warning: {note}", err=True)
     return context
 
 

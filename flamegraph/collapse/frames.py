@@ -18,24 +18,56 @@ import re
 from . import tidy
 from .options import FoldOptions
 
-FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")  # the reference's pattern, verbatim
+# The reference's pattern, verbatim. Not run on input: backtracking its `(\w+)` against `(.+) \(`
+# is quadratic (a 64 KB frame line of one word took over a minute); `match_reference` gives the
+# same groups in linear time, and a test holds the two equal.
+FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")
 FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
 HEX_DIGITS = frozenset(b"0123456789abcdef")
+SPACES = re.compile(rb"\s*")
+WORD = re.compile(rb"\w*")
+
+
+def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """FRAME_REFERENCE.match(text).groups(), or None, in linear time.
+
+    The regex tries where `(.+)` starts from the right (the end of the blanks after the first word,
+    then back into the word) and takes the first start with a " (" after it and a ")" after that:
+    the " (" it then picks is the last one before the last ")" of the line, whatever the start. So
+    the start is that " (" minus one, or the end of the blanks if that comes first. `.` stops at a
+    newline: everything after the word's blanks lies in one line (never an issue for real lines)."""
+    word = _run_end(SPACES, text, 0)
+    word_end = _run_end(WORD, text, word)
+    if word_end == word:
+        return None
+    blanks_end = _run_end(SPACES, text, word_end)
+    newline = text.rfind(b"\n", word_end, blanks_end)
+    first = newline + 1 if newline >= 0 else word + 1  # the first place `(.+)` may start
+    line_end = text.find(b"\n", first)
+    close = text.rfind(b")", first, len(text) if line_end < 0 else line_end)
+    opening = text.rfind(b" (", first + 1, close) if close >= 0 else -1
+    if opening < 0:
+        return None
+    start = min(blanks_end, opening - 1)
+    return text[word : min(start, word_end)], text[start:opening], text[opening + 2 : close]
+
+
+def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
+    found = run.match(text, start)  # `\s*` and `\w*` always match
+    return found.end() if found else start
 
 
 def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     """'<addr> <symbol> (<dso>)' -> (addr, symbol, dso); the DSO is the last balanced (...) group."""
-    match = FRAME_REFERENCE.match(text)
-    if match is None:
-        return None
-    if compat:
-        return match.group(1), match.group(2), match.group(3)
+    groups = match_reference(text)
+    if groups is None or compat:
+        return groups
     body = text.rstrip()
     if not body.endswith(b")"):
-        return match.group(1), match.group(2), match.group(3)
-    dso = match.group(3)
+        return groups
+    pc, symbol, dso = groups
     if b"(" not in dso and b")" not in dso and len(body) - len(dso) - 2 == body.rfind(b" (") + 1:
-        return match.group(1), match.group(2), dso  # the usual case: the last group is the whole DSO
+        return pc, symbol, dso  # the usual case: the last group is the whole DSO
     depth = 0
     for i in range(len(body) - 1, -1, -1):
         byte = body[i]
@@ -49,7 +81,7 @@ def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
                 if head is None:
                     break
                 return head.group(1), head.group(2), body[i + 1 : -1]
-    return match.group(1), match.group(2), match.group(3)
+    return groups
 
 
 def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes | None:

@@ -31,12 +31,17 @@ __all__ = [
     "split_frame",
 ]
 
-# The reference's patterns, so that what it accepts, we accept the same way. Its `(\d+)*` is written
+# The reference's patterns (what it accepts, we accept the same way), made linear. Its `(\d+)*` is written
 # `(\d++)?`: the same matches and groups, without the exponential backtracking of a repeated group
 # (a header with 40 digits where a period would be took hours).
-HEADER = re.compile(rb"^(\S.+?)\s+(\d++)/*(\d++)?\s+")
-HEADER_OURS = re.compile(rb"^(\S.*?)\s+(\d++)/*(\d++)?\s+")  # the reference needs comm >= 2 chars
-PERIOD_EVENT = re.compile(rb":\s*(\d++)?\s+(\S+):\s*$")
+# Likewise linear: `\s+` may only start where a blank run starts (`(?<=\S)`; the reference's
+# comm is at least two characters, so there also right after one) and never gives back what it
+# took, as the ":" form splits `\s*(\d++)?\s+` into its two cases: the same matches and groups
+# (a test holds them equal), without rescanning a blank run from each of its positions (a header
+# with 64 KB of blanks took minutes).
+HEADER = re.compile(rb"^(\S.+?)(?:(?<=\S)|(?<=^.\s))\s++(\d++)/*+(\d++)?\s++")
+HEADER_OURS = re.compile(rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++")  # the reference needs comm >= 2 chars
+PERIOD_EVENT = re.compile(rb":(?:\s*+(\d++)\s|\s)\s*+(\S+):\s*+$")
 # Ours, tried only where the reference's fails: "<time>: [<period>] <event>: <rest>", where rest is
 # the sampled frame of a recording made without -g, or a tracepoint's fields.
 TIMED_EVENT = re.compile(rb"\s\d+\.\d+:\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)(.*)$")

@@ -37,7 +37,11 @@ from .options import FoldOptions, FrameHook, SampleHook
 
 # Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
 # int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
-SCHED_HEADER = re.compile(rb"^\s*(\S.*?)\s+(\d{1,10})(?:/(\d{1,10}))?\s+(?:\[\d+\]\s+)?(\d{1,12})\.(\d+):\s*(.*?)\s*$")
+# `(?<=\S)\s++` and a rest that ends on a non-blank: what `\s+` and `(.*?)\s*$` matched, in
+# linear time (they rescanned a blank run from each of its positions: quadratic).
+SCHED_HEADER = re.compile(
+    rb"^\s*+(\S.*?)(?<=\S)\s++(\d{1,10})(?:/(\d{1,10}))?\s++(?:\[\d+\]\s++)?(\d{1,12})\.(\d+):\s*+(\S(?:.*\S)?|)\s*+$"
+)
 SWITCH = re.compile(
     rb"prev_comm=(.*?) prev_pid=(-?\d{1,10}) prev_prio=-?\d+ prev_state=(\S*) ==> "
     rb"next_comm=(.*?) next_pid=(-?\d{1,10}) next_prio=-?\d+(.*)$"

@@ -50,6 +50,19 @@ def _value_types(profile: FoldedProfile) -> tuple[list[tuple[str, str]], int]:
     return [(name, "count")], 1
 
 
+INT64_MAX = 2**63 - 1  # pprof's values are int64 (the protobuf runtime raises ValueError past it)
+
+
+def _check_int64(profile: FoldedProfile, scale: int) -> None:
+    """Refuse (exit 3) values, or a total, that int64 cannot hold: pprof would wrap or refuse them."""
+    total = sum(round(weight) for weight in profile.counts.values()) * scale
+    if total > INT64_MAX:
+        raise ExportError(
+            f"pprof holds 64-bit integers: a total of {total:.3g} {profile.unit}"
+            f"{' in nanoseconds' if scale > 1 else ''} is past their largest, {INT64_MAX:,}"
+        )
+
+
 class _Strings:
     """pprof's string table: index 0 is ''."""
 
@@ -80,6 +93,7 @@ def pprof_message(profile: FoldedProfile, title: str | None = None) -> Any:
         message.sample_type.add(type=strings(kind), unit=strings(unit))
     message.default_sample_type = strings(types[-1][0])
 
+    _check_int64(profile, factor * (period or 1))
     mappings: dict[str, Any] = {}
     locations: dict[str, int] = {}
     label_threads = threaded(profile)

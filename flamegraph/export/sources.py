@@ -72,6 +72,8 @@ def sniff(path: str) -> Source:
 def _head_lines(path: str) -> list[bytes]:
     """The first lines of a text input (gunzipped), read without consuming stdin."""
     if path == STDIN:
+        if sys.stdin is None:
+            return []  # stdin closed (`<&-`): the opener that follows says so
         peek = getattr(sys.stdin.buffer, "peek", None)
         data = peek(SNIFF_BYTES) if peek is not None else b""
     else:

@@ -198,6 +198,41 @@ def dask_greeting(draw: st.DrawFn) -> bytes:
     return draw(st.sampled_from([b"", b"SSH-2.0-OpenSSH_9.2\r\n"])) + struct.pack("<Q", max(size, 0)) + body
 
 
+# Capture-facts files: ours with hostile fields, and any JSON at all.
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+HOSTILE_PATTERNS = st.sampled_from(
+    ["(a+)+$", "(a|aa)*$", r"\w*\w*x", ".*a.*b", r"(a)\1", "dnnl=aqua:oneDNN", r"^jit_\w*(gemm|kern)", "(", "a" * 600]
+)
+SIDECAR_FIELDS = st.fixed_dictionaries(
+    {"flamegraph-perf": st.just("capture facts of a folded file"), "version": st.sampled_from([1, 1, 1, 2, "1"])},
+    optional={
+        "unit": st.sampled_from(["samples", "microseconds"]) | JSON_VALUES,
+        "event": JSON_VALUES, "window_us": JSON_VALUES, "title": JSON_VALUES, "subtitle": JSON_VALUES,
+        "preset": st.sampled_from(["onednn", "mxnet-ops", "nope"]) | JSON_VALUES,
+        "highlights": st.lists(HOSTILE_PATTERNS | st.text(max_size=12), max_size=4) | JSON_VALUES,
+        "metadata": st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4) | JSON_VALUES,
+    },
+)  # fmt: skip
+
+
+def _json_bytes(value: object) -> bytes:
+    import json
+
+    return json.dumps(value).encode()
+
+
+sidecar = st.one_of(
+    SIDECAR_FIELDS.map(_json_bytes),
+    JSON_VALUES.map(_json_bytes),
+    st.integers(1, 5000).map(lambda depth: b"[" * depth + b"]" * depth),
+    st.integers(1, 5000).map(lambda depth: b'{"a":' * depth + b"1" + b"}" * depth),
+    st.binary(max_size=200),
+)
+
 INPUTS: dict[str, st.SearchStrategy[bytes]] = {
     "fold_text": with_options(perf_script, 4),
     "fold_file": with_options(perf_script, 4),
@@ -217,4 +252,6 @@ INPUTS: dict[str, st.SearchStrategy[bytes]] = {
     "render_options": st.binary(max_size=120),
     "scheduler_address": scheduler_address,
     "scheduler_greeting": dask_greeting(),
+    "sidecar_file": sidecar,
+    "convert_input": st.one_of(with_options(perf_script, 2), with_options(folded, 2), with_options(sched_script, 2)),
 }

@@ -15,6 +15,7 @@ from pathlib import Path
 from .cli_targets import command_line, window_spec
 from .fleet_targets import scheduler_address, scheduler_greeting
 from .fold_targets import compat_reference, fold_file, fold_text, offcpu_text, perf_roundtrip
+from .input_targets import convert_input, sidecar_file
 from .render_targets import folded_text, highlight_spec, palette_file, render_options
 
 Target = Callable[[bytes], None]
@@ -33,6 +34,8 @@ TARGETS: dict[str, Target] = {
     "render_options": render_options,
     "scheduler_address": scheduler_address,
     "scheduler_greeting": scheduler_greeting,
+    "sidecar_file": sidecar_file,
+    "convert_input": convert_input,
 }
 
 
