@@ -191,3 +191,12 @@ def test_clocks_that_disagree_are_reported_with_figures() -> None:
         "samples in ExecuteOprBlock: 97.0 % fall inside when shifted by +5,000 µs, 40.0 % at the measured offset: "
         "the clocks seem to disagree by more than the sample period"
     ]
+
+
+def test_hostile_hook_facts_files_are_skipped_not_a_recursion_error(tmp_path: Path) -> None:
+    """The hook's mxnet-PID.json travels with a recording: nested 100,000 deep, or past 1 MiB, it is
+    not read (json.loads raised RecursionError on the first)."""
+    directory, _ = copy_fixture(tmp_path)
+    (directory / "mxnet-1.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (directory / "mxnet-2.json").write_bytes(b'{"pid": 2, "notes": ["' + b"x" * (1 << 20) + b'"]}')
+    assert [facts["pid"] for facts in read_sidecars(directory)] == [facts["pid"] for facts in read_sidecars(FIXTURE)]

@@ -33,6 +33,7 @@ from flamegraph.color import (
     parse_palette,
 )
 from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, Diagnostics
+from flamegraph.export import timeline
 from flamegraph.inputs import parse_json
 from flamegraph.sidecar import MARKER, MARKER_KEY, NotASidecar, parse_sidecar
 
@@ -219,6 +220,22 @@ def test_linear_patterns_match_as_the_reference_does(text: bytes) -> None:
     reference = frames.FRAME_REFERENCE.match(text)
     assert frames.match_reference(text) == (reference.groups() if reference else None)
     assert tidy.is_go_method(text) == (tidy.GO_METHOD.search(text) is not None)
+
+
+HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # export/timeline's, as it was: quadratic
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([b"7", b"f", b"x", b" ", b"\t", b"\n", b"(", b")", b" ("]), max_size=16).map(b"".join))
+def test_the_timeline_header_frame_is_found_as_the_regex_finds_it(text: bytes) -> None:
+    assert timeline.is_header_frame(text) == (HEADER_FRAME.match(text) is not None)
+
+
+def test_a_megabyte_timeline_header_frame_is_linear() -> None:
+    started = time.perf_counter()
+    assert not timeline.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b"x")
+    assert timeline.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b")")
+    assert time.perf_counter() - started < 1.0
 
 
 @settings(max_examples=1000, deadline=None)

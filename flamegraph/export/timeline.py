@@ -27,7 +27,23 @@ from ..folded import decode
 
 # "<time>: [<period>] <event>: [<frame on the header line>]" after comm and pid/tid.
 TIMED = re.compile(rb"\s(\d+)\.(\d+):\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
-HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # '7f12 PyEval_Eval+0x3 (/usr/bin/python3)'
+HEX_LEAD = re.compile(rb"[0-9a-fA-F]+(\s+)")
+
+
+def is_header_frame(rest: bytes) -> bool:
+    """'7f12 PyEval_Eval+0x3 (/usr/bin/python3)': an address, blanks, a name, ' (', ..., ')' at the end.
+    What `^[0-9a-fA-F]+\\s+.+ \\(.*\\)$` matches, found in linear time (that regex backtracks
+    quadratically on a long line of ' (' with no ')' at its end)."""
+    lead = HEX_LEAD.match(rest)
+    if lead is None:
+        return False
+    end = len(rest) - rest.endswith(b"\n")  # `$` also matches before a final newline
+    # '.+' starts after at least one blank, within the blanks or where they end, past any newline
+    start = max(lead.start(1) + 1, rest.rfind(b"\n", 0, end) + 1)
+    if start > lead.end(1) or rest[end - 1 : end] != b")":
+        return False
+    opening = rest.find(b" (", start + 1)
+    return opening != -1 and opening + 2 < end
 CLOCK_EVENTS = (b"cpu-clock", b"task-clock")
 CONTIGUOUS = 1.5  # a gap up to 1.5 sampling intervals is the next sample, longer means the thread was off
 
@@ -126,7 +142,7 @@ class _Reader:
         if timed.group(3) and event in CLOCK_EVENTS:
             self.periods.append(int(timed.group(3)))  # a clock event's period is in ns
         rest = timed.group(5).strip()
-        if rest and HEADER_FRAME.match(rest):  # sampled without -g: the one frame is on the header
+        if rest and is_header_frame(rest):  # sampled without -g: the one frame is on the header
             raw = name_frame(rest, self.options, self.java)
             if raw:
                 self.frames.append(decode(raw))

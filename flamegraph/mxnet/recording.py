@@ -14,7 +14,6 @@ joiner:  loads the trace and the verbose log (a missing, empty, truncated or gar
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..inputs import parse_json
 from ..jit.recording import hook_command, user_command
 from ..model import FoldedProfile
 from ..perf import script_command, stream_script
@@ -65,14 +65,20 @@ class ProcessInputs:
         return self.alignment is not None and (self.trace.spans > 0 or bool(self.verbose and self.verbose.primitives))
 
 
+# The hook's facts file: a few KiB, nested a few levels (the thread map); travels with the recording.
+MAX_SIDECAR_BYTES, MAX_SIDECAR_DEPTH = 1 << 20, 8
+
+
 def read_sidecars(directory: Path) -> list[dict[str, Any]]:
     found = []
     for entry in sorted(directory.iterdir()) if directory.is_dir() else []:
         if not SIDECAR.match(entry.name):
             continue
         try:
-            facts = json.loads(entry.read_text())
-        except (OSError, ValueError):
+            with open(entry, "rb") as f:
+                data = f.read(MAX_SIDECAR_BYTES + 1)
+            facts = parse_json(data, MAX_SIDECAR_DEPTH) if len(data) <= MAX_SIDECAR_BYTES else None
+        except (OSError, ValueError):  # TooDeep is a ValueError
             continue
         if isinstance(facts, dict) and isinstance(facts.get("pid"), int):
             found.append(facts)
