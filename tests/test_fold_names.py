@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_dir
+from conftest import REPO
 from helpers.dsos import QUADMATH, full_parse
+from helpers.shared import shared_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ def fold(text: bytes, options: FoldOptions) -> dict[str, float]:
 # -- grouping only where the build-id proves the file is the recorded one ---------------------------------
 
 
+@pytest.mark.shared
 def test_text_from_another_machine_keeps_its_dso_names() -> None:
     """FlameGraph's dd recording (2015, another machine) must not be named from this machine's /bin/dd."""
     default = run_cli("fold", str(DD_STACKS))
@@ -54,6 +56,7 @@ def test_text_from_another_machine_keeps_its_dso_names() -> None:
     assert default.stderr == ""
 
 
+@pytest.mark.shared
 def test_text_is_grouped_only_when_asked_and_then_called_unverified() -> None:
     asked = run_cli("fold", "--group-unknown", str(DD_STACKS))
     assert asked.returncode == 0

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz import strategies as gen
-from tests.fuzz.targets import TARGETS, corpus_dir
+from tests.fuzz.targets import NEEDS_SHARED, TARGETS, corpus_dir
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "400"))  # ~20 s of CPU for all targets
 FUZZ = settings(
@@ -31,7 +31,15 @@ REPLAY_SECONDS = 60
 SHARE = {"fold_text": 0.5, "fold_file": 0.5, "compat_reference": 0.25, "command_line": 0.5}  # perl, typer
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
+def marked(name: str, *rest: str) -> object:
+    """A parameter of target `name`, marked `shared` when it needs the reference corpus."""
+    return pytest.param(name, *rest, marks=pytest.mark.shared if name in NEEDS_SHARED else ())
+
+
+NAMES = [marked(name) for name in sorted(TARGETS)]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_structured_inputs(name: str) -> None:
     target = TARGETS[name]
 
@@ -43,7 +51,7 @@ def test_structured_inputs(name: str) -> None:
     run()
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
+@pytest.mark.parametrize("name", NAMES)
 def test_raw_bytes(name: str) -> None:
     target = TARGETS[name]
 
@@ -55,14 +63,17 @@ def test_raw_bytes(name: str) -> None:
     run()
 
 
-def corpus_files() -> list[tuple[str, str]]:
-    return sorted(
-        (name, path.name)
-        for name in TARGETS
-        if corpus_dir(name).is_dir()
-        for path in corpus_dir(name).iterdir()
-        if path.is_file()
-    )
+def corpus_files() -> list[object]:
+    return [
+        marked(name, file)
+        for name, file in sorted(
+            (name, path.name)
+            for name in TARGETS
+            if corpus_dir(name).is_dir()
+            for path in corpus_dir(name).iterdir()
+            if path.is_file()
+        )
+    ]
 
 
 @pytest.mark.parametrize(("name", "file"), corpus_files())

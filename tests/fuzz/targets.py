@@ -34,6 +34,7 @@ TARGETS: dict[str, Target] = {
     "scheduler_address": scheduler_address,
     "scheduler_greeting": scheduler_greeting,
 }
+NEEDS_SHARED = frozenset({"compat_reference"})  # runs stackcollapse-perf.pl from the reference corpus
 
 
 def corpus_dir(name: str) -> Path:
