@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers.dsos import QUADMATH, full_parse
+from helpers.dsos import QUADMATH, full_parse, need_quadmath
 from helpers.shared import shared_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -67,7 +67,7 @@ def test_text_is_grouped_only_when_asked_and_then_called_unverified() -> None:
 
 
 def quadmath_frames() -> tuple[bytes, int, int]:
-    assert QUADMATH is not None
+    need_quadmath()
     (a, _), (b, _) = full_parse(QUADMATH)[10:12]
     lib = str(QUADMATH).encode()
     text = b"".join(
@@ -78,7 +78,7 @@ def quadmath_frames() -> tuple[bytes, int, int]:
 
 
 def test_the_index_reads_the_build_id_of_the_file_it_indexes() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     assert EhFrameIndex.load(str(QUADMATH)).build_id == QUADMATH_ID
 
 
@@ -96,7 +96,7 @@ def test_the_index_reads_the_build_id_of_the_file_it_indexes() -> None:
 def test_a_dso_is_grouped_only_with_the_recorded_build_id(
     recorded_ids: set[str], grouped: bool, reason: str | None
 ) -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     text, a, b = quadmath_frames()
     by_path = {str(QUADMATH).encode(): frozenset(recorded_ids)} if recorded_ids else {}
     namer = FunctionNamer(RecordedBuildIds(by_path))
@@ -117,7 +117,7 @@ def test_a_dso_is_grouped_only_with_the_recorded_build_id(
 
 def test_a_file_without_build_id_is_not_trusted(tmp_path: Path) -> None:
     """A recorded build-id, a file here without one: not provably the same."""
-    assert QUADMATH is not None
+    need_quadmath()
     note = struct.pack("<III", 4, 20, 3) + b"GNU\0" + bytes.fromhex(QUADMATH_ID)  # NT_GNU_BUILD_ID
     content = QUADMATH.read_bytes()
     assert content.count(note) == 1

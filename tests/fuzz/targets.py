@@ -34,7 +34,8 @@ TARGETS: dict[str, Target] = {
     "scheduler_address": scheduler_address,
     "scheduler_greeting": scheduler_greeting,
 }
-NEEDS_SHARED = frozenset({"compat_reference"})  # runs stackcollapse-perf.pl from the reference corpus
+NEEDS_SHARED = frozenset({"compat_reference"})  # runs stackcollapse-perf.pl from the peer-test corpus
+NEEDS_MODULE = {"scheduler_greeting": "msgpack"}  # Dask's wire format: the fleet extra brings it
 
 
 def corpus_dir(name: str) -> Path:

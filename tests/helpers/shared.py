@@ -1,4 +1,4 @@
-"""The reference corpus beside the checkout ($FLAMEGRAPH_SHARED, else ../shared): flamegraph.pl's
+"""The peer-test corpus beside the checkout ($FLAMEGRAPH_SHARED, else ../shared): flamegraph.pl's
 peer-test inputs and expected outputs, its perl scripts, the bench recipes.
 
 A user's fresh clone has none: the tests that need it skip, with one reason. CI (.ci/run) sets
@@ -29,7 +29,7 @@ def missing_reason() -> str | None:
     path = shared_dir()
     if (path / MARKER).is_dir():
         return None
-    return f"needs the reference corpus (FLAMEGRAPH_SHARED, default ../shared): no {MARKER} in {path}"
+    return f"needs the peer-test corpus (FLAMEGRAPH_SHARED, default ../shared): no {MARKER} in {path}"
 
 
 def required() -> bool:
