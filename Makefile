@@ -100,7 +100,7 @@ diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-dif
 sample-data: venv perf-deps ## re-record sample_data/ (gzip'd perf script text of the MLP, on- and off-CPU, + JSON)
 	$(PY) -m collectors.make_sample_data --out sample_data
 
-screenshots: venv system-deps ## the sample graphs in headless Chromium at 1400x1000: docs/screenshots/after-*.png
+screenshots: venv system-deps ## the sample graphs in headless Chromium at 1400x1000: docs/screenshots/after-*.png, docs/example.svg
 	$(PY) -m collectors.make_screenshots --out docs/screenshots --name after
 
 render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH_PL=...) on 81,000 synthetic stacks

@@ -3,7 +3,9 @@
     python -m collectors.make_sample_data [--out sample_data] [--epochs 2] [--offcpu-seconds 1]
 
 Writes, for users and tests that have neither perf nor MXNet:
-  mlp-oncpu.perf.txt.gz   on-CPU (`cpu-clock`, the recorder's defaults), the training window only
+  mlp-oncpu.perf.txt.gz   on-CPU as `flamegraph record --jit` records it (`cpu-clock`, call graph
+                          dwarf,65528; oneDNN's JIT kernels named and unwound by `perf inject --jit`),
+                          the training window only
   mlp-offcpu.perf.txt.gz  off-CPU (`sched:sched_switch --switch-events --call-graph dwarf,8192 -p PID`),
                           attached for a short span in the middle of training
 and next to each a JSON file with the exact perf record / perf script command lines, the window,
@@ -23,10 +25,11 @@ import time
 from pathlib import Path
 
 from flamegraph.diagnostics import PerfFailed
+from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.offcpu.fold import SCRIPT_OPTIONS
 from flamegraph.offcpu.record import offcpu_spec
 from flamegraph.perf import find_perf
-from flamegraph.record import Recording, Status, record, record_command, script_args
+from flamegraph.record import Recording, RecordOptions, Status, record, record_command, script_args
 
 from .driver import driver_parser, run_driver, write_facts
 from .mlp_log import TrainLog
@@ -56,10 +59,13 @@ def write_script_text(recording: Recording, extra: list[str], target: Path) -> t
     return shown, (len(text), target.stat().st_size)
 
 
-def describe(recording: Recording, script: list[str], sizes: tuple[int, int], **facts: object) -> dict[str, object]:
+def describe(
+    recording: Recording, script: list[str], sizes: tuple[int, int], scratch: Path, **facts: object
+) -> dict[str, object]:
+    perf_record = shlex.join(record_command(recording.spec, "perf", Path("perf.data")))
     return {
         **facts,
-        "perf record": shlex.join(record_command(recording.spec, "perf", Path("perf.data"))),
+        "perf record": perf_record.replace(f"{scratch}/", ""),  # the temporary directory is nobody's business
         "perf script": shlex.join(script),
         "text bytes": sizes[0],
         "gzip bytes": sizes[1],
@@ -68,13 +74,18 @@ def describe(recording: Recording, script: list[str], sizes: tuple[int, int], **
 
 
 def oncpu(mlp: MlpRun, out: Path, scratch: Path) -> dict[str, object]:
-    print(f"== on-CPU: {mlp.epochs} epoch(s) under perf record", flush=True)
-    run = record_mlp(mlp, scratch / "oncpu.data")
+    print(f"== on-CPU: {mlp.epochs} epoch(s) under perf record, JIT kernels named (record --jit)", flush=True)
+    jit = JitHook(scratch / "perf.data.jit", note=print)  # perf script reads the jitted-*.so files in here
+    how = RecordOptions(call_graph=JIT_CALL_GRAPH)
+    run = record_mlp(mlp, scratch / "perf.data", how, [jit])
+    if not jit.unwound:
+        raise PerfFailed("the JIT kernels were not named and unwound: the sample would show anonymous JIT code")
     extra = script_args(run.recording, run.log.window)
     script, sizes = write_script_text(run.recording, extra, out / "mlp-oncpu.perf.txt.gz")
     return describe(
-        run.recording, script, sizes,
-        what="on-CPU samples of the MXNet MLP (oneDNN) training on MNIST, training window only",
+        run.recording, script, sizes, scratch,
+        what="on-CPU samples of the MXNet MLP (oneDNN) training on MNIST, training window only, "
+        "recorded as `flamegraph record --jit` does (oneDNN's JIT kernels named and unwound)",
         window=list(run.log.window or ()),
         trainer=[line for line in run.lines if line.startswith(("epoch", "TRAIN_", "backend"))],
         fold="flamegraph fold --annotate sample_data/mlp-oncpu.perf.txt.gz",
@@ -101,7 +112,7 @@ def offcpu(mlp: MlpRun, seconds: float, out: Path, scratch: Path) -> dict[str, o
         trainer.communicate()
     script, sizes = write_script_text(recording, list(SCRIPT_OPTIONS), out / "mlp-offcpu.perf.txt.gz")
     return describe(
-        recording, script, sizes,
+        recording, script, sizes, scratch,
         what=f"off-CPU (sched_switch) of every thread of the MXNet MLP, {seconds} s attached during epoch 0",
         attached=f"{0.5} s after TRAIN_START",
         fold="flamegraph fold --offcpu sample_data/mlp-offcpu.perf.txt.gz",

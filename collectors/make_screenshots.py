@@ -8,7 +8,8 @@ and the oneDNN-vs-OpenBLAS diff of tests/golden/render/), then opens each SVG in
 screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root.
 `--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
 the off-CPU sample, `--offcpu-svg` shows a graph already drawn (out/mlp-offcpu.svg). Writes
-NAME-GRAPH.png and NAME-GRAPH-hover.png into --out.
+NAME-GRAPH.png and NAME-GRAPH-hover.png into --out, and the on-CPU graph with its source as the
+subtitle into --example (docs/example.svg, the graph the docs link to).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--offcpu", type=Path, default=None, help="an off-CPU folded file to draw instead of the sample")
     p.add_argument("--offcpu-svg", type=Path, default=None, help="an off-CPU graph already drawn (make offcpu's)")
     p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
+    p.add_argument("--example", type=Path, default=REPO / "docs" / "example.svg", help="the on-CPU graph for the docs")
     return p.parse_args(argv)
 
 
@@ -54,15 +56,21 @@ def meta_options(sample: str) -> list[str]:
     return [f"--meta={key}={value}" for key, value in facts.items() if key != "event"]
 
 
-def render_graphs(work: Path, offcpu: Path | None) -> dict[str, Path]:
-    """oncpu, offcpu and diff SVGs drawn with the `flamegraph` command from the repository's data."""
+def render_oncpu(folded: Path, out: Path, *extra: str) -> None:
+    flamegraph(
+        "render", str(folded), "--preset", "onednn", "--title", "MXNet MLP on MNIST: on-CPU", "--event", "cpu-clock",
+        *meta_options("mlp-oncpu"), *extra, "-o", str(out),
+    )  # fmt: skip
+
+
+def render_graphs(work: Path, offcpu: Path | None, example: Path) -> dict[str, Path]:
+    """oncpu, offcpu and diff SVGs drawn with the `flamegraph` command from the repository's data; the
+    on-CPU one also as `example`, with its source as the subtitle."""
     on, off = work / "mlp-oncpu.folded", work / "mlp-offcpu.folded"
     flamegraph("fold", ANNOTATE, str(SAMPLES / "mlp-oncpu.perf.txt.gz"), "-o", str(on))
     graphs = {"oncpu": work / "oncpu.svg", "offcpu": work / "offcpu.svg", "diff": work / "diff.svg"}
-    flamegraph(
-        "render", str(on), "--preset", "onednn", "--title", "MXNet MLP on MNIST: on-CPU", "--event", "cpu-clock",
-        *meta_options("mlp-oncpu"), "-o", str(graphs["oncpu"]),
-    )  # fmt: skip
+    render_oncpu(on, graphs["oncpu"])
+    render_oncpu(on, example, "--subtitle", "sample_data/mlp-oncpu.perf.txt.gz, training window")
     if offcpu is None:
         flamegraph("fold", "--offcpu", str(SAMPLES / "mlp-offcpu.perf.txt.gz"), "-o", str(off))
         extra = meta_options("mlp-offcpu")
@@ -155,7 +163,8 @@ def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="flamegraph-screenshots-") as tmp:
-        graphs = render_graphs(Path(tmp), args.offcpu)
+        graphs = render_graphs(Path(tmp), args.offcpu, args.example)
+        print(f"wrote {args.example}")
         if args.offcpu_svg is not None:
             graphs["offcpu"] = args.offcpu_svg.resolve()
         if args.keep is not None:

@@ -313,22 +313,28 @@ def viewport(driver, size: tuple[int, int] = WINDOW) -> None:  # type: ignore[no
     driver.set_window_size(outer["width"] + size[0] - inner[0], outer["height"] + size[1] - inner[1])
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The MLP's on-CPU sample as `record` draws it: its capture facts, the oneDNN preset, 41 frames deep."""
+SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
+SAMPLE_FACTS = json.loads(SAMPLE.with_name("mlp-oncpu.json").read_text())["capture"]
+
+
+def sample_graph(path: Path, facts: bool = True) -> Path:
+    """The MLP's on-CPU sample as `record` draws it: the oneDNN preset and (`facts`) its capture facts."""
     from flamegraph.collapse.perf import FoldOptions
     from flamegraph.diagnostics import Diagnostics
     from flamegraph.fold import fold_perf
 
-    sample = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
-    profile = fold_perf([str(sample)], FoldOptions.with_all(), Diagnostics(echo=False)).profile
-    facts = json.loads(sample.with_name("mlp-oncpu.json").read_text())
-    profile.metadata = {key: str(value) for key, value in facts["capture"].items() if key != "event"}
-    profile.metadata.update({f"[op] operator {i}": f"{i * 7} samples ({i} %)" for i in range(12)})  # --mxnet tables
-    path = tmp_path_factory.mktemp("svg") / "recorded.svg"
+    profile = fold_perf([str(SAMPLE)], FoldOptions.with_all(), Diagnostics(echo=False)).profile
+    if facts:
+        profile.metadata = {key: str(value) for key, value in SAMPLE_FACTS.items() if key != "event"}
+        profile.metadata.update({f"[op] operator {i}": f"{i * 7} samples ({i} %)" for i in range(12)})  # --mxnet
     path.write_bytes(render_svg(profile, RenderOptions(title="MXNet MLP: on-CPU", subtitle="cpu-clock, 499 Hz",
                                                        preset="onednn")))  # fmt: skip
     return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sample_graph(tmp_path_factory.mktemp("svg") / "recorded.svg")
 
 
 def in_view(driver, element) -> bool:  # type: ignore[no-untyped-def]
@@ -360,11 +366,15 @@ def test_capture_facts_fold_into_a_block_the_reader_opens(browser, recorded: Pat
     browser.get(recorded.as_uri())
     facts = browser.find_element("id", "facts")
     assert not facts.is_displayed()
-    height = browser.execute_script("return document.documentElement.getBoundingClientRect().height")
-    assert height < 1000  # graph, table and all: the folded facts take no room
+    page_height = "return document.documentElement.getBoundingClientRect().height"
+    height = browser.execute_script(page_height)
+    browser.get(sample_graph(tmp_path / "bare.svg", facts=False).as_uri())
+    assert height <= browser.execute_script(page_height) + 1  # the folded facts take no room
+    browser.get(recorded.as_uri())
+    facts = browser.find_element("id", "facts")
     click(browser, browser.find_element("id", "facts-toggle"))
     assert facts.is_displayed() and in_view(browser, facts.find_element("tag name", "text"))
-    assert "command: /work/main/.venv/bin/python -m collectors.train_mlp" in facts.text
+    assert f"command: {SAMPLE_FACTS['command']}" in facts.text
     from selenium.webdriver.common.keys import Keys
 
     press(browser, Keys.ESCAPE)  # Escape closes it

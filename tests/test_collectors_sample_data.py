@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,21 @@ def test_oncpu_sample_folds_to_the_training_window() -> None:
     assert profile.event == "cpu-clock" and profile.total > 500
     for frame in ("ThreadedEngine::ExecuteOprBlock", "MKLDNNFCForward", "MKLDNNFCBackward", "MultiSGDKernel"):
         assert any(frame in stack for stack in profile.counts), frame
+
+
+def test_oncpu_sample_shows_named_jit_kernels_as_record_jit_draws_them() -> None:
+    """The graph a user without perf draws is what `record --jit` gives: oneDNN's kernels by name
+    (the GEMM family, whatever ISA the recording machine had), none left as `[perf-PID.map]`."""
+    facts = json.loads((SAMPLE / "mlp-oncpu.json").read_text())
+    assert facts["capture"]["JIT kernels"].endswith("with unwind info")
+    assert "--call-graph dwarf,65528" in facts["perf record"]
+    profile = fold_perf([str(SAMPLE / "mlp-oncpu.perf.txt.gz")], FoldOptions.with_all()).profile
+    frames = {frame for stack in profile.counts for frame in stack.split(";")}
+    assert not {frame for frame in frames if re.fullmatch(r"\[perf-\d+\.map\](_\[j\])?", frame)}
+    gemm = sum(n for stack, n in profile.counts.items() if re.search(r";jit_\w*gemm\w*_\[j\]$", stack))
+    assert gemm / profile.total > 0.05  # the gemm kernels: ~18 % of the training window
+    under_callers = [stack for stack in profile.counts if "_[j]" in stack and "MKLDNNStream::Submit" in stack]
+    assert under_callers  # unwound through: the kernels sit under the layer that ran them
 
 
 def test_offcpu_sample_has_the_waits_of_each_thread() -> None:

@@ -246,7 +246,9 @@ def test_chrome_trace_of_the_mlp_sample_follows_the_trace_event_format() -> None
         doc = json.loads(render_chrome_trace(read_timeline(lines, str(SAMPLE)), "MLP"))
     check_trace_event_format(doc)
     threads = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X"}
-    assert len(threads) == 4
+    with gzip.open(SAMPLE) as lines:  # every sampled thread (how many depends on the recording machine's cores)
+        recorded = {line.split()[1] for line in lines if line[:1] not in (b"\t", b"\n", b"#")}
+    assert len(threads) == len(recorded) > 1
 
 
 def test_off_cpu_timeline_holds_the_folded_microseconds() -> None:

@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import distributed  # the fleet extra: `make venv` installs it (a missing Dask fails here, loudly)
 import pytest
+from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, TcpCluster, fleet_perfs, has_events, tcp_cluster, wait_for
 
 from flamegraph.diagnostics import (
@@ -293,7 +293,7 @@ def test_faulty_hosts_are_named_with_their_reason(tcp: TcpCluster, tmp_path: Pat
 
     outcome: list[object] = []
     try:
-        with distributed.Client(tcp.address, timeout=10) as client:
+        with need("distributed").Client(tcp.address, timeout=10) as client:
             thread = threading.Thread(
                 target=lambda: outcome.append(record_fleet(client, request, 8.0, notes.append, start_allowance=2.0))
             )
@@ -332,6 +332,7 @@ def test_no_matching_process_anywhere(tcp: TcpCluster, tmp_path: Path) -> None:
 
 @pytest.mark.perf
 def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
+    need("distributed")
     marker = f"fleet-local-{os.getpid()}"
     workload = subprocess.Popen([sys.executable, "-c", WORKLOAD, "40", marker])
     try:

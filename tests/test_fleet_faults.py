@@ -19,6 +19,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, fleet_perfs, has_events, tcp_cluster, wait_for
 
 from flamegraph.diagnostics import EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
@@ -96,6 +97,7 @@ def test_check_scheduler_answers_within_its_timeout(kind: str) -> None:
 def test_wrong_endpoints_are_one_line_and_exit_11(tmp_path: Path) -> None:
     """`fleet record` and `fold --scheduler` against an HTTP server (it hung for minutes), an SSH banner
     (a MemoryError traceback), a silent listener and a closed port: one line, exit 11, in seconds."""
+    need("distributed")  # without Dask, every fleet command says how to install it instead (exit 11 too)
     text = tmp_path / "in.txt"
     text.write_text("python 1 1.0: cpu-clock:\n\tffff main (/bin/python)\n\n")
     with serving("http") as http, serving("ssh") as ssh, serving("silent") as silent, serving("nothing") as nothing:

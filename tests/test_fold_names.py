@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_dir
-from helpers.dsos import QUADMATH, full_parse
+from conftest import REPO
+from helpers.dsos import QUADMATH, full_parse, need_quadmath
+from helpers.shared import shared_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ def fold(text: bytes, options: FoldOptions) -> dict[str, float]:
 # -- grouping only where the build-id proves the file is the recorded one ---------------------------------
 
 
+@pytest.mark.shared
 def test_text_from_another_machine_keeps_its_dso_names() -> None:
     """FlameGraph's dd recording (2015, another machine) must not be named from this machine's /bin/dd."""
     default = run_cli("fold", str(DD_STACKS))
@@ -54,6 +56,7 @@ def test_text_from_another_machine_keeps_its_dso_names() -> None:
     assert default.stderr == ""
 
 
+@pytest.mark.shared
 def test_text_is_grouped_only_when_asked_and_then_called_unverified() -> None:
     asked = run_cli("fold", "--group-unknown", str(DD_STACKS))
     assert asked.returncode == 0
@@ -64,7 +67,7 @@ def test_text_is_grouped_only_when_asked_and_then_called_unverified() -> None:
 
 
 def quadmath_frames() -> tuple[bytes, int, int]:
-    assert QUADMATH is not None
+    need_quadmath()
     (a, _), (b, _) = full_parse(QUADMATH)[10:12]
     lib = str(QUADMATH).encode()
     text = b"".join(
@@ -75,7 +78,7 @@ def quadmath_frames() -> tuple[bytes, int, int]:
 
 
 def test_the_index_reads_the_build_id_of_the_file_it_indexes() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     assert EhFrameIndex.load(str(QUADMATH)).build_id == QUADMATH_ID
 
 
@@ -93,7 +96,7 @@ def test_the_index_reads_the_build_id_of_the_file_it_indexes() -> None:
 def test_a_dso_is_grouped_only_with_the_recorded_build_id(
     recorded_ids: set[str], grouped: bool, reason: str | None
 ) -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     text, a, b = quadmath_frames()
     by_path = {str(QUADMATH).encode(): frozenset(recorded_ids)} if recorded_ids else {}
     namer = FunctionNamer(RecordedBuildIds(by_path))
@@ -114,7 +117,7 @@ def test_a_dso_is_grouped_only_with_the_recorded_build_id(
 
 def test_a_file_without_build_id_is_not_trusted(tmp_path: Path) -> None:
     """A recorded build-id, a file here without one: not provably the same."""
-    assert QUADMATH is not None
+    need_quadmath()
     note = struct.pack("<III", 4, 20, 3) + b"GNU\0" + bytes.fromhex(QUADMATH_ID)  # NT_GNU_BUILD_ID
     content = QUADMATH.read_bytes()
     assert content.count(note) == 1

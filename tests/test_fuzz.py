@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 
 import pytest
+from helpers.extras import need
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz import strategies as gen
-from tests.fuzz.targets import TARGETS, corpus_dir
+from tests.fuzz.targets import NEEDS_MODULE, NEEDS_SHARED, TARGETS, corpus_dir
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "400"))  # ~20 s of CPU for all targets
 FUZZ = settings(
@@ -33,38 +35,56 @@ SHARE = {  # perl, typer, the CLI in process
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
+def marked(name: str, *rest: str) -> object:
+    """A parameter of target `name`, marked `shared` when it needs the peer-test corpus."""
+    return pytest.param(name, *rest, marks=pytest.mark.shared if name in NEEDS_SHARED else ())
+
+
+NAMES = [marked(name) for name in sorted(TARGETS)]
+
+
+def target(name: str) -> Callable[[bytes], None]:
+    """Target `name`; the test skips when the target needs a module of an extra that is not installed."""
+    if name in NEEDS_MODULE:
+        need(NEEDS_MODULE[name])
+    return TARGETS[name]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_structured_inputs(name: str) -> None:
-    target = TARGETS[name]
+    fuzzed = target(name)
 
     @settings(FUZZ, max_examples=max(10, int(EXAMPLES * SHARE.get(name, 1))))
     @given(gen.INPUTS[name])
     def run(data: bytes) -> None:
-        target(data)
+        fuzzed(data)
 
     run()
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
+@pytest.mark.parametrize("name", NAMES)
 def test_raw_bytes(name: str) -> None:
-    target = TARGETS[name]
+    fuzzed = target(name)
 
     @settings(FUZZ, max_examples=max(10, EXAMPLES // 4))
     @given(st.binary(max_size=300))
     def run(data: bytes) -> None:
-        target(data)
+        fuzzed(data)
 
     run()
 
 
-def corpus_files() -> list[tuple[str, str]]:
-    return sorted(
-        (name, path.name)
-        for name in TARGETS
-        if corpus_dir(name).is_dir()
-        for path in corpus_dir(name).iterdir()
-        if path.is_file()
-    )
+def corpus_files() -> list[object]:
+    return [
+        marked(name, file)
+        for name, file in sorted(
+            (name, path.name)
+            for name in TARGETS
+            if corpus_dir(name).is_dir()
+            for path in corpus_dir(name).iterdir()
+            if path.is_file()
+        )
+    ]
 
 
 @pytest.mark.parametrize(("name", "file"), corpus_files())
@@ -77,7 +97,7 @@ def test_corpus_input_that_once_found_a_bug(name: str, file: str) -> None:
     previous = signal.signal(signal.SIGALRM, too_slow)
     signal.alarm(REPLAY_SECONDS)
     try:
-        TARGETS[name]((corpus_dir(name) / file).read_bytes())
+        target(name)((corpus_dir(name) / file).read_bytes())
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import io
 
-import capstone
 import pytest
 from elftools.dwarf.callframe import CallFrameInfo
 from elftools.dwarf.structs import DWARFStructs
 from helpers.asm import ASM, POSTAMBLE, PREAMBLE, assemble
+from helpers.extras import need
 
 from flamegraph.jit import cfi
 from flamegraph.jit.unwind import align, build_unwind
+
+capstone = need("capstone")  # the analysis itself disassembles with it: the whole file needs the jit extra
 
 
 def test_the_encodings_are_what_they_claim() -> None:

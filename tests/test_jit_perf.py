@@ -56,8 +56,10 @@ MLP = textwrap.dedent(
     print("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
     """
 )
-# The GEMM kernel family, whatever the ISA oneDNN picked for this CPU (avx512_common, avx, sse41 ...).
-GEMM = re.compile(r"jit_\w+_gemm_f32_xbyak_gemm_\[j\]$")
+# The GEMM kernel family, whatever the ISA and driver oneDNN picked for this CPU: xbyak_gemm on AVX and
+# AVX-512 (jit_avx_gemm_f32_xbyak_gemm, jit_avx512_common_...), the gemm driver's kernels elsewhere
+# (jit_sse41_kernel_sgemm_kern ...).
+GEMM = re.compile(r"jit_\w*gemm\w*_\[j\]$")
 ROOTS = ("_start", "start_thread", "clone", "clone3")
 
 

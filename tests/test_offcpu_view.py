@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers.dsos import QUADMATH, full_parse
+from helpers.dsos import QUADMATH, full_parse, need_quadmath
 from helpers.svg import frames, parse, texts
 
 from flamegraph.buildid import RecordedBuildIds
@@ -142,7 +142,7 @@ def test_per_thread_totals_are_a_table_and_numbers_never_wrap() -> None:
 
 
 def test_off_cpu_folding_groups_unknown_frames_as_on_cpu() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     (address, _), _ = full_parse(QUADMATH)[10:12]
     lib = str(QUADMATH).encode()
     frame = b"\t%x [unknown] (%s)\n\t4011 main (/usr/bin/python3)\n" % (address, lib)

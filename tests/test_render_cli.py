@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from helpers.extras import need
 from helpers.svg import SVG, frames, paths, texts
 
 FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
@@ -98,6 +99,7 @@ def test_diff_command(tmp_path: Path) -> None:
 
 
 def test_png_option(tmp_path: Path) -> None:
+    need("cairosvg")
     (tmp_path / "in").write_bytes(FOLDED)
     result = run("render", str(tmp_path / "in"), "-o", str(tmp_path / "g.svg"), "--png", str(tmp_path / "g.png"))
     assert result.returncode == 0, result.stderr

@@ -12,10 +12,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_dir
+from conftest import REPO
+from helpers.shared import shared_dir
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
@@ -31,6 +33,12 @@ REFERENCE = os.environ.get("FLAMEGRAPH_PL") or str(SHARED_COPY)
 FILL = re.compile(r'<title>(.*?) \([\d,.]+ [^<]*</title>\s*<rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"')
 
 
+def needs_reference(test: Callable[..., None]) -> Callable[..., None]:
+    """Marked `shared` (tests/helpers/shared.py) unless FLAMEGRAPH_PL names a copy outside the corpus."""
+    return test if os.environ.get("FLAMEGRAPH_PL") else pytest.mark.shared(test)
+
+
+@needs_reference
 def test_reference_script_is_there() -> None:
     assert Path(REFERENCE).is_file(), f"flamegraph.pl not found at {REFERENCE} (set FLAMEGRAPH_SHARED or FLAMEGRAPH_PL)"
 
@@ -64,6 +72,7 @@ def peer_inputs() -> list[Path]:
     return sorted((shared_dir() / "peer-tests" / "flamegraph-pl").glob("perf-*.txt"))
 
 
+@pytest.mark.shared
 @pytest.mark.parametrize("source", peer_inputs(), ids=lambda p: p.stem)
 def test_same_frames_counts_and_colours_as_flamegraph_pl(source: Path, tmp_path: Path) -> None:
     profile = fold(source)
@@ -79,6 +88,7 @@ def test_same_frames_counts_and_colours_as_flamegraph_pl(source: Path, tmp_path:
     assert frame_counts(hashed) == frame_counts(reference(folded, "--hash", "--minwidth", "0.5%"))
 
 
+@needs_reference
 def test_large_synthetic_profile(tmp_path: Path) -> None:
     counts = synthesize(20_000, seed=7)
     folded = tmp_path / "in.folded"

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers.extras import need
 from helpers.oracle import merged_weights
 from helpers.svg import SVG, frames, parse, paths, texts
 from helpers.svg import settings as svg_settings
@@ -330,6 +331,7 @@ def test_long_names_are_cut_with_two_dots() -> None:
 
 
 def test_png_preview(tmp_path: Path) -> None:
+    need("cairosvg")
     svg = render_svg(FoldedProfile({"main;a": 3, "main;b": 1}), RenderOptions(preset="onednn"))
     png = render_png(svg)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers.dsos import QUADMATH, full_parse
+from helpers.dsos import QUADMATH, full_parse, need_quadmath
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
@@ -72,7 +72,7 @@ def fold(text: str, observer: FrameObserver | None, **options: object) -> Folded
 
 
 def test_figures_of_the_crafted_recording() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     observer = observer_for(group_unknown=True)
     profile = fold(crafted(str(QUADMATH)), observer)
     a = attribute(profile, observer)
@@ -96,7 +96,7 @@ def test_figures_of_the_crafted_recording() -> None:
 
 
 def test_without_grouping_the_fix_says_how_to_group() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     observer = observer_for(group_unknown=False)
     figures, fixes = build_report(fold(crafted(str(QUADMATH)), observer), observer)
     assert figures.share(figures.unknown_left) == 45.0
@@ -163,7 +163,7 @@ def test_annotated_profiles_are_read_without_an_observer() -> None:
 
 
 def test_report_lines_and_metadata() -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     observer = observer_for(group_unknown=True)
     figures, fixes = build_report(fold(crafted(str(QUADMATH)), observer), observer)
     lines = report_lines(figures, fixes)
@@ -187,7 +187,7 @@ def test_report_lines_and_metadata() -> None:
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_fold_report_prints_to_stderr(tmp_path: Path, jobs: str) -> None:
-    assert QUADMATH is not None
+    need_quadmath()
     text = tmp_path / "perf.txt"
     text.write_text(crafted(str(QUADMATH)))
 

@@ -94,7 +94,8 @@ def run_target(name: str, seconds: float, work: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .targets import TARGETS
+    from ..helpers.shared import missing_reason, required
+    from .targets import NEEDS_SHARED, TARGETS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=600, help="total time, shared by the targets")
@@ -105,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in TARGETS]
     if unknown:
         parser.error(f"unknown targets {unknown}; choose from {', '.join(TARGETS)}")
+    reason = missing_reason()
+    if reason is not None and not required() and NEEDS_SHARED & set(names):
+        print(f"skipping {', '.join(sorted(NEEDS_SHARED & set(names)))}: {reason}", flush=True)
+        names = [n for n in names if n not in NEEDS_SHARED]
     args.work.mkdir(parents=True, exist_ok=True)
     summary_path = args.work / "summary.json"
     share = args.seconds / len(names)

@@ -4,7 +4,6 @@ against stackcollapse-perf.pl, profiles written as perf script) and sched_switch
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
 from dataclasses import replace
@@ -21,6 +20,7 @@ from flamegraph.offcpu.fold import fold_offcpu
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.report import FrameObserver, build_report, report_lines, report_metadata
 
+from ..helpers.shared import shared_dir
 from .common import check_folded_round_trip, check_svg, folded_bytes, lines_of, scratch_file, small_chunks
 from .source import Source
 
@@ -170,8 +170,7 @@ def fold_file(data: bytes) -> None:
 # -- --compat against stackcollapse-perf.pl itself -------------------------------------------------
 def reference_script(name: str) -> Path:
     """A reference script from the shared corpus ($FLAMEGRAPH_SHARED, else ../shared)."""
-    shared = os.environ.get("FLAMEGRAPH_SHARED") or str(Path(__file__).resolve().parents[3] / "shared")
-    return Path(shared) / "peer-tests" / "flamegraph-pl" / "bin" / name
+    return shared_dir() / "peer-tests" / "flamegraph-pl" / "bin" / name
 
 
 def compat_reference(data: bytes) -> None:

@@ -37,6 +37,8 @@ TARGETS: dict[str, Target] = {
     "sidecar_file": sidecar_file,
     "convert_input": convert_input,
 }
+NEEDS_SHARED = frozenset({"compat_reference"})  # runs stackcollapse-perf.pl from the peer-test corpus
+NEEDS_MODULE = {"scheduler_greeting": "msgpack"}  # Dask's wire format: the fleet extra brings it
 
 
 def corpus_dir(name: str) -> Path:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import elftools
-import numpy
+import pytest
 from elftools.elf.elffile import ELFFile
 
 # Small stripped DSOs of the venv: numpy's bundled libquadmath (no .symtab, text at offset == vaddr)
-# and hypothesis' Rust extension (linked by lld: text at file offset != vaddr).
-NUMPY_LIBS = Path(numpy.__file__).parent.parent / "numpy.libs"
-QUADMATH = next(iter(sorted(NUMPY_LIBS.glob("libquadmath*.so*"))), None)
+# and hypothesis' Rust extension (linked by lld: text at file offset != vaddr). numpy is the collect
+# extra's: found without importing it, and absent from a `dev`-only venv.
+NUMPY = importlib.util.find_spec("numpy")
+NUMPY_LIBS = Path(NUMPY.origin).parent.parent / "numpy.libs" if NUMPY and NUMPY.origin else None
+QUADMATH = next(iter(sorted(NUMPY_LIBS.glob("libquadmath*.so*"))), None) if NUMPY_LIBS else None
 HYPOTHESIS_NATIVE = next(iter(sorted(Path(elftools.__file__).parent.parent.glob("hypothesis/_native*.so"))), None)
 DSOS = [p for p in (QUADMATH, HYPOTHESIS_NATIVE) if p is not None]
+
+
+def need_quadmath() -> Path:
+    """numpy's libquadmath; skip without numpy (pip install -e '.[collect]'), fail if numpy lacks it."""
+    if NUMPY is None:
+        pytest.skip("needs numpy's bundled libquadmath: pip install -e '.[collect]'")
+    assert QUADMATH is not None, f"no libquadmath in {NUMPY_LIBS}"
+    return QUADMATH
 
 
 def full_parse(path: Path) -> list[tuple[int, int]]:

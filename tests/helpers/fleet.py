@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import distributed
-
 from flamegraph.fleet.hosts import HOST_VARIABLE
+
+from .extras import need
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -72,6 +72,8 @@ class TcpCluster:
         return proc
 
     def names(self) -> set[str]:
+        import distributed
+
         with distributed.Client(self.address, timeout=10) as client:
             info = client.scheduler_info(n_workers=-1)["workers"]
             return {w["name"] for w in info.values()}
@@ -88,7 +90,8 @@ class TcpCluster:
 
 @contextmanager
 def tcp_cluster(directory: Path, *names: str) -> Iterator[TcpCluster]:
-    """A scheduler on a free port and one worker per name, all killed on the way out."""
+    """A scheduler on a free port and one worker per name, all killed on the way out (skips without Dask)."""
+    need("distributed")
     scheduler_file = directory / "scheduler.json"
     argv = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"]
     scheduler = subprocess.Popen(
