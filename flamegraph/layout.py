@@ -178,7 +178,7 @@ class _Merge:
                                  text[first:sep] if sep >= 0 else text[first:], offset))  # fmt: skip
             offset += weight
             k = resume
-        if self.by_weight and len(children) > 1:
+        if self.by_weight and children:
             children = self._widest_first(children, x)
         return self._frame(name, depth, x, offset - x, lo, hi, ends), children
 

@@ -157,10 +157,15 @@ def roots_advice(before: FoldedProfile, after: FoldedProfile) -> str | None:
     old, new = roots_of(before), roots_of(after)
     if not old or not new or not old.isdisjoint(new):
         return None
-    merged = {PID_SUFFIX.sub("", root) for root in old} & {PID_SUFFIX.sub("", root) for root in new}
-    if merged:
+    if {PID_SUFFIX.sub("", root) for root in old} & {PID_SUFFIX.sub("", root) for root in new}:
         return "--merge-pids drops the -PID suffix of the roots, so their stacks compare"
-    return "--strip-root drops the root frame (the process or thread), so the stacks below it compare"
+    if _second_frames(before) & _second_frames(after):
+        return "--strip-root drops the root frame (the process or thread), so the stacks below it compare"
+    return None  # nothing in common below the roots either: two different programs
+
+
+def _second_frames(profile: FoldedProfile) -> set[str]:
+    return {text.split(SEP, 2)[1] for text in profile.counts if SEP in text}
 
 
 # --- the steps, one stack at a time ---------------------------------------------------------------

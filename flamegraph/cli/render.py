@@ -359,15 +359,16 @@ def diff(
         old, _ = apply_views(old, views, allow_empty=True)
         new, applied = apply_views(new, views, allow_empty=True)
     advice = None if strip_root else roots_advice(old, new)
-    if advice is not None:
-        typer.echo(f"note: BEFORE and AFTER share no root frame, so every stack is new or gone: {advice}", err=True)
     options = RenderOptions(
         title=title or DEFAULT_TITLE, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize,
         font_type=fonttype, min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted,
         reverse=reverse, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []), preset=preset,
         normalize=normalize, top=top, diff_width=diff_width, order=order, views=applied,
     )  # fmt: skip
-    _write(render_diff(old, new, options), output, png, open_)
+    svg = render_diff(old, new, options)
+    if advice is not None:  # once the graph is drawn: a refusal stays one line
+        typer.echo(f"note: BEFORE and AFTER share no root frame, so every stack is new or gone: {advice}", err=True)
+    _write(svg, output, png, open_)
 
 
 def _context(paths: list[str]) -> Context | None:
