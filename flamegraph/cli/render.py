@@ -195,10 +195,8 @@ def render(
     \b
     Examples:
       flamegraph render out.folded -o out.svg
-      flamegraph render waits.folded --show-idle -o waits.svg --open
       flamegraph render out.folded --preset onednn --top 20 --png out.png -o out.svg
-      flamegraph render out.folded --callers 'gemm' -o who-calls-gemm.svg
-      flamegraph render out.folded --focus compute --hide '^std::' --order weight -o compute.svg
+      flamegraph render out.folded --callers gemm --hide '^std::' --order weight -o gemm-callers.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
     from ..folded import read_folded_inputs
