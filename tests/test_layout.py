@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import pytest
@@ -207,7 +208,7 @@ def test_order_by_weight_draws_the_same_frames_widest_first(counts: dict[str, fl
         left = parents[parent].start if parent else 0
         assert children[0].start == left  # the widest starts at the parent's left edge
         assert [c.width for c in children] == sorted((c.width for c in children), reverse=True)
-        for a, b in zip(children, children[1:]):
+        for a, b in itertools.pairwise(children):
             assert b.start == pytest.approx(a.start + a.width)  # side by side, no gap between drawn siblings
 
 

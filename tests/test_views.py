@@ -5,7 +5,7 @@ whole stacks, and split the total between them; callers and callees keep what fo
 from __future__ import annotations
 
 import re
-from itertools import groupby
+from itertools import groupby, pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -159,7 +159,7 @@ def test_hide_keeps_every_sample_and_no_matching_frame(counts: dict[str, float],
 def test_collapse_recursion_keeps_every_sample_and_no_repeat(counts: dict[str, float]) -> None:
     collapsed = view(counts, collapse_recursion=True)
     assert total(collapsed) == total(counts)
-    assert all(a != b for text in collapsed for a, b in zip(text.split(";"), text.split(";")[1:]))
+    assert all(a != b for text in collapsed for a, b in pairwise(text.split(";")))
     expected: dict[str, float] = {}
     for text, weight in counts.items():
         key = ";".join(name for name, _ in groupby(text.split(";")))
