@@ -102,6 +102,12 @@ class Applied:
         """The share of the total that remains (1.0 when nothing was dropped)."""
         return self.total_after / self.total_before if self.total_before else 1.0
 
+    @property
+    def roots_kept(self) -> bool:
+        """Whether each stack still starts at its process or thread (off-CPU's thread view needs it)."""
+        moved = {"callers", "callees", "strip-root", "merge-pids"}
+        return not any(step.kind in moved or step.rooted for step in self.steps)
+
     def pattern_of(self, kind: str) -> str | None:
         return next((step.pattern for step in self.steps if step.kind == kind), None)
 

@@ -256,3 +256,21 @@ def test_text_with_raw_symbol_bytes_still_reads(tmp_path: Path) -> None:
     (tmp_path / "perf.txt").write_bytes(script)
     result = run("fold", str(tmp_path / "perf.txt"))
     assert (result.returncode, result.stdout) == (0, b"python;main;caf\xe9_latin1 1\n"), result.stderr
+
+
+def test_off_cpu_views_that_move_the_roots_drop_the_thread_view(tmp_path: Path) -> None:
+    # Off-CPU roots are threads: once --callers (or --strip-root, --merge-pids, --focus-root) puts a
+    # function there, no thread count, roles or idle-thread line may be made from it.
+    (tmp_path / "w.folded").write_bytes(
+        b"python-1;main;poll;schedule_[k];[S] 700000\npython-2;worker;read;schedule_[k];[D] 300000\n"
+    )
+    (tmp_path / "w.folded.json").write_text(json.dumps({**SIDECAR, "unit": "microseconds", "window_us": 700000}))
+    plain = texts(run("render", str(tmp_path / "w.folded")).stdout, "summary")
+    assert plain[0].startswith("off-CPU time (sched:sched_switch) · 0.300 s in 1 thread")  # python-1 idle: not drawn
+    result = run("render", str(tmp_path / "w.folded"), "--callers", "schedule")
+    assert texts(result.stdout, "summary") == [
+        "off-CPU time (sched:sched_switch) · 1.000 s · window 0.700 s · 2 stacks",
+        "callers of /schedule/ (inverted: the function, then who called it) · all 1.000 s remain",
+    ]
+    drawn = paths(frames(result.stdout))
+    assert drawn[("schedule", "poll", "main", "python-1")].width == 700000

@@ -244,7 +244,9 @@ def render_svg(
     options.check()
     palette = options.palette_for(profile)
     source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
-    view = offcpu_view(profile, options.show_idle) if profile.unit == "microseconds" and stacks is None else None
+    by_thread = options.views is None or options.views.roots_kept  # --callers etc.: the roots are not threads
+    off_cpu = profile.unit == "microseconds" and stacks is None and by_thread
+    view = offcpu_view(profile, options.show_idle) if off_cpu else None
     if view is not None:
         source = view.counts
     if palette == "chain":
@@ -284,7 +286,7 @@ def render_svg(
         return f"{name} ({amount}, {percent}%)"
 
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
-    summary = [profile_facts(drawn, count_name, factor)]
+    summary = [profile_facts(drawn, count_name, factor, by_thread)]
     if options.views is not None:
         summary.append(views_line(options.views, count_name, factor, profile.unit))
     tables = list(options.tables)
