@@ -103,12 +103,20 @@ def layout_profile(
     return layout_stacks(texts, Columns(weights), min_weight)
 
 
-def layout_stacks(texts: list[str], columns: Columns, min_weight: float = 0.0, ordered: bool = True) -> Layout:
+def layout_stacks(
+    texts: list[str], columns: Columns, min_weight: float = 0.0, ordered: bool = True, by_weight: bool = False
+) -> Layout:
     """Merge the stacks (as `order_stacks` gives them) into frames at least `min_weight` wide.
 
     `ordered=False` is the flame chart: only neighbouring stacks merge, and a stack may repeat.
+    `by_weight` places siblings widest first (left-heavy), a frame's self weight after its children;
+    by default siblings are in name order, the self weight first.
     """
     merge = _Merge(texts, columns, min_weight, ordered)
+    if by_weight:
+        if not ordered:
+            raise ValueError("a flame chart keeps time order: siblings cannot be ordered by weight")
+        merge.by_weight = True
     frames: list[Rect] = []
     max_depth = 0
     # Frames to visit: (run start, run end, index of the stack ending here or -1, length of the
@@ -138,6 +146,7 @@ class _Merge:
         self.after = list(accumulate(columns.after, initial=0.0)) if columns.after is not None else None
         self.min_weight = min_weight
         self.ordered = ordered
+        self.by_weight = False
 
     def visit(self, visit: _Visit) -> tuple[Rect, list[_Visit]]:
         lo, hi, exact, plen, depth, name, x = visit
@@ -169,7 +178,21 @@ class _Merge:
                                  text[first:sep] if sep >= 0 else text[first:], offset))  # fmt: skip
             offset += weight
             k = resume
+        if self.by_weight and children:
+            children = self._widest_first(children, x)
         return self._frame(name, depth, x, offset - x, lo, hi, ends), children
+
+    def _widest_first(self, children: list[_Visit], x: float) -> list[_Visit]:
+        """The drawn children placed from the frame's left edge, widest first (ties by name); what is
+        left (self weight, children too narrow to draw) ends up on the right."""
+        widths, cum = self.widths, self.cum
+        weighed = [((widths[c[2]] if c[2] >= 0 else 0.0) + (cum[c[1]] - cum[c[0]]), c) for c in children]
+        weighed.sort(key=lambda item: (-item[0], item[1][5]))
+        placed: list[_Visit] = []
+        for weight, (start, end, exact, plen, depth, name, _) in weighed:
+            placed.append((start, end, exact, plen, depth, name, x))
+            x += weight
+        return placed
 
     def _child(self, text: str, k: int, hi: int, sep: int) -> tuple[int, int, int, int]:
         """(stack ending in the child or -1, its run's start and end, where to go on) for texts[k]."""

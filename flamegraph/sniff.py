@@ -21,7 +21,11 @@ FOLDED = "folded stacks"
 SVG = "an SVG (a drawn flame graph)"
 PERF_DATA = "a perf.data file"
 JSON = "JSON"
+BINARY = "binary data"
 HEAD_BYTES = 64 * 1024
+BINARY_SHARE = 0.3  # of the head's bytes: control characters or bytes that are not UTF-8
+TEXT_CONTROLS = b"\t\n\r\f\v\b\x1b"  # controls text may hold (\x1b: a terminal's colour codes)
+CONTROLS = bytes(c for c in range(32) if bytes([c]) not in TEXT_CONTROLS) + b"\x7f"
 # `(?<=\S)\s++`: a blank run is scanned once, not from each of its positions (quadratic: a 64 KB
 # line of blanks took minutes); the same lines match.
 HEADER = re.compile(rb"^\S.*?(?<=\S)\s++-?\d+(?:/-?\d+)?\s++(?:\[\d+\]\s++)?\d+\.\d+:\s")
@@ -30,11 +34,13 @@ FOLDED_LINE = re.compile(rb"^[^\s;][^\n]*;[^\n]* \d+(?:\.\d*)?(?: \d+(?:\.\d*)?)
 
 
 def kind_of_head(head: bytes) -> str | None:
-    """PERF_SCRIPT, FOLDED, SVG, PERF_DATA, JSON, or None when the head says nothing for sure."""
+    """PERF_SCRIPT, FOLDED, SVG, PERF_DATA, JSON, BINARY, or None when the head says nothing for sure."""
     if head[:8] in PERF_DATA_MAGIC:
         return PERF_DATA
     if head[:2] == b"\x1f\x8b":
         head = _gunzip_head(head)
+    if looks_binary(head):
+        return BINARY
     text = head.lstrip()
     if text.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg")) and b"<svg" in text[:4096]:
         return SVG
@@ -51,6 +57,19 @@ def kind_of_head(head: bytes) -> str | None:
     if folded == len(lines):
         return FOLDED
     return None
+
+
+def looks_binary(head: bytes) -> bool:
+    """A NUL byte, or a high share of control characters and bytes that are not UTF-8. Text perf
+    prints holds raw bytes in a few symbol names (`caf\xe9_latin1`): those stay far below the share."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    controls = len(head) - len(head.translate(None, CONTROLS))
+    # surrogateescape turns each byte that is not UTF-8 into one surrogate; a character cut at the end counts too
+    foreign = sum(1 for char in head.decode("utf-8", "surrogateescape") if "\udc80" <= char <= "\udcff")
+    return controls + foreign > BINARY_SHARE * len(head)
 
 
 def _gunzip_head(data: bytes) -> bytes:

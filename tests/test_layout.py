@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import pytest
@@ -174,3 +175,43 @@ def test_memory_is_bounded_by_the_frames_drawn() -> None:
     counts["main;hot"] = 100_000
     layout = layout_profile(FoldedProfile(counts), min_weight=0.01 * 120_000)
     assert [f.name for f in layout.frames] == ["all", "main", "hot"]
+
+
+def test_order_by_weight_puts_the_widest_sibling_left_and_self_right() -> None:
+    texts, weights = order_stacks({"main;b": 2, "main;a;x": 3, "main;a": 1, "main;c": 4, "main": 1, "other": 5})
+    layout = layout_stacks(texts, Columns(weights), by_weight=True)
+    assert [(f.name, f.depth, f.start, f.width, f.self_width) for f in layout.frames] == [
+        ("all", 0, 0, 16, 0),
+        ("main", 1, 0, 11, 1),
+        ("a", 2, 0, 4, 1),  # 4 = 3 + self 1; ties broken by name: a (4) before c (4)
+        ("x", 3, 0, 3, 3),  # the self weight of a is on its right
+        ("c", 2, 4, 4, 4),
+        ("b", 2, 8, 2, 2),
+        ("other", 1, 11, 5, 5),
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(profiles, st.integers(min_value=0, max_value=300))
+def test_order_by_weight_draws_the_same_frames_widest_first(counts: dict[str, float], minimum: int) -> None:
+    texts, weights = order_stacks(counts)
+    by_name = layout_stacks(texts, Columns(weights), minimum)
+    by_weight = layout_stacks(texts, Columns(weights), minimum, by_weight=True)
+    assert drawn_paths(by_weight) == drawn_paths(by_name)
+    assert by_weight.total == by_name.total and by_weight.max_depth == by_name.max_depth
+    siblings: dict[tuple[str, ...], list[Rect]] = defaultdict(list)
+    for path, frame in drawn_frames(by_weight).items():
+        siblings[path[:-1]].append(frame)
+    parents = drawn_frames(by_weight)
+    for parent, children in siblings.items():
+        children.sort(key=lambda frame: frame.start)
+        left = parents[parent].start if parent else 0
+        assert children[0].start == left  # the widest starts at the parent's left edge
+        assert [c.width for c in children] == sorted((c.width for c in children), reverse=True)
+        for a, b in itertools.pairwise(children):
+            assert b.start == pytest.approx(a.start + a.width)  # side by side, no gap between drawn siblings
+
+
+def test_a_flame_chart_cannot_be_ordered_by_weight() -> None:
+    with pytest.raises(ValueError, match="time order"):
+        layout_stacks(["a"], Columns([1.0]), ordered=False, by_weight=True)

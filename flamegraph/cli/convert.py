@@ -18,6 +18,7 @@ from ..export import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, Exp
 from ..model import FoldedProfile
 from .app import app
 from .describe import describe_profile
+from .inputs import refuse_binary
 
 if TYPE_CHECKING:
     from ..collapse.perf import FoldOptions
@@ -190,6 +191,7 @@ def convert(
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
     fmt = output_format(output, to)
+    refuse_binary([source])
     found = sniff(source)
     diagnostics = Diagnostics(strict=strict)
     if fmt in TIMED_FORMATS and found.kind == "folded":

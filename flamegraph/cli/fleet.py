@@ -15,6 +15,7 @@ import typer
 from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
+from .inputs import refuse_binary
 from .numbers import finite
 from .recorder import Highlight, Preset, Threads
 
@@ -232,6 +233,7 @@ def _read_hosts(inputs: list[str]) -> dict[str, FoldedProfile]:
     from ..folded import read_folded_inputs
     from ..inputs import label
 
+    refuse_binary(inputs)
     profiles = {}
     for path in inputs:
         diagnostics = Diagnostics()

@@ -27,16 +27,31 @@ FOLD_ADVICE = {
 
 def refuse_wrong_input(paths: list[str], expected: str, command: str) -> None:
     """Stop at an input that is certainly not what `command` reads, with what it is and what to do."""
-    from ..sniff import kind_of_head, read_head
-
+    refuse_binary(paths)
     advice = FOLD_ADVICE if command == "fold" else ADVICE
     for path in paths:
-        head = _stdin_head() if path == "-" else read_head(path)
-        kind = kind_of_head(head) if head else None
+        kind = _kind(path)
+        shown = "<stdin>" if path == "-" else path
         if kind is not None and kind in advice:
-            shown = "<stdin>" if path == "-" else path
             hint = advice[kind].format(path=shown if path != "-" else "FILE")
             raise InputMissing(f"{shown}: this looks like {kind}, not {expected}: {hint}")
+
+
+def refuse_binary(paths: list[str]) -> None:
+    """Stop at binary input (not gzip, not perf.data): read as text, it is pages of escaped bytes."""
+    from ..sniff import BINARY
+
+    for path in paths:
+        if _kind(path) == BINARY:
+            shown = "<stdin>" if path == "-" else path
+            raise InputMissing(f"{shown}: not perf script text or folded stacks: looks binary")
+
+
+def _kind(path: str) -> str | None:
+    from ..sniff import kind_of_head, read_head
+
+    head = _stdin_head() if path == "-" else read_head(path)
+    return kind_of_head(head) if head else None
 
 
 def _stdin_head() -> bytes:

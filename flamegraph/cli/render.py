@@ -71,6 +71,41 @@ ShowIdle = Annotated[
     ),
 ]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
+# Views (flamegraph/views.py): applied to the profile before any output, SVG, PNG or export.
+Focus = Annotated[
+    str | None, typer.Option("--focus", metavar="REGEX", help="keep only the stacks through a matching frame")
+]
+FocusRoot = Annotated[
+    bool, typer.Option("--focus-root", help="with --focus: start each stack at the (outermost) matching frame")
+]
+Ignore = Annotated[
+    str | None, typer.Option("--ignore", metavar="REGEX", help="drop the stacks through a matching frame")
+]
+Hide = Annotated[
+    str | None,
+    typer.Option("--hide", metavar="REGEX", help="remove matching frames; their samples stay on the caller"),
+]
+CollapseRecursion = Annotated[
+    bool, typer.Option("--collapse-recursion", help="merge consecutive calls of one function: a;a;a;b -> a;b")
+]
+Callers = Annotated[
+    str | None,
+    typer.Option(
+        "--callers", metavar="REGEX", help="who calls the matching function: its call paths merged, rooted at it"
+    ),
+]
+Callees = Annotated[
+    str | None,
+    typer.Option("--callees", metavar="REGEX", help="what the matching function calls, merged, rooted at it"),
+]
+StripRoot = Annotated[bool, typer.Option("--strip-root", help="drop the root frame (the process or thread)")]
+MergePids = Annotated[
+    bool, typer.Option("--merge-pids", help="drop the -PID (and /TID) suffix of the root: python-1234 -> python")
+]
+Order = Annotated[
+    str,
+    typer.Option("--order", metavar="name|weight", help="siblings by name, or by weight (widest on the left)"),
+]
 NoContext = Annotated[
     bool, typer.Option("--no-context", help="ignore FILE.json, the capture facts saved beside a folded FILE")
 ]
@@ -140,6 +175,16 @@ def render(
             "--group-by", metavar="op", help="op: re-root stacks at their [op] frame (profiles recorded with --mxnet)"
         ),
     ] = None,
+    focus: Focus = None,
+    focus_root: FocusRoot = False,
+    ignore: Ignore = None,
+    hide: Hide = None,
+    collapse_recursion: CollapseRecursion = False,
+    callers: Callers = None,
+    callees: Callees = None,
+    strip_root: StripRoot = False,
+    merge_pids: MergePids = False,
+    order: Order = "name",
 ) -> None:
     """Draw folded stacks (ours, flamegraph.pl's or inferno's) as an interactive SVG flame graph.
 
@@ -150,13 +195,20 @@ def render(
     \b
     Examples:
       flamegraph render out.folded -o out.svg
-      flamegraph render waits.folded --show-idle -o waits.svg --open
       flamegraph render out.folded --preset onednn --top 20 --png out.png -o out.svg
+      flamegraph render out.folded --callers gemm --hide '^std::' --order weight -o gemm-callers.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
     from ..folded import read_folded_inputs
     from ..render import RenderOptions, render_diff, render_svg
+    from ..render.options import check_order
+    from ..views import ViewOptions, apply_views
 
+    check_order(order, flamechart)
+    views = ViewOptions(
+        focus=focus, focus_root=focus_root, ignore=ignore, hide=hide, collapse_recursion=collapse_recursion,
+        callers=callers, callees=callees, strip_root=strip_root, merge_pids=merge_pids,
+    ).compile()  # fmt: skip
     if group_by not in (None, "op"):
         raise BadOption(f"--group-by {group_by!r}: the only grouping is op")
     if group_by is not None and flamechart:
@@ -181,6 +233,13 @@ def render(
             read.before = group_by_op(read.before)
     diagnostics.finish()
     describe_profile(read.profile, event, unit, meta)
+    applied = None
+    if views.steps:
+        if read.before is not None:  # a differential file: both sides seen the same way
+            read.before, _ = apply_views(read.before, views, allow_empty=True)
+        read.profile, applied = apply_views(read.profile, views)
+        if read.stacks is not None:
+            read.stacks = views.map_stacks(read.stacks)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
@@ -204,6 +263,7 @@ def render(
         flamechart=flamechart, negate=negate, factor=factor, notes=notes,
         highlights=list(highlight or (context.highlight_rules() if drawn_before and context else [])),
         preset=preset or (context.preset if drawn_before and context else None), top=top, show_idle=show_idle,
+        order=order, views=applied,
     )  # fmt: skip
     if read.before is not None:
         if flamechart:
@@ -256,20 +316,30 @@ def diff(
     png: Png = None,
     open_: Open = False,
     strict: Strict = False,
+    strip_root: StripRoot = False,
+    merge_pids: MergePids = False,
+    order: Order = "name",
 ) -> None:
     """Draw a differential flame graph: red where AFTER has more self time than BEFORE, blue where less.
 
-    Each side's capture facts (FILE.json beside it) give its event, unit and header lines.
+    Each side's capture facts (FILE.json beside it) give its event, unit and header lines. Sides in
+    different units (samples, microseconds) are compared only as shares (--normalize). The root frame
+    is the process: two programs (burn1, burn2) compare with --strip-root, two runs with --merge-pids.
 
     \b
     Examples:
       flamegraph diff before.folded after.folded -o diff.svg
       flamegraph diff before.folded after.folded --normalize --preset onednn -o diff.svg --open
+      flamegraph diff burn1.folded burn2.folded --strip-root -o diff.svg
     """
     from ..folded import read_folded_inputs
     from ..inputs import label
     from ..render import RenderOptions, render_diff
+    from ..render.options import check_order
+    from ..views import ViewOptions, apply_views, roots_advice
 
+    check_order(order, False)
+    views = ViewOptions(strip_root=strip_root, merge_pids=merge_pids).compile()
     if before == "-" and after == "-":
         raise BadOption("BEFORE and AFTER cannot both be stdin")
     check_terminal_output(output, "the SVG")
@@ -282,13 +352,21 @@ def diff(
         if context is not None:
             context.apply(profile)
         describe_profile(profile, event, unit, meta)
+    applied = None
+    if views.steps:
+        old, _ = apply_views(old, views, allow_empty=True)
+        new, applied = apply_views(new, views, allow_empty=True)
+    advice = None if strip_root else roots_advice(old, new)
     options = RenderOptions(
         title=title or DEFAULT_TITLE, subtitle=subtitle, width=width, frame_height=height, font_size=fontsize,
         font_type=fonttype, min_width=minwidth, count_name=countname, name_type=nametype, inverted=inverted,
         reverse=reverse, negate=negate, factor=factor, notes=notes, highlights=list(highlight or []), preset=preset,
-        normalize=normalize, top=top, diff_width=diff_width,
+        normalize=normalize, top=top, diff_width=diff_width, order=order, views=applied,
     )  # fmt: skip
-    _write(render_diff(old, new, options), output, png, open_)
+    svg = render_diff(old, new, options)
+    if advice is not None:  # once the graph is drawn: a refusal stays one line
+        typer.echo(f"note: BEFORE and AFTER share no root frame, so every stack is new or gone: {advice}", err=True)
+    _write(svg, output, png, open_)
 
 
 def _context(paths: list[str]) -> Context | None:

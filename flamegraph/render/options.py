@@ -9,11 +9,20 @@ from dataclasses import dataclass, field
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
+from ..views import Applied
 from .facts import Table
 
 DEFAULT_TITLE = "Flame Graph"
 MIN_WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)%?$")
 DIFF_WIDTHS = ("max", "after", "before")
+ORDERS = ("name", "weight")  # siblings left to right: by name (flamegraph.pl's), or widest first (left-heavy)
+
+
+def check_order(order: str, flamechart: bool) -> None:
+    if order not in ORDERS:
+        raise BadOption(f"--order {order!r}: choose one of {', '.join(ORDERS)}")
+    if order == "weight" and flamechart:
+        raise BadOption("--order weight: a flame chart keeps time order (draw one or the other)")
 
 
 @dataclass
@@ -48,6 +57,8 @@ class RenderOptions:
     diff_width: str = "max"  # diff: frame widths from max(before, after) per stack, or one side
     show_idle: bool = False  # off-CPU: draw the threads that were idle the whole window (else one line says so)
     tables: list[Table] = field(default_factory=list)  # more tables for the capture facts (after the metadata)
+    order: str = "name"  # siblings by name, or by weight (widest on the left)
+    views: Applied | None = None  # what flamegraph.views did to the profile: the header says it
 
     def __post_init__(self) -> None:
         if isinstance(self.font_size, float) and self.font_size.is_integer():
@@ -69,6 +80,7 @@ class RenderOptions:
             raise BadOption(f"--factor {self.factor}: must be a positive, finite number")
         if self.top < 0:
             raise BadOption(f"--top {self.top}: must be zero or more")
+        check_order(self.order, self.flamechart)
         if self.diff_width not in DIFF_WIDTHS:
             raise BadOption(f"--diff-width {self.diff_width!r}: choose one of {', '.join(DIFF_WIDTHS)}")
 
@@ -85,6 +97,10 @@ class RenderOptions:
     def title_for(self, profile: FoldedProfile, diff: bool = False) -> str:
         if self.title != DEFAULT_TITLE:
             return self.title
+        for kind, title in (("callers", "Callers of"), ("callees", "Callees of")):
+            pattern = self.views.pattern_of(kind) if self.views is not None else None
+            if pattern is not None:
+                return f"{title} {pattern}"
         if diff:
             return "Differential Flame Graph"
         if self.flamechart:

@@ -6,19 +6,24 @@ from collections.abc import Iterable
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
-from .text import count_text, format_seconds, format_signed
+from ..views import Applied, Step
+from .text import count_text, format_count, format_percent, format_seconds, format_signed
 
 SEP = ";"
 
 
-def profile_facts(profile: FoldedProfile, count_name: str, factor: float) -> str:
-    """The summary line: 'cpu-clock · 12,345 samples · 321 stacks' (off-CPU: says so, with seconds)."""
+def profile_facts(profile: FoldedProfile, count_name: str, factor: float, by_thread: bool = True) -> str:
+    """The summary line: 'cpu-clock · 12,345 samples · 321 stacks' (off-CPU: says so, with seconds,
+    and the number of threads when `by_thread`, i.e. the roots are still the threads)."""
     drawn = profile.total * factor
     event = profile.event or "event not recorded"
     if profile.unit == "microseconds":
         threads = len({stack.partition(SEP)[0] for stack in profile.counts})
         plural = "s" if threads != 1 else ""
-        parts = [f"off-CPU time ({event})", f"{format_seconds(drawn)} in {threads:,} thread{plural}"]
+        parts = [
+            f"off-CPU time ({event})",
+            format_seconds(drawn) + (f" in {threads:,} thread{plural}" if by_thread else ""),
+        ]
         if profile.window_us:
             parts.append(f"window {format_seconds(profile.window_us)}")
     else:
@@ -26,6 +31,34 @@ def profile_facts(profile: FoldedProfile, count_name: str, factor: float) -> str
     stacks = len(profile.counts)
     parts.append(f"{stacks:,} stack{'s' if stacks != 1 else ''}")
     return " · ".join(parts)
+
+
+def views_line(applied: Applied, count_name: str, factor: float, unit: str = "samples") -> str:
+    """What is filtered and what remains: 'focus /compute/ · hide /^_/ · 1,234 of 5,678 samples remain (21.7 %)'."""
+    steps = " · ".join(_step_text(step) for step in applied.steps)
+    before, after = applied.total_before * factor, applied.total_after * factor
+    seconds = unit == "microseconds" and factor == 1
+    if applied.total_after == applied.total_before:
+        return f"{steps} · all {format_seconds(before) if seconds else count_text(before, count_name)} remain"
+    shown = (
+        f"{format_seconds(after)} of {format_seconds(before)}"
+        if seconds
+        else (f"{format_count(after)} of {count_text(before, count_name)}")
+    )
+    return f"{steps} · {shown} remain ({format_percent(applied.total_after, applied.total_before)} %)"
+
+
+def _step_text(step: Step) -> str:
+    if step.kind == "focus":
+        return f"focus /{step.pattern}/" + (", re-rooted there" if step.rooted else "")
+    if step.kind == "callers":
+        return f"callers of /{step.pattern}/ (inverted: the function, then who called it)"
+    if step.kind == "callees":
+        return f"callees of /{step.pattern}/ (rooted at the function)"
+    if step.pattern is not None:
+        return f"{step.kind} /{step.pattern}/"
+    return {"collapse-recursion": "recursion collapsed", "strip-root": "root frame stripped",
+            "merge-pids": "PIDs merged"}.get(step.kind, step.kind)  # fmt: skip
 
 
 # Facts the summary line already says, or that a table shows better.

@@ -25,7 +25,7 @@ from ..color import (
     resolve_highlights,
     strip_annotation,
 )
-from ..diagnostics import BadCounts, NoSamples
+from ..diagnostics import BadCounts, BadOption, NoSamples
 from ..folded import check_total
 from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
@@ -43,6 +43,7 @@ from .summary import (
     profile_facts,
     top_changes,
     top_self,
+    views_line,
 )
 from .text import (
     MIN_PREFIX,
@@ -243,7 +244,9 @@ def render_svg(
     options.check()
     palette = options.palette_for(profile)
     source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
-    view = offcpu_view(profile, options.show_idle) if profile.unit == "microseconds" and stacks is None else None
+    by_thread = options.views is None or options.views.roots_kept  # --callers etc.: the roots are not threads
+    off_cpu = profile.unit == "microseconds" and stacks is None and by_thread
+    view = offcpu_view(profile, options.show_idle) if off_cpu else None
     if view is not None:
         source = view.counts
     if palette == "chain":
@@ -257,7 +260,8 @@ def render_svg(
         raise NoSamples("nothing to draw: the profile holds no samples")
     plot_width = options.width - 2 * XPAD
     minimum = min_weight_for(options.min_width, total, plot_width)
-    layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart)
+    by_weight = options.order == "weight"
+    layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart, by_weight=by_weight)
     del texts, weights
     painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
@@ -282,7 +286,9 @@ def render_svg(
         return f"{name} ({amount}, {percent}%)"
 
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
-    summary = [profile_facts(drawn, count_name, factor)]
+    summary = [profile_facts(drawn, count_name, factor, by_thread)]
+    if options.views is not None:
+        summary.append(views_line(options.views, count_name, factor, profile.unit))
     tables = list(options.tables)
     if view is not None:
         summary += view.summary()
@@ -345,6 +351,11 @@ def _escape_table(table: Table) -> Table:
 def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOptions) -> bytes:
     """Differential flame graph: red frames grew from BEFORE to AFTER, blue ones shrank."""
     options.check()
+    if before.unit != after.unit and not options.normalize:
+        raise BadOption(
+            f"BEFORE counts {before.unit} and AFTER {after.unit}: their totals do not compare; "
+            "--normalize compares shares instead"
+        )
     for side in (before, after):
         check_total(side.total, options.factor)
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
@@ -358,7 +369,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
             raise NoSamples(f"nothing to draw: --diff-width {options.diff_width}, and that profile is empty")
         raise NoSamples("nothing to draw: both profiles are empty")
     minimum = min_weight_for(options.min_width, total, options.width - 2 * XPAD)
-    layout = layout_stacks(stacks.texts, stacks.columns, minimum)
+    layout = layout_stacks(stacks.texts, stacks.columns, minimum, by_weight=options.order == "weight")
     count_name = display_name(options.count_name_for(after))  # in every title
     factor = options.factor
     sign = -1.0 if options.negate else 1.0
@@ -409,11 +420,15 @@ def _diff_info(
     normalized = f" (BEFORE normalized x{stacks.scale:.4g} to AFTER's total)" if options.normalize else ""
     widths = {"max": "max(before, after)", "after": "AFTER", "before": "BEFORE"}[options.diff_width]
     event = after.event or before.event or "event not recorded"
-    return [
-        f"{event} · BEFORE {count_text(before.total * factor, count_name)} -> AFTER "
+    before_name = count_name if before.unit == after.unit else display_name(options.count_name_for(before))
+    lines = [
+        f"{event} · BEFORE {count_text(before.total * factor, before_name)} -> AFTER "
         f"{count_text(after.total * factor, count_name)}{normalized} · width: {widths} per stack · "
         f"colour: change of self {count_name}"
     ]
+    if options.views is not None:
+        lines.append(views_line(options.views, count_name, factor, after.unit))
+    return lines
 
 
 def _diff_legend(negate: bool) -> list[LegendItem]:
