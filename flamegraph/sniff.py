@@ -30,7 +30,22 @@ CONTROLS = bytes(c for c in range(32) if bytes([c]) not in TEXT_CONTROLS) + b"\x
 # line of blanks took minutes); the same lines match.
 HEADER = re.compile(rb"^\S.*?(?<=\S)\s++-?\d+(?:/-?\d+)?\s++(?:\[\d+\]\s++)?\d+\.\d+:\s")
 FRAME = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
-FOLDED_LINE = re.compile(rb"^[^\s;][^\n]*;[^\n]* \d+(?:\.\d*)?(?: \d+(?:\.\d*)?)?$|^[^\s;]\S* \d+(?:\.\d*)?$")
+LAST_COUNT = re.compile(rb" \d+(?:\.\d*)?\Z")  # one candidate only: the line's last ' N' or ' N.N'
+BLANK = re.compile(rb"\s")
+
+
+def is_folded_line(line: bytes) -> bool:
+    """'a;b;c 42' (or 'a;b 1 2', differential), or one frame without blanks: 'main 3'. What
+    `^[^\\s;][^\\n]*;[^\\n]* \\d+(?:\\.\\d*)?(?: \\d+(?:\\.\\d*)?)?$|^[^\\s;]\\S* \\d+(?:\\.\\d*)?$`
+    matches, in linear time (that regex backtracks quadratically over a long line of '; 1')."""
+    body = line[:-1] if line.endswith(b"\n") else line  # `$` also matches before a final newline
+    if not body or body[:1] == b";" or BLANK.match(body) or b"\n" in body:
+        return False
+    count = LAST_COUNT.search(body)
+    if count is None:
+        return False
+    stack = body[: count.start()]  # a second count before it, if any, is part of what [^\n]* takes
+    return b";" in stack or BLANK.search(stack) is None
 
 
 def kind_of_head(head: bytes) -> str | None:
@@ -51,7 +66,7 @@ def kind_of_head(head: bytes) -> str | None:
         return None
     headers = sum(1 for line in lines if HEADER.match(line))
     frames = sum(1 for line in lines if FRAME.match(line))
-    folded = sum(1 for line in lines if FOLDED_LINE.match(line.rstrip(b"\r")))
+    folded = sum(1 for line in lines if is_folded_line(line.rstrip(b"\r")))
     if headers and headers + frames >= len(lines) * 0.8:
         return PERF_SCRIPT
     if folded == len(lines):

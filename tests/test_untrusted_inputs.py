@@ -222,6 +222,23 @@ def test_linear_patterns_match_as_the_reference_does(text: bytes) -> None:
     assert tidy.is_go_method(text) == (tidy.GO_METHOD.search(text) is not None)
 
 
+FOLDED_LINE = re.compile(rb"^[^\s;][^\n]*;[^\n]* \d+(?:\.\d*)?(?: \d+(?:\.\d*)?)?$|^[^\s;]\S* \d+(?:\.\d*)?$")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b";", b" ", b"\t", b"\n", b"1", b"2", b".", b" 1"]), max_size=16).map(b"".join))
+def test_the_sniffed_folded_line_is_found_as_the_regex_finds_it(text: bytes) -> None:
+    assert sniff.is_folded_line(text) == (FOLDED_LINE.match(text) is not None)
+
+
+def test_a_long_sniffed_folded_line_is_linear() -> None:
+    """The regex took 1.9 s on 12 KB of '; 1' and 19.6 s on 48 KB; sniffing reads a 64 KB head."""
+    started = time.perf_counter()
+    assert not sniff.is_folded_line(b"a" + b"; 1" * (1 << 18) + b"x")
+    assert sniff.is_folded_line(b"a" + b"; 1" * (1 << 18))
+    assert time.perf_counter() - started < 1.0
+
+
 HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # export/timeline's, as it was: quadratic
 
 
