@@ -18,10 +18,12 @@ that exited before the last scan cannot be found: `ThreadWatch` rescans whenever
 Standard library only: this runs inside the user's program, before and beside mxnet.
 
 The sidecar gets `ThreadWatch.facts()`:
-    {"map": {"14697135246327494939": 15022, ...}, "python": [15001], "scans": 3, "seconds": 0.012,
+    {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "seconds": 0.012,
      "problem": null}
-"map" is keyed by the profiler tid as its trace prints it (decimal); "python" lists the TIDs of
-Python threads; "problem" says in one line why there is no map (then "map" is empty).
+"map" is keyed by the profiler tid as its trace prints it (decimal), each with its Linux TIDs (two
+or more when glibc gave a later thread the memory of one that ended: the same pthread_t, so the
+same profiler tid, at different times); "python" lists the TIDs of Python threads; "problem" says
+in one line why there is no map (then "map" is empty).
 """
 
 from __future__ import annotations
@@ -87,9 +89,7 @@ def _tid_offsets(memory: Memory, pthread: int, tid: int) -> set[int]:
     data = memory.read(pthread, STRUCT_BYTES)
     head = struct.unpack_from("<3Q", data)
     if head[0] != pthread or head[2] != pthread:
-        raise ScanError(
-            f"no glibc TCB at pthread_self() {pthread:#x} (not x86-64 glibc?): profiler threads not mapped"
-        )
+        raise ScanError(f"no glibc TCB at pthread_self() {pthread:#x} (not x86-64 glibc?): profiler threads not mapped")
     needle = struct.pack("<i", tid)
     return {i for i in range(24, len(data) - 3, 4) if data[i : i + 4] == needle}
 
@@ -184,10 +184,12 @@ class ThreadWatch:
 
     def __init__(self, period: float) -> None:
         self.period = period
-        self.pthreads: dict[int, int] = {}  # pthread_t -> TID, every thread ever found
+        # pthread_t -> TIDs, every thread ever found; glibc reuses an ended thread's memory (its
+        # pthread_t, so its profiler tid) for a later thread: then one profiler thread was two TIDs.
+        self.pthreads: dict[int, set[int]] = {}
         self.python: set[int] = set()  # TIDs of Python threads (their other samples are Python's)
         self.scans = 0
-        self.seconds = 0.0
+        self.seconds = 0.0  # spent calibrating and scanning
         self.problem: str | None = None
         self._tasks: set[int] = set()  # tasks alive at some scan: only a new one calls for another
         self._lock = threading.Lock()
@@ -197,12 +199,15 @@ class ThreadWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        started = time.perf_counter()
         try:
             self._memory = Memory()
             self._tid_offset = calibrate(self._memory)
         except (OSError, ScanError) as err:
             self._fail(err)
             return
+        finally:
+            self.seconds += time.perf_counter() - started
         self.rescan()
         self._thread = threading.Thread(target=self._watch, name="flamegraph-threads", daemon=True)
         self._thread.start()
@@ -214,9 +219,9 @@ class ThreadWatch:
             started = time.perf_counter()
             try:
                 self._tasks |= live_tasks()
-                self.pthreads.update(scan_memory(self._memory, self._tid_offset))
                 known = python_threads()
-                self.pthreads.update(known)
+                for pthread, tid in {**scan_memory(self._memory, self._tid_offset), **known}.items():
+                    self.pthreads.setdefault(pthread, set()).add(tid)
                 self.python.update(known.values())
             except OSError as err:
                 self._fail(err)
@@ -249,7 +254,8 @@ class ThreadWatch:
             self._memory = None
 
     def facts(self) -> dict[str, Any]:
-        mapped = {} if self.problem else {str(thread_hash(p)): tid for p, tid in sorted(self.pthreads.items())}
+        pthreads = {} if self.problem else self.pthreads
+        mapped = {str(thread_hash(p)): sorted(tids) for p, tids in sorted(pthreads.items())}
         return {
             "map": mapped,
             "python": sorted(self.python),
@@ -257,4 +263,3 @@ class ThreadWatch:
             "seconds": round(self.seconds, 4),
             "problem": self.problem,
         }
-

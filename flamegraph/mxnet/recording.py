@@ -125,8 +125,8 @@ def load_process(facts: dict[str, Any], directory: Path | None = None) -> Proces
     return inputs
 
 
-def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, int] | None, str]:
-    """The profiler tid -> Linux TID map the process left in its sidecar (pthreads.py), or None and
+def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, list[int]] | None, str]:
+    """The profiler tid -> Linux TIDs map the process left in its sidecar (pthreads.py), or None and
     why there is none (one line)."""
     if "threads" not in facts:
         return None, "the sidecar holds no thread map: written by an older hook"
@@ -138,7 +138,7 @@ def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, int] | None, str]:
     if threads.get("problem"):
         return None, f"the process could not record its thread map: {threads['problem']}"
     try:
-        recorded = {int(p): int(tid) for p, tid in threads["map"].items()}
+        recorded = {int(p): [int(tid) for tid in tids] for p, tids in threads["map"].items()}
     except (TypeError, ValueError):
         return None, "the sidecar's thread map is unreadable"
     if not recorded:

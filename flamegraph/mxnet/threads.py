@@ -84,34 +84,39 @@ class ThreadMapping(Protocol):
 
 @dataclass
 class RecordedThreads:
-    """The map the process recorded (profiler tid -> Linux TID), limited to the trace's threads."""
+    """The map the process recorded (profiler tid -> its Linux TIDs), limited to the trace's threads.
+    A profiler thread can have been several Linux threads, one after the other (glibc gave a new
+    thread the memory, so the pthread_t, of one that had ended): each of its TIDs is mapped to it."""
 
-    recorded: dict[int, int]
+    recorded: dict[int, list[int]]
     spans: dict[int, int]  # profiler tid -> its spans in the trace
 
     @property
     def clashes(self) -> dict[int, list[int]]:
-        """Linux TIDs recorded for several of the trace's threads (a TID reused after a thread ended):
-        which of them a sample belongs to is not known, so none is mapped."""
+        """Linux TIDs recorded for several of the trace's threads (the kernel reused a TID): which of
+        them a sample belongs to is not known, so none of them is mapped."""
         owners: dict[int, list[int]] = {}
-        for profiler_tid in self.spans:
-            if profiler_tid in self.recorded:
-                owners.setdefault(self.recorded[profiler_tid], []).append(profiler_tid)
-        return {tid: sorted(ps) for tid, ps in owners.items() if len(ps) > 1}
+        for profiler_tid in sorted(self.spans):
+            for tid in self.recorded.get(profiler_tid, []):
+                owners.setdefault(tid, []).append(profiler_tid)
+        return {tid: ps for tid, ps in owners.items() if len(ps) > 1}
 
     @property
     def by_tid(self) -> dict[int, int]:
         clashes = self.clashes
-        return {
-            self.recorded[p]: p for p in self.spans if p in self.recorded and self.recorded[p] not in clashes
-        }
+        return {tid: p for p in self.spans for tid in self.recorded.get(p, []) if tid not in clashes}
 
     def describe(self) -> str:
-        mapped = sorted(self.by_tid.items(), key=lambda item: -self.spans[item[1]])
+        by_tid = self.by_tid
+        mapped = sorted(set(by_tid.values()), key=lambda p: (-self.spans[p], p))
         text = f"{len(mapped)} profiler threads mapped exactly (recorded in the process)"
         if mapped:
-            text += ": " + ", ".join(f"{p} -> TID {tid} ({self.spans[p]:,} spans)" for tid, p in mapped)
-        missing = sorted((p for p in self.spans if p not in self.recorded), key=lambda p: -self.spans[p])
+            pairs = []
+            for p in mapped:
+                tids = ", ".join(str(tid) for tid in sorted(t for t, q in by_tid.items() if q == p))
+                pairs.append(f"{p} -> TID {tids} ({self.spans[p]:,} spans)")
+            text += ": " + ", ".join(pairs)
+        missing = sorted((p for p in self.spans if not self.recorded.get(p)), key=lambda p: (-self.spans[p], p))
         if missing:
             listed = ", ".join(f"{p} ({self.spans[p]:,} spans)" for p in missing)
             text += f"; not in the recorded map (ended before the scan?), not mapped: {listed}"
@@ -184,7 +189,7 @@ def count_inside(times: list[float], intervals: list[tuple[float, float]]) -> tu
     return samples, inside
 
 
-def recorded_threads(threads: dict[int, SpanIndex], recorded: dict[int, int]) -> RecordedThreads:
+def recorded_threads(threads: dict[int, SpanIndex], recorded: dict[int, list[int]]) -> RecordedThreads:
     return RecordedThreads(recorded, {p: len(index) for p, index in threads.items()})
 
 
