@@ -147,10 +147,11 @@ def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, list[int]] | None, st
 
 
 def python_tids(facts: dict[str, Any]) -> set[int]:
-    """The TIDs of the process's Python threads, as its sidecar lists them (none for an older hook)."""
+    """The TIDs of the process's Python threads: its main thread (TID = pid), and those its sidecar lists."""
     threads = facts.get("threads")
     listed = threads.get("python") if isinstance(threads, dict) else None
-    return {tid for tid in listed if isinstance(tid, int)} if isinstance(listed, list) else set()
+    found = {tid for tid in listed if isinstance(tid, int)} if isinstance(listed, list) else set()
+    return found | {facts["pid"]}
 
 
 @dataclass
