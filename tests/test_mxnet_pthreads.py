@@ -181,3 +181,17 @@ def test_the_watch_keeps_a_thread_that_ended_before_the_exit() -> None:
     assert main.ident is not None and facts["map"][str(thread_hash(main.ident))] == [main.native_id]
     assert main.native_id in facts["python"] and tid not in facts["python"]
     assert facts["scans"] >= 2 and facts["seconds"] > 0
+
+
+def test_a_forked_child_does_not_read_its_parents_memory_as_its_own() -> None:
+    watch = ThreadWatch(60.0)
+    watch.start()
+    scans = watch.scans
+    child = os.fork()
+    if child == 0:
+        watch.rescan()  # the /proc/self/mem opened at start is the parent's
+        os._exit(0 if watch.scans == scans else 1)
+    _, status = os.waitpid(child, 0)
+    watch.stop()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert watch.scans == scans + 1  # the parent's last scan still runs

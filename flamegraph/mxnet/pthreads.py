@@ -197,6 +197,7 @@ class ThreadWatch:
         self._memory: Memory | None = None
         self._tid_offset = 0
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
 
     def start(self) -> None:
         started = time.perf_counter()
@@ -214,8 +215,8 @@ class ThreadWatch:
 
     def rescan(self) -> None:
         with self._lock:
-            if self._memory is None:
-                return
+            if self._memory is None or os.getpid() != self._pid:
+                return  # a forked child: the /proc/self/mem opened at start is its parent's memory
             started = time.perf_counter()
             try:
                 self._tasks |= live_tasks()
