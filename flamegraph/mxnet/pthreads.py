@@ -18,7 +18,7 @@ that exited before the last scan cannot be found: `ThreadWatch` rescans whenever
 Standard library only: this runs inside the user's program, before and beside mxnet.
 
 The sidecar gets `ThreadWatch.facts()`:
-    {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "seconds": 0.012,
+    {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "cpu_seconds": 0.012,
      "problem": null}
 "map" is keyed by the profiler tid as its trace prints it (decimal), each with its Linux TIDs (two
 or more when glibc gave a later thread the memory of one that ended: the same pthread_t, so the
@@ -189,7 +189,7 @@ class ThreadWatch:
         self.pthreads: dict[int, set[int]] = {}
         self.python: set[int] = set()  # TIDs of Python threads (their other samples are Python's)
         self.scans = 0
-        self.seconds = 0.0  # spent calibrating and scanning
+        self.cpu_seconds = 0.0  # spent calibrating and scanning (CPU time of the threads that did it)
         self.problem: str | None = None
         self._tasks: set[int] = set()  # tasks alive at some scan: only a new one calls for another
         self._lock = threading.Lock()
@@ -200,7 +200,7 @@ class ThreadWatch:
         self._pid = os.getpid()
 
     def start(self) -> None:
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             self._memory = Memory()
             self._tid_offset = calibrate(self._memory)
@@ -208,7 +208,7 @@ class ThreadWatch:
             self._fail(err)
             return
         finally:
-            self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.thread_time() - started
         self.rescan()
         self._thread = threading.Thread(target=self._watch, name="flamegraph-threads", daemon=True)
         self._thread.start()
@@ -217,7 +217,7 @@ class ThreadWatch:
         with self._lock:
             if self._memory is None or os.getpid() != self._pid:
                 return  # a forked child: the /proc/self/mem opened at start is its parent's memory
-            started = time.perf_counter()
+            started = time.thread_time()
             try:
                 self._tasks |= live_tasks()
                 known = python_threads()
@@ -227,7 +227,7 @@ class ThreadWatch:
             except OSError as err:
                 self._fail(err)
             self.scans += 1
-            self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.thread_time() - started
 
     def _watch(self) -> None:
         while not self._stopping.wait(self.period):
@@ -261,6 +261,6 @@ class ThreadWatch:
             "map": mapped,
             "python": sorted(self.python),
             "scans": self.scans,
-            "seconds": round(self.seconds, 4),
+            "cpu_seconds": round(self.cpu_seconds, 4),
             "problem": self.problem,
         }

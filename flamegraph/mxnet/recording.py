@@ -317,6 +317,6 @@ def output_facts(facts: dict[str, Any]) -> dict[str, str]:
     if dumped is not None:
         text += f"; dumped in {dumped:.2f} s at exit"
     threads = facts.get("threads")
-    if isinstance(threads, dict) and isinstance(threads.get("seconds"), int | float):
-        text += f"; threads read from memory in {threads['seconds']:.3f} s ({threads.get('scans')} scans)"
+    if isinstance(threads, dict) and isinstance(threads.get("cpu_seconds"), int | float):
+        text += f"; threads read from memory: {threads['cpu_seconds']:.3f} s CPU ({threads.get('scans')} scans)"
     return {"MXNet profiler": text}
