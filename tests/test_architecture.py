@@ -5,6 +5,7 @@ symbol lookup shares the DWARF helpers with the JIT code but never imports it.""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from conftest import REPO
@@ -84,3 +85,13 @@ def test_library_imports_without_mxnet() -> None:
     code = "import sys; sys.modules['mxnet'] = None; import flamegraph, flamegraph.cli; print('ok')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
+    """inprocess.py runs inside the user's program: it and what it imports stay stdlib-only."""
+    in_process = {"flamegraph.mxnet.inprocess", "flamegraph.mxnet.clock", "flamegraph.mxnet.pthreads"}
+    for module in sorted(in_process):
+        path = REPO / (module.replace(".", "/") + ".py")
+        for name in imports_of(path):
+            top = name.split(".")[0]
+            assert name in in_process or (top in sys.stdlib_module_names and top != "flamegraph"), (module, name)

@@ -103,6 +103,9 @@ def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
         "MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
     }  # fmt: skip
     assert not list(tmp_path.glob("profile*.json")), "nothing written to the program's working directory"
+    threads = facts["threads"]
+    assert isinstance(threads, dict) and threads["problem"] is None
+    assert [pid] in threads["map"].values() and pid in threads["python"]  # the main thread's TID is the pid
 
 
 def test_sigterm_still_dumps(tmp_path: Path) -> None:

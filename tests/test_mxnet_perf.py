@@ -5,13 +5,18 @@ The workload trains the 784-128-64-10 MLP on synthetic data for about a second (
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from flamegraph.mxnet.profile import read_profile
+from flamegraph.perf import script_command
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 
@@ -86,7 +91,7 @@ def test_figures_and_tables_reach_the_terminal_and_the_svg(
     coverage = re.search(r"mxnet: ([0-9.]+) % of ([0-9,]+) engine-thread samples under an \[op\] frame", proc.stderr)
     assert coverage is not None, proc.stderr[-3000:]
     assert float(coverage.group(1)) >= 90.0
-    assert re.search(r"mxnet: threads: 1 of \d+ profiler threads mapped", proc.stderr)
+    assert re.search(r"mxnet: threads: \d+ profiler threads mapped exactly \(recorded in the process\)", proc.stderr)
     assert re.search(r"residual error ≤ [0-9.]+ µs", proc.stderr)
     assert "MXNet operators (" in proc.stderr and "oneDNN primitives (" in proc.stderr
     svg = (tmp / "out.svg").read_text()
@@ -94,3 +99,27 @@ def test_figures_and_tables_reach_the_terminal_and_the_svg(
     assert list((tmp / "perf.data.mxnet").glob("profile-*.json")) and list(
         (tmp / "perf.data.mxnet").glob("dnnl-verbose-*.log")
     )
+
+
+def test_the_recorded_thread_map_is_the_engine_thread_perf_saw(
+    recorded: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The profiler thread that ran the operators maps to the TID perf sampled in ExecuteOprBlock most,
+    by the map the process recorded (no statistical guess), and every profiler thread is covered."""
+    _, tmp = recorded
+    (sidecar,) = (tmp / "perf.data.mxnet").glob("mxnet-*.json")
+    facts = json.loads(sidecar.read_text())
+    recorded_map = {int(p): tids for p, tids in facts["threads"]["map"].items()}
+    trace = read_profile(facts["profile"])
+    assert set(trace.threads) <= set(recorded_map)
+    busiest = max(trace.threads, key=lambda p: len(trace.threads[p]))
+    script = subprocess.run(
+        script_command(str(tmp / "perf.data"), extra=["-F", "tid,ip,sym"]),
+        capture_output=True, text=True, errors="replace", timeout=300, check=True,
+    )  # fmt: skip
+    executing: Counter[int] = Counter()
+    for record in script.stdout.split("\n\n"):
+        head, _, stack = record.strip().partition("\n")
+        if "ThreadedEngine::ExecuteOprBlock" in stack:
+            executing[int(head.split()[0])] += 1
+    assert recorded_map[busiest] == [executing.most_common(1)[0][0]], (recorded_map, executing)

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..private import create_file, private_dir, replace_file
 from .clock import read_clocks
+from .pthreads import ThreadWatch
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -82,6 +83,7 @@ class Session:
             "environment": {name: os.environ.get(name) for name in ENVIRONMENT},
             "mxnet": None,  # its version, once the program imports it
             "dump_seconds": None,
+            "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
             "notes": [],
         }
 
@@ -148,11 +150,13 @@ def start_profiler(session: Session, mx: Any) -> None:
         session.note(f"the profiler could not be started: {type(err).__name__}: {err}")
         session.write()
         return
-    atexit.register(dump_profiler, session, mx)
+    watch = ThreadWatch(DUMP_PERIOD_S)
+    watch.start()
+    atexit.register(dump_profiler, session, mx, watch)
     session.write()
 
 
-def dump_profiler(session: Session, mx: Any) -> None:
+def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
     started = time.perf_counter()
     try:
         mx.nd.waitall()
@@ -161,6 +165,8 @@ def dump_profiler(session: Session, mx: Any) -> None:
     except Exception as err:  # noqa: BLE001 - report, never break the program's exit
         session.note(f"the profiler could not be dumped: {type(err).__name__}: {err}")
     session.facts["dump_seconds"] = round(time.perf_counter() - started, 3)
+    watch.stop()  # the last scan: MXNet's shutdown handler, which ends the engine's workers, runs after us
+    session.facts["threads"] = watch.facts()
     finish(session)
 
 

@@ -36,7 +36,7 @@ from .clock import Alignment
 from .dnnl import VerboseLog
 from .oncpu import OffCpu
 from .profile import ProfilerTrace, Span
-from .threads import ThreadMap
+from .threads import ThreadMapping
 
 EXECUTE = b"mxnet::engine::ThreadedEngine::ExecuteOprBlock"
 COMPLETE = b"mxnet::engine::ThreadedEngine::OnCompleteStatic"
@@ -91,7 +91,7 @@ class JoinCounts:
 
     samples: int = 0
     no_time: int = 0  # headers without a time we could read
-    engine: int = 0  # samples of engine threads (mapped, or inside ExecuteOprBlock)
+    engine: int = 0  # samples inside ExecuteOprBlock, or under an [op] frame, or of an engine thread
     ops: Counter[str] = field(default_factory=Counter)  # [op]/[segment] frame -> engine samples
     completions: int = 0  # ... of them in an operator's completion callback, after its span
     jit: int = 0  # samples whose leaf is JIT code
@@ -104,7 +104,7 @@ class JoinCounts:
 class Joiner:
     """The per-sample hook; see the module docstring."""
 
-    def __init__(self, trace: ProfilerTrace, verbose: VerboseLog | None, alignment: Alignment, threads: ThreadMap):
+    def __init__(self, trace: ProfilerTrace, verbose: VerboseLog | None, alignment: Alignment, threads: ThreadMapping):
         self.trace, self.verbose, self.alignment, self.threads = trace, verbose, alignment, threads
         self.by_tid = {tid: trace.threads[p] for tid, p in threads.by_tid.items() if p in trace.threads}
         self.counts = JoinCounts()
@@ -113,6 +113,9 @@ class Joiner:
         self._names: dict[str, bytes] = {}
         self.off_cpu: dict[int, OffCpu] = {}  # Linux TID -> when it was off the CPU (--switch-events)
         self.period_us: float | None = None  # the sampling period, for CPU time from sample counts
+        # Mapped threads all of whose samples count as engine-thread samples: those that execute
+        # operators (recording.py: sampled in ExecuteOprBlock), not a Python thread with a few spans.
+        self.engine_tids: set[int] = set(self.by_tid)
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)
@@ -140,10 +143,11 @@ class Joiner:
         span = index.at(t) if index is not None else None
         inserts: list[tuple[int, bytes]] = []
         if index is not None or has_execute:
-            counts.engine += 1
             op = self._op(frames, tid, span, index is not None, has_execute, t)
             if op is not None:
                 inserts.append(op)
+            if op is not None or tid in self.engine_tids:  # (inside ExecuteOprBlock, op is never None)
+                counts.engine += 1
         if (submit is not None or jit_leaf) and self.verbose is not None:
             inserts.append(self._primitive(frames, span, submit, jit_leaf, t))
         if not inserts:

@@ -8,8 +8,9 @@ prepare: a Python command runs through the in-process hook with `--mxnet-dir DIR
          profiler's wall-clock time can be split into on- and off-CPU time (oncpu.py).
 finish:  reads the sidecar the process left (clocks, file names, notes).
 joiner:  loads the trace and the verbose log (a missing, empty, truncated or garbled one is one
-         line and no frames of that kind), learns the thread map from a first `perf script` pass
-         (which TIDs sample ExecuteOprBlock when; their switches), returns the fold's sample hook.
+         line and no frames of that kind), takes the thread map the process recorded (else learns
+         it from a first `perf script` pass: which TIDs sample ExecuteOprBlock when), reads the
+         threads' context switches in that pass, and returns the fold's sample hook.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .join import HEADER_TIME, Joiner, thread_of
 from .oncpu import SWITCH, off_cpu_intervals
 from .profile import ProfilerTrace, read_profile
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
-from .threads import learn_thread_map
+from .threads import ThreadMapping, learn_thread_map, recorded_threads
 
 SIDECAR = re.compile(r"^mxnet-(\d+)\.json$")
 PREVIOUS = re.compile(r"^(mxnet-\d+\.json|profile-\d+\.json|dnnl-verbose-\d+\.log)$")
@@ -129,6 +130,35 @@ def load_process(facts: dict[str, Any], directory: Path | None = None) -> Proces
     except OSError as err:
         inputs.problems.append(f"{verbose or 'verbose log'}: cannot read oneDNN's verbose log: {err.strerror or err}")
     return inputs
+
+
+def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, list[int]] | None, str]:
+    """The profiler tid -> Linux TIDs map the process left in its sidecar (pthreads.py), or None and
+    why there is none (one line)."""
+    if "threads" not in facts:
+        return None, "the sidecar holds no thread map: written by an older hook"
+    threads = facts["threads"]
+    if threads is None:
+        return None, "the process did not reach its exit handler, where the thread map is recorded"
+    if not isinstance(threads, dict) or not isinstance(threads.get("map"), dict):
+        return None, "the sidecar's thread map is unreadable"
+    if threads.get("problem"):
+        return None, f"the process could not record its thread map: {threads['problem']}"
+    try:
+        recorded = {int(p): [int(tid) for tid in tids] for p, tids in threads["map"].items()}
+    except (TypeError, ValueError):
+        return None, "the sidecar's thread map is unreadable"
+    if not recorded:
+        return None, "the process recorded an empty thread map"
+    return recorded, ""
+
+
+def python_tids(facts: dict[str, Any]) -> set[int]:
+    """The TIDs of the process's Python threads: its main thread (TID = pid), and those its sidecar lists."""
+    threads = facts.get("threads")
+    listed = threads.get("python") if isinstance(threads, dict) else None
+    found = {tid for tid in listed if isinstance(tid, int)} if isinstance(listed, list) else set()
+    return found | {facts["pid"]}
 
 
 @dataclass
@@ -247,10 +277,19 @@ class MxnetHook:
         assert inputs.alignment is not None
         loaded = time.perf_counter()
         evidence = read_evidence(recording, window, inputs.alignment)
-        thread_map = learn_thread_map(inputs.trace.threads, evidence.engine_times)
+        recorded, why = recorded_map(inputs.facts)
+        thread_map: ThreadMapping = (
+            recorded_threads(inputs.trace.threads, recorded)
+            if recorded is not None
+            else learn_thread_map(inputs.trace.threads, evidence.engine_times, why)
+        )
         passed = time.perf_counter() - loaded
         self.timing = f"trace and log read in {loaded - started:.2f} s, first perf script pass {passed:.2f} s"
         joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
+        # A Python thread that runs a few operators itself (the main thread does) is no engine thread:
+        # only its samples in ExecuteOprBlock or under an [op] frame count as engine-thread samples.
+        python = python_tids(inputs.facts)
+        joiner.engine_tids = {tid for tid in joiner.by_tid if tid in evidence.engine_times and tid not in python}
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
         freq = recording.spec.options.freq
@@ -284,4 +323,7 @@ def output_facts(facts: dict[str, Any]) -> dict[str, str]:
     text = f"MXNet {facts.get('mxnet') or '(not imported)'}; {', '.join(sizes)}; {bulk}"
     if dumped is not None:
         text += f"; dumped in {dumped:.2f} s at exit"
+    threads = facts.get("threads")
+    if isinstance(threads, dict) and isinstance(threads.get("cpu_seconds"), int | float):
+        text += f"; threads read from memory: {threads['cpu_seconds']:.3f} s CPU ({threads.get('scans')} scans)"
     return {"MXNet profiler": text}

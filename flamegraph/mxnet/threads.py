@@ -1,4 +1,9 @@
-"""Which Linux thread is which profiler thread, learnt from the samples.
+"""Which Linux thread is which profiler thread: recorded in the process, else learnt from the samples.
+
+The in-process hook reads the exact map from the process's memory (pthreads.py) and leaves it in
+the sidecar: `RecordedThreads` uses it, and a profiler thread it does not cover stays unmapped
+(said). Only when the sidecar holds no map (an older hook, a failed scan, a process that never
+reached its exit handler) is the map learnt statistically after the run, as follows, and said so.
 
 MXNet's profiler names a thread by a 64-bit hash of its C++ thread id; perf by its Linux TID; and
 MXNet names no thread (all are `python`). The evidence: the samples each TID takes inside
@@ -18,6 +23,7 @@ the lead) are kept for the report; the map's confidence is the smallest lead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .profile import SpanIndex
 
@@ -67,9 +73,64 @@ class ThreadMatch:
         return f"{head} -> {evidence}: mapped, lead {100 * self.lead:.1f} points"
 
 
+class ThreadMapping(Protocol):
+    """What the join needs of a map: Linux TID -> profiler thread, and one line saying how it was made."""
+
+    @property
+    def by_tid(self) -> dict[int, int]: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass
+class RecordedThreads:
+    """The map the process recorded (profiler tid -> its Linux TIDs), limited to the trace's threads.
+    A profiler thread can have been several Linux threads, one after the other (glibc gave a new
+    thread the memory, so the pthread_t, of one that had ended): each of its TIDs is mapped to it."""
+
+    recorded: dict[int, list[int]]
+    spans: dict[int, int]  # profiler tid -> its spans in the trace
+
+    @property
+    def clashes(self) -> dict[int, list[int]]:
+        """Linux TIDs recorded for several of the trace's threads (the kernel reused a TID): which of
+        them a sample belongs to is not known, so none of them is mapped."""
+        owners: dict[int, list[int]] = {}
+        for profiler_tid in sorted(self.spans):
+            for tid in self.recorded.get(profiler_tid, []):
+                owners.setdefault(tid, []).append(profiler_tid)
+        return {tid: ps for tid, ps in owners.items() if len(ps) > 1}
+
+    @property
+    def by_tid(self) -> dict[int, int]:
+        clashes = self.clashes
+        return {tid: p for p in self.spans for tid in self.recorded.get(p, []) if tid not in clashes}
+
+    def describe(self) -> str:
+        by_tid = self.by_tid
+        mapped = sorted(set(by_tid.values()), key=lambda p: (-self.spans[p], p))
+        text = f"{len(mapped)} profiler threads mapped exactly (recorded in the process)"
+        if mapped:
+            pairs = []
+            for p in mapped:
+                tids = ", ".join(str(tid) for tid in sorted(t for t, q in by_tid.items() if q == p))
+                pairs.append(f"{p} -> TID {tids} ({self.spans[p]:,} spans)")
+            text += ": " + ", ".join(pairs)
+        missing = sorted((p for p in self.spans if not self.recorded.get(p)), key=lambda p: (-self.spans[p], p))
+        if missing:
+            listed = ", ".join(f"{p} ({self.spans[p]:,} spans)" for p in missing)
+            text += f"; not in the recorded map (ended before the scan?), not mapped: {listed}"
+        for tid, ps in sorted(self.clashes.items()):
+            text += f"; TID {tid} recorded for {len(ps)} profiler threads ({', '.join(map(str, ps))}): not mapped"
+        return text
+
+
 @dataclass
 class ThreadMap:
+    """The map learnt from the samples; `why` says why no recorded map was used."""
+
     matches: list[ThreadMatch] = field(default_factory=list)
+    why: str = ""
 
     @property
     def by_tid(self) -> dict[int, int]:
@@ -83,14 +144,15 @@ class ThreadMap:
         return min(leads) if leads else 0.0
 
     def describe(self) -> str:
+        head = f"learnt from the samples after the run ({self.why}): " if self.why else ""
         mapped = [m for m in self.matches if m.tid is not None]
         if not mapped:
-            return "no profiler thread could be matched to a Linux thread"
+            return f"{head}no profiler thread could be matched to a Linux thread"
         pairs = ", ".join(
             f"{m.profiler_tid} -> TID {m.tid} ({100 * m.best.share:.1f} % inside)" for m in mapped if m.best
         )
         return (
-            f"{len(mapped)} of {len(self.matches)} profiler threads mapped: {pairs}; confidence: "
+            f"{head}{len(mapped)} of {len(self.matches)} profiler threads mapped: {pairs}; confidence: "
             f"each leads its strongest competitor by ≥ {100 * self.confidence:.1f} points"
         )
 
@@ -127,8 +189,13 @@ def count_inside(times: list[float], intervals: list[tuple[float, float]]) -> tu
     return samples, inside
 
 
-def learn_thread_map(threads: dict[int, SpanIndex], samples: dict[int, list[float]]) -> ThreadMap:
-    """Match profiler threads to Linux TIDs; `samples` holds each TID's sample times (µs realtime, sorted)."""
+def recorded_threads(threads: dict[int, SpanIndex], recorded: dict[int, list[int]]) -> RecordedThreads:
+    return RecordedThreads(recorded, {p: len(index) for p, index in threads.items()})
+
+
+def learn_thread_map(threads: dict[int, SpanIndex], samples: dict[int, list[float]], why: str = "") -> ThreadMap:
+    """Match profiler threads to Linux TIDs; `samples` holds each TID's sample times (µs realtime, sorted);
+    `why` says why the process's recorded map was not used."""
     evidence: dict[int, tuple[float, list[Candidate]]] = {}
     for profiler_tid, index in threads.items():
         intervals = union(index)
@@ -155,7 +222,7 @@ def learn_thread_map(threads: dict[int, SpanIndex], samples: dict[int, list[floa
             continue
         chosen[profiler_tid] = (linux_tid, lead)
         taken.add(linux_tid)
-    result = ThreadMap()
+    result = ThreadMap(why=why)
     for profiler_tid, (coverage, candidates) in sorted(evidence.items(), key=lambda item: -len(threads[item[0]])):
         tid: int | None = None
         lead = 0.0
