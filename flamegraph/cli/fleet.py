@@ -55,12 +55,16 @@ def fleet_record(
     ] = None,
     all_cpus: Annotated[bool, typer.Option("--all-cpus", help="record each whole machine")] = False,
     duration: Annotated[
-        float, typer.Option("--duration", parser=finite(0.1), help="seconds to record on every host")
+        float,
+        typer.Option(
+            "--duration", metavar="SECONDS", parser=finite(0.1), help="seconds to record on every host, at least 0.1"
+        ),
     ] = 10.0,
     grace: Annotated[
         float,
         typer.Option(
             "--grace",
+            metavar="SECONDS",
             parser=finite(0.0),
             help="seconds a host may take after --duration before it counts as missing",
         ),
