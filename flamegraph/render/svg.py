@@ -35,6 +35,7 @@ from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
+from .stacks import encode_stacks
 from .summary import (
     change_text,
     class_shares,
@@ -46,6 +47,7 @@ from .summary import (
 )
 from .text import (
     MIN_PREFIX,
+    SINGULAR,
     count_text,
     display_name,
     display_text,
@@ -142,7 +144,14 @@ def _draw(
 
 
 def _settings(
-    options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool, examples: list[str]
+    options: RenderOptions,
+    page: Page,
+    drawing: Drawing,
+    count_name: str,
+    diff: bool,
+    examples: list[str],
+    views: bool,
+    durations: bool = False,
 ) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
@@ -168,6 +177,15 @@ def _settings(
         "factsTop": page.facts_top,
         "minPrefix": MIN_PREFIX,
         "searchExamples": [display_name(example) for example in examples],
+        "views": views,  # the stacks are embedded (#stacks): callers, focus, ignore, order, recursion
+        "flamechart": options.flamechart,  # time order: no order-by-weight toggle
+        "labelMinPx": LABEL_MIN_PX,
+        # The views prune as the static drawing does: frames under this many pixels are not drawn.
+        "minWidthPx": min_weight_for(options.min_width, drawing.total, page.plot_width)
+        * page.plot_width
+        / drawing.total,
+        "durations": durations,  # amounts are microseconds shown as durations (off-CPU)
+        "countSingular": SINGULAR.get(count_name, count_name),
     }
 
 
@@ -180,6 +198,8 @@ def _document(
     count_name: str,
     diff: bool,
     examples: list[str],
+    stacks: dict[str, object] | None = None,
+    durations: bool = False,
 ) -> bytes:
     shown = replace(
         options,
@@ -194,7 +214,8 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff, examples),
+        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations),
+        "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
@@ -258,28 +279,33 @@ def render_svg(
     plot_width = options.width - 2 * XPAD
     minimum = min_weight_for(options.min_width, total, plot_width)
     layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart)
-    del texts, weights
     painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
     highlighter = Highlighter(rules) if rules else None
     count_name = display_name(options.count_name_for(profile))  # in every title
     factor = options.factor
 
-    def fill(frame: Rect) -> str:
-        if frame.depth == 0:
-            return painter.fill("")
+    def name_fill(name: str) -> str:
         if highlighter is not None:
-            index = highlighter.class_of(frame.name)
+            index = highlighter.class_of(name)
             if index >= 0:
-                return highlighter.fill(index, frame.name)
-        return painter.fill(frame.name)
+                return highlighter.fill(index, name)
+        return painter.fill(name)
+
+    def fill(frame: Rect) -> str:
+        return painter.fill("") if frame.depth == 0 else name_fill(frame.name)
 
     durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
 
+    def amount(weight: float) -> str:
+        return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
+
     def title(frame: Rect, name: str) -> str:
         percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        amount = format_duration_us(frame.width) if durations else count_text(frame.width * factor, count_name)
-        return f"{name} ({amount}, {percent}%)"
+        return (
+            f"{name} ({amount(frame.width)}, {percent}%; "
+            f"self {amount(frame.self_width)}, {format_percent(frame.self_width, total)}%)"
+        )
 
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
     summary = [profile_facts(drawn, count_name, factor)]
@@ -305,11 +331,25 @@ def render_svg(
     )
     page = _page(options, layout, text)
     drawing = _draw(layout, options, page, fill, title)
+    drawn = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
+    stacks_data = encode_stacks(texts, weights, strip_annotation, name_fill)
+    del texts, weights
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
-    svg = _document(options, page, drawing, title_text, palette, count_name, diff=False, examples=examples)
+    svg = _document(
+        options,
+        page,
+        drawing,
+        title_text,
+        palette,
+        count_name,
+        diff=False,
+        examples=examples,
+        stacks=stacks_data,
+        durations=durations,
+    )
     if options.palette_map is not None:  # extended in memory; the caller saves it
-        options.palette_map.update((name, color) for name, color in painter.cache.items() if name)
+        options.palette_map.update((name, color) for name, color in drawn.items() if name)
     return svg
 
 
