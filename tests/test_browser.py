@@ -31,7 +31,11 @@ PROFILE = {
     "main;io;gemm_wrapper;gemm": 10,  # a match nested in a match: counted once
     "other;idle": 20,
 }
-PLOT = 1180  # 1200 px minus the margins
+
+
+def plot(driver) -> float:  # type: ignore[no-untyped-def]
+    """The graph's width in pixels: the window's less the margins (the --width value only in the static file)."""
+    return float(driver.execute_script("return document.getElementById('view').getBoundingClientRect().width"))
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +98,11 @@ def press(driver, *keys: str, ctrl: bool = False) -> None:  # type: ignore[no-un
 def test_click_zooms_and_reset_restores(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
     browser.get(graph.as_uri())
     before = {name: box(browser, name) for name in ("compute", "gemm", "io", "main")}
-    assert before["compute"]["w"] == pytest.approx(PLOT * 50 / 100, abs=0.5)
+    assert before["compute"]["w"] == pytest.approx(plot(browser) * 50 / 100, abs=0.5)
     click(browser, frame(browser, "compute"))
-    assert box(browser, "compute")["w"] == pytest.approx(PLOT, abs=0.5)  # its width becomes the full width
-    assert box(browser, "gemm")["w"] == pytest.approx(PLOT * 40 / 50, abs=0.5)
-    assert box(browser, "main")["w"] == pytest.approx(PLOT, abs=0.5)  # ancestors span the view, faded
+    assert box(browser, "compute")["w"] == pytest.approx(plot(browser), abs=0.5)  # its width becomes the full width
+    assert box(browser, "gemm")["w"] == pytest.approx(plot(browser) * 40 / 50, abs=0.5)
+    assert box(browser, "main")["w"] == pytest.approx(plot(browser), abs=0.5)  # ancestors span the view, faded
     assert "parent" in frame(browser, "main").get_attribute("class")
     assert box(browser, "io")["w"] == 0  # not under the zoomed frame: hidden
     assert re.search(r"[?&]x=0&y=\d+", browser.current_url)
@@ -116,10 +120,12 @@ def test_hover_shows_name_count_and_percentages(browser, graph: Path) -> None:  
 
     browser.get(graph.as_uri())
     ActionChains(browser).move_to_element(frame(browser, "gemm")).perform()
-    assert text_of(browser, "details") == "Function: gemm (40 samples, 40.00%)"
+    assert text_of(browser, "details") == "Function: gemm (40 samples, 40.00%; self 40 samples, 40.00%)"
     click(browser, frame(browser, "compute"))
     ActionChains(browser).move_to_element(frame(browser, "relu")).perform()
-    assert text_of(browser, "details") == "Function: relu (10 samples, 10.00%) [20.00% of the zoomed frame]"
+    assert text_of(browser, "details") == (
+        "Function: relu (10 samples, 10.00%; self 10 samples, 10.00%) [20.00% of the zoomed frame]"
+    )
     assert frame(browser, LONG).find_element("tag name", "title").get_attribute("textContent").startswith(LONG)
 
 
@@ -147,7 +153,7 @@ def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, 
     listed = browser.execute_script(
         "return [].map.call(document.querySelectorAll('#search-list li'), li => li.textContent)"
     )
-    assert listed == ["50.00%gemm", "10.00%gemm_wrapper"]  # each function once, nested frames counted once
+    assert listed == ["\u21c550.00%gemm", "\u21c510.00%gemm_wrapper"]  # each with its callers button  # each function once, nested frames counted once
     assert fill(browser, "read") == original and fill(browser, "compute") != magenta
     assert "s=gem" in browser.current_url
     box_.send_keys(Keys.ENTER)  # next match: its details where the eye is
@@ -194,8 +200,8 @@ def test_url_state_reopens_the_view(browser, graph: Path) -> None:  # type: igno
     url = browser.current_url
     browser.get("about:blank")
     browser.get(url)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT, abs=0.5)
-    assert box(browser, "read")["w"] == pytest.approx(PLOT * 12 / 30, abs=0.5)
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser), abs=0.5)
+    assert box(browser, "read")["w"] == pytest.approx(plot(browser) * 12 / 30, abs=0.5)
     assert text_of(browser, "matched").startswith("Matched: 62.00% (73.33% of the zoomed frame)")
     assert browser.find_element("id", "search-input").get_attribute("value") == "^read$|gemm"
 
@@ -215,12 +221,12 @@ def test_keyboard_reaches_and_zooms_frames(browser, graph: Path) -> None:  # typ
     press(browser, Keys.ARROW_RIGHT)  # io
     assert text_of(browser, "details").startswith("Function: io (30 samples")
     press(browser, Keys.ENTER)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT, abs=0.5)
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser), abs=0.5)
     press(browser, Keys.ARROW_DOWN)  # back to main
     assert text_of(browser, "details").startswith("Function: main")
     press(browser, Keys.ESCAPE)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT * 30 / 100, abs=0.5)
-    assert frame(browser, "gemm").accessible_name == "gemm (40 samples, 40.00%)"
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser) * 30 / 100, abs=0.5)
+    assert frame(browser, "gemm").accessible_name == "gemm (40 samples, 40.00%; self 40 samples, 40.00%)"
     assert frame(browser, "gemm").get_attribute("role") == "button"
 
 
@@ -264,13 +270,13 @@ def test_deep_zoom_on_a_large_total_keeps_exact_geometry(browser, tmp_path: Path
         "var all = document.querySelectorAll('#frames > g');"
         "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('c (')))"
     )
-    assert box(browser, "c") == pytest.approx({"x": 10, "w": PLOT}, abs=0.5)
-    assert box(browser, "d") == pytest.approx({"x": 10, "w": PLOT * 3 / 5}, abs=0.5)
-    assert box(browser, "e") == pytest.approx({"x": 10 + PLOT * 3 / 5, "w": PLOT * 2 / 5}, abs=0.5)
-    assert box(browser, "a")["w"] == pytest.approx(PLOT, abs=0.5)
+    assert box(browser, "c") == pytest.approx({"x": 10, "w": plot(browser)}, abs=0.5)
+    assert box(browser, "d") == pytest.approx({"x": 10, "w": plot(browser) * 3 / 5}, abs=0.5)
+    assert box(browser, "e") == pytest.approx({"x": 10 + plot(browser) * 3 / 5, "w": plot(browser) * 2 / 5}, abs=0.5)
+    assert box(browser, "a")["w"] == pytest.approx(plot(browser), abs=0.5)
     assert box(browser, "b")["w"] == 0 and box(browser, "z")["w"] == 0  # hidden
     browser.execute_script("flamegraph.resetZoom()")
-    assert box(browser, "b")["w"] == pytest.approx(PLOT * 5e9 / 5.7e9, abs=0.5)
+    assert box(browser, "b")["w"] == pytest.approx(plot(browser) * 5e9 / 5.7e9, abs=0.5)
 
 
 def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -382,7 +388,12 @@ def test_zoom_keeps_the_zoomed_frame_and_its_ancestors_in_view(browser, tmp_path
     path.write_bytes(render_svg(FoldedProfile({f"main;{deep}": 10, "main;shallow;leaf": 10}), RenderOptions()))
     viewport(browser)
     browser.get(path.as_uri())
-    assert not in_view(browser, frame(browser, "shallow").find_element("tag name", "rect"))
+    # A tall graph opens scrolled to its roots (the widest frames), not to the tops of its towers.
+    for name in ("all", "main", "shallow", "leaf", "d0"):
+        assert in_view(browser, frame(browser, name).find_element("tag name", "rect")), name
+    assert browser.execute_script("return window.scrollY") > 0
+    browser.execute_script("window.scrollTo(0, 0)")  # the title and the search box are one scroll up
+    assert in_view(browser, browser.find_element("id", "search-input"))
     browser.execute_script(
         "var all = document.querySelectorAll('#frames > g');"
         "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('shallow (')))"
