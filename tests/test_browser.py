@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from helpers.clients import chromium
+from helpers.page import box, click, fill, frame, plot, press, text_of, type_search, viewport
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
@@ -33,11 +34,6 @@ PROFILE = {
 }
 
 
-def plot(driver) -> float:  # type: ignore[no-untyped-def]
-    """The graph's width in pixels: the window's less the margins (the --width value only in the static file)."""
-    return float(driver.execute_script("return document.getElementById('view').getBoundingClientRect().width"))
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with chromium() as driver:  # the one way the suite starts headless Chromium
@@ -49,50 +45,6 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("svg") / "graph.svg"
     path.write_bytes(render_svg(FoldedProfile(dict(PROFILE), event="cpu-clock"), RenderOptions()))
     return path
-
-
-def frame(driver, name: str):  # type: ignore[no-untyped-def]
-    """The <g> of the first frame called `name`."""
-    from selenium.webdriver.common.by import By
-
-    for element in driver.find_elements(By.CSS_SELECTOR, "#frames > g"):
-        title = element.find_element(By.TAG_NAME, "title").get_attribute("textContent")
-        if title.rsplit(" (", 1)[0] == name:
-            return element
-    raise AssertionError(f"no frame {name}")
-
-
-def box(driver, name: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    rect = frame(driver, name).find_element("tag name", "rect")
-    return driver.execute_script("var b = arguments[0].getBoundingClientRect(); return {x: b.x, w: b.width};", rect)
-
-
-def text_of(driver, element_id: str) -> str:  # type: ignore[no-untyped-def]
-    return driver.execute_script(f"return document.getElementById('{element_id}').textContent;")
-
-
-def fill(driver, name: str) -> str:  # type: ignore[no-untyped-def]
-    return frame(driver, name).find_element("tag name", "rect").get_attribute("fill")
-
-
-def click(driver, element) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(driver).move_to_element(element).click().perform()
-
-
-def press(driver, *keys: str, ctrl: bool = False) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.keys import Keys
-
-    chain = ActionChains(driver)
-    if ctrl:
-        chain.key_down(Keys.CONTROL)
-    for key in keys:
-        chain.send_keys(key)
-    if ctrl:
-        chain.key_up(Keys.CONTROL)
-    chain.perform()
 
 
 def test_click_zooms_and_reset_restores(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
@@ -129,15 +81,6 @@ def test_hover_shows_name_count_and_percentages(browser, graph: Path) -> None:  
     assert frame(browser, LONG).find_element("tag name", "title").get_attribute("textContent").startswith(LONG)
 
 
-def type_search(driver, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Type into the search box as a person does (Ctrl-F, then the keys), and wait for the filter."""
-    press(driver, "f", ctrl=True)
-    field = driver.switch_to.active_element
-    assert field.get_attribute("id") == "search-input"
-    field.send_keys(text)
-    time.sleep(0.2)  # the box filters 60 ms after the last key
-
-
 def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.keys import Keys
 
@@ -153,7 +96,8 @@ def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, 
     listed = browser.execute_script(
         "return [].map.call(document.querySelectorAll('#search-list li'), li => li.textContent)"
     )
-    assert listed == ["\u21c550.00%gemm", "\u21c510.00%gemm_wrapper"]  # each with its callers button  # each function once, nested frames counted once
+    # each function once, nested frames counted once; each with its callers button
+    assert listed == ["\u21c550.00%gemm", "\u21c510.00%gemm_wrapper"]
     assert fill(browser, "read") == original and fill(browser, "compute") != magenta
     assert "s=gem" in browser.current_url
     box_.send_keys(Keys.ENTER)  # next match: its details where the eye is
@@ -308,15 +252,6 @@ def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type:
 
 
 # --- the page as a person meets it: a 1400×1000 window ---------------------------------------
-
-WINDOW = (1400, 1000)
-
-
-def viewport(driver, size: tuple[int, int] = WINDOW) -> None:  # type: ignore[no-untyped-def]
-    """Make the page area (not the window) `size`, as a 1400×1000 browser window shows pages."""
-    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
-    outer = driver.get_window_size()
-    driver.set_window_size(outer["width"] + size[0] - inner[0], outer["height"] + size[1] - inner[1])
 
 
 @pytest.fixture(scope="module")

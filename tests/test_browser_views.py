@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.clients import chromium
-from test_browser import box, click, frame, plot, press, text_of, type_search, viewport
+from helpers.page import box, click, frame, plot, press, text_of, type_search, viewport
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg

@@ -302,6 +302,8 @@ def render_svg(
 
     def title(frame: Rect, name: str) -> str:
         percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
+        if not frame.self_width:  # most frames: the page says "self 0"; the file stays small
+            return f"{name} ({amount(frame.width)}, {percent}%)"
         return (
             f"{name} ({amount(frame.width)}, {percent}%; "
             f"self {amount(frame.self_width)}, {format_percent(frame.self_width, total)}%)"

@@ -124,8 +124,15 @@
   }
 
   // --- details: under the title, where the eye is ----------------------------------------------
+  // A frame's title with its self time, also where the file leaves out a zero ("name (N, P%)").
+  function fullTitle(i) {
+    var title = titles[i];
+    if (S.diff || title.indexOf("; self ", title.lastIndexOf(" (")) >= 0) return title;
+    return title.slice(0, -1) + "; self " + amount(0) + ", 0.00%)";
+  }
+
   function describe(i) {
-    var text = S.nameType + " " + titles[i];
+    var text = S.nameType + " " + fullTitle(i);
     if (zoomed !== 0 && (i === zoomed || isAncestor(zoomed, i))) {
       text += " [" + percent(W[i], W[zoomed]) + "% of the zoomed frame]";
     }
@@ -652,6 +659,7 @@
   }
 
   function frameTitle(name, total, self, whole) {
+    if (!self) return name + " (" + amount(total) + ", " + share(total, whole) + "%)";
     return name + " (" + amount(total) + ", " + share(total, whole) + "%; self " + amount(self) + ", " + share(self, whole) + "%)";
   }
 
@@ -873,10 +881,10 @@
 
   function showTip(i, e) {
     if (i < 0 || !e) { tip.classList.add("hide"); return; }
-    var title = titles[i], cut = title.lastIndexOf(" (");
+    var title = fullTitle(i), cut = title.lastIndexOf(" (");
     tipText[0].textContent = fit(title.slice(0, cut), 560) || title.slice(0, cut);
     var info = title.slice(cut + 2, -1).split("; ");
-    tipText[1].textContent = "total " + info[0] + (info[1] ? " \u00b7 " + info[1] : "");
+    tipText[1].textContent = S.diff ? info.join("; ") : "total " + info[0] + (info[1] ? " \u00b7 " + info[1] : "");
     var width = Math.max(measure(tipText[0].textContent), measure(tipText[1].textContent)) + 12;
     tipRect.setAttribute("width", width);
     tipRect.setAttribute("height", 38);
