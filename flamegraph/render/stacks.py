@@ -34,29 +34,31 @@ def encode_stacks(
     so the work is one step per stack and per node of the merged tree, never per frame.
     """
     codes: dict[str, str] = {}  # frame -> its index, as text
-    records: list[str] = []
+    out: list[str] = []  # the fields, each followed by its separator
     prefixes: list[str] = []  # the previous stack's prefixes, each ending in ';'
-    pop, push, code_of = prefixes.pop, prefixes.append, codes.get
+    weight_texts: dict[float, str] = {}  # weights repeat: format each once
+    pop, push, code_of, emit = prefixes.pop, prefixes.append, codes.get, out.append
     for text, weight in zip(texts, weights, strict=True):
         while prefixes and not text.startswith(prefixes[-1]):
             pop()
-        keep = len(prefixes)
-        end = len(prefixes[-1]) if keep else 0
-        fields = [str(keep)]
+        end = len(prefixes[-1]) if prefixes else 0
+        emit(f"{len(prefixes)},")
         for frame in text[end:].split(SEP):  # a repeated stack (a flame chart) re-sends its last frame
             end += len(frame) + 1
             push(text[:end])
             code = code_of(frame)
             if code is None:
-                code = codes[frame] = BASE36[len(codes)] if len(codes) < len(BASE36) else base36(len(codes))
-            fields.append(code)
+                code = codes[frame] = (BASE36[len(codes)] if len(codes) < len(BASE36) else base36(len(codes))) + ","
+            emit(code)
         prefixes[-1] = text + SEP  # the whole stack, closed
-        fields.append(format_number(weight))
-        records.append(",".join(fields))
+        shown = weight_texts.get(weight)
+        if shown is None:
+            shown = weight_texts[weight] = format_number(weight) + " "
+        emit(shown)
     return {
         "names": [display_name(name_text(frame)) for frame in codes],
         "fills": [fill(frame) for frame in codes],
-        "stacks": " ".join(records),
+        "stacks": "".join(out)[:-1],
     }
 
 
