@@ -161,14 +161,17 @@ def sandwich(driver, path: Path, function: str) -> Path:  # type: ignore[no-unty
     """Right-click the widest frame of `function`, pick "Callers and callees", save the view."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    target = driver.execute_script("""
+    target = driver.execute_script(
+        """
         var best = null, name = arguments[0];
         document.querySelectorAll('#frames > g').forEach(function (g) {
           var t = g.firstElementChild.textContent, w = g.lastElementChild.getBoundingClientRect().width;
           if (t.slice(0, t.lastIndexOf(' (')) === name &&
               (!best || w > best.lastElementChild.getBoundingClientRect().width)) best = g;
         });
-        return best;""", function)
+        return best;""",
+        function,
+    )
     if target is None:
         raise SystemExit(f"make screenshots: no frame {function!r} in the on-CPU graph (--sandwich)")
     ActionChains(driver).context_click(target).perform()

@@ -497,18 +497,20 @@
   var staticFrames = null;     // the <g>s of the static drawing while a view is shown
   var stackData = null;        // decoded lazily: names, fills, frames per stack, weights
   var viewState = { callers: null, focus: null, ignore: null, weight: false, recursion: false };
-  var viewBar = null, viewText = "", viewButtons = {};
+  var viewBar = null, viewText = null, viewButtons = {};  // viewText: [what is shown, its share]
   var titleEl = document.getElementById("title"), titleText = titleEl.textContent;
 
   // The title says what the view shows and what share of all samples remains; cut to the room left
   // between the controls and the search box.
   function fitTitle() {
-    var full = viewText ? titleText + " \u2014 " + viewText : titleText;
-    var room = pageWidth - 2 * 360;
-    titleEl.textContent = viewText ? fit(full, room, 1, S.fontSize + 5) || full.slice(0, 1) : full;
-    titleEl.setAttribute("aria-label", full);
+    var size = S.fontSize + 5, room = pageWidth - 2 * 360;
+    if (!viewText) { titleEl.textContent = titleText; titleEl.removeAttribute("aria-label"); return; }
+    var what = viewText[0], tail = ": " + viewText[1];  // the share is never cut, the description may be
+    var head = titleText + " \u2014 ";
+    var cut = fit(what, room - measure(head + tail, size), 1, size) || what.slice(0, 1) + "..";
+    titleEl.textContent = head + cut + tail;
+    titleEl.setAttribute("aria-label", head + what + tail);
   }
-
 
   function loadStacks() {
     if (stackData) return stackData;
@@ -742,8 +744,7 @@
     if (v.ignore !== null) parts.push("ignore /" + v.ignore + "/");
     if (v.recursion) parts.push("recursion collapsed");
     if (v.weight) parts.push("by weight");
-    var text = summary ? parts.join(" \u00b7 ") + ": " + share(summary.kept, summary.whole) + "% of all" : "";
-    viewText = text;
+    viewText = summary ? [parts.join(" \u00b7 "), share(summary.kept, summary.whole) + "% of all"] : null;
     fitTitle();
     viewButtons.clear.hidden = !summary;
     viewButtons.weight.setAttribute("aria-pressed", String(v.weight));
