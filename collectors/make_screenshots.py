@@ -5,7 +5,9 @@
 Folds and renders sample_data/ with the `flamegraph` command (on-CPU with the oneDNN preset, off-CPU,
 and the oneDNN-vs-OpenBLAS diff of tests/golden/render/), then opens each SVG in Debian's chromium
 (driven by selenium, as tests/test_browser.py does) with a 1400×1000 window and saves two
-screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root.
+screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root;
+for the on-CPU graph a third: the callers and callees of --sandwich (malloc), opened from its
+frame's context menu (NAME-oncpu-sandwich.png).
 `--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
 the off-CPU sample, `--offcpu-svg` shows a graph already drawn (out/mlp-offcpu.svg). Writes
 NAME-GRAPH.png and NAME-GRAPH-hover.png into --out, and the on-CPU graph with its source as the
@@ -38,6 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", default="after", help="prefix of the PNG files (default after)")
     p.add_argument("--offcpu", type=Path, default=None, help="an off-CPU folded file to draw instead of the sample")
     p.add_argument("--offcpu-svg", type=Path, default=None, help="an off-CPU graph already drawn (make offcpu's)")
+    p.add_argument("--sandwich", default="malloc", help="the function whose callers and callees to show")
     p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
     p.add_argument("--example", type=Path, default=REPO / "docs" / "example.svg", help="the on-CPU graph for the docs")
     return p.parse_args(argv)
@@ -141,7 +144,7 @@ def compact(path: Path) -> None:
     quantized.save(path, optimize=True)
 
 
-def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
+def shoot(graphs: dict[str, Path], out: Path, name: str, function: str) -> list[Path]:
     from selenium.webdriver.common.action_chains import ActionChains
 
     out.mkdir(parents=True, exist_ok=True)
@@ -157,7 +160,34 @@ def shoot(graphs: dict[str, Path], out: Path, name: str) -> list[Path]:
             driver.save_screenshot(str(hover))  # type: ignore[attr-defined]
             compact(hover)
             written += [plain, hover]
+            if graph == "oncpu":
+                written.append(sandwich(driver, out / f"{name}-{graph}-sandwich.png", function))
     return written
+
+
+def sandwich(driver, path: Path, function: str) -> Path:  # type: ignore[no-untyped-def]
+    """Right-click the widest frame of `function`, pick "Callers and callees", save the view."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    target = driver.execute_script(
+        """
+        var best = null, name = arguments[0];
+        document.querySelectorAll('#frames > g').forEach(function (g) {
+          var t = g.firstElementChild.textContent, w = g.lastElementChild.getBoundingClientRect().width;
+          if (t.slice(0, t.lastIndexOf(' (')) === name &&
+              (!best || w > best.lastElementChild.getBoundingClientRect().width)) best = g;
+        });
+        return best;""",
+        function,
+    )
+    if target is None:
+        raise SystemExit(f"make screenshots: no frame {function!r} in the on-CPU graph (--sandwich)")
+    ActionChains(driver).context_click(target).perform()
+    driver.find_element("id", "menu-callers").click()
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(path))
+    compact(path)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             args.keep.mkdir(parents=True, exist_ok=True)
             for graph, path in graphs.items():
                 shutil.copyfile(path, args.keep / f"{args.name}-{graph}.svg")
-        for path in shoot(graphs, args.out, args.name):
+        for path in shoot(graphs, args.out, args.name, args.sandwich):
             print(f"wrote {path}")
     return 0
 

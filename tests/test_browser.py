@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from helpers.clients import chromium
+from helpers.page import box, click, fill, frame, plot, press, text_of, type_search, viewport
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
@@ -31,7 +32,6 @@ PROFILE = {
     "main;io;gemm_wrapper;gemm": 10,  # a match nested in a match: counted once
     "other;idle": 20,
 }
-PLOT = 1180  # 1200 px minus the margins
 
 
 @pytest.fixture(scope="module")
@@ -47,58 +47,14 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def frame(driver, name: str):  # type: ignore[no-untyped-def]
-    """The <g> of the first frame called `name`."""
-    from selenium.webdriver.common.by import By
-
-    for element in driver.find_elements(By.CSS_SELECTOR, "#frames > g"):
-        title = element.find_element(By.TAG_NAME, "title").get_attribute("textContent")
-        if title.rsplit(" (", 1)[0] == name:
-            return element
-    raise AssertionError(f"no frame {name}")
-
-
-def box(driver, name: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    rect = frame(driver, name).find_element("tag name", "rect")
-    return driver.execute_script("var b = arguments[0].getBoundingClientRect(); return {x: b.x, w: b.width};", rect)
-
-
-def text_of(driver, element_id: str) -> str:  # type: ignore[no-untyped-def]
-    return driver.execute_script(f"return document.getElementById('{element_id}').textContent;")
-
-
-def fill(driver, name: str) -> str:  # type: ignore[no-untyped-def]
-    return frame(driver, name).find_element("tag name", "rect").get_attribute("fill")
-
-
-def click(driver, element) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(driver).move_to_element(element).click().perform()
-
-
-def press(driver, *keys: str, ctrl: bool = False) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.keys import Keys
-
-    chain = ActionChains(driver)
-    if ctrl:
-        chain.key_down(Keys.CONTROL)
-    for key in keys:
-        chain.send_keys(key)
-    if ctrl:
-        chain.key_up(Keys.CONTROL)
-    chain.perform()
-
-
 def test_click_zooms_and_reset_restores(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
     browser.get(graph.as_uri())
     before = {name: box(browser, name) for name in ("compute", "gemm", "io", "main")}
-    assert before["compute"]["w"] == pytest.approx(PLOT * 50 / 100, abs=0.5)
+    assert before["compute"]["w"] == pytest.approx(plot(browser) * 50 / 100, abs=0.5)
     click(browser, frame(browser, "compute"))
-    assert box(browser, "compute")["w"] == pytest.approx(PLOT, abs=0.5)  # its width becomes the full width
-    assert box(browser, "gemm")["w"] == pytest.approx(PLOT * 40 / 50, abs=0.5)
-    assert box(browser, "main")["w"] == pytest.approx(PLOT, abs=0.5)  # ancestors span the view, faded
+    assert box(browser, "compute")["w"] == pytest.approx(plot(browser), abs=0.5)  # its width becomes the full width
+    assert box(browser, "gemm")["w"] == pytest.approx(plot(browser) * 40 / 50, abs=0.5)
+    assert box(browser, "main")["w"] == pytest.approx(plot(browser), abs=0.5)  # ancestors span the view, faded
     assert "parent" in frame(browser, "main").get_attribute("class")
     assert box(browser, "io")["w"] == 0  # not under the zoomed frame: hidden
     assert re.search(r"[?&]x=0&y=\d+", browser.current_url)
@@ -116,20 +72,13 @@ def test_hover_shows_name_count_and_percentages(browser, graph: Path) -> None:  
 
     browser.get(graph.as_uri())
     ActionChains(browser).move_to_element(frame(browser, "gemm")).perform()
-    assert text_of(browser, "details") == "Function: gemm (40 samples, 40.00%)"
+    assert text_of(browser, "details") == "Function: gemm (40 samples, 40.00%; self 40 samples, 40.00%)"
     click(browser, frame(browser, "compute"))
     ActionChains(browser).move_to_element(frame(browser, "relu")).perform()
-    assert text_of(browser, "details") == "Function: relu (10 samples, 10.00%) [20.00% of the zoomed frame]"
+    assert text_of(browser, "details") == (
+        "Function: relu (10 samples, 10.00%; self 10 samples, 10.00%) [20.00% of the zoomed frame]"
+    )
     assert frame(browser, LONG).find_element("tag name", "title").get_attribute("textContent").startswith(LONG)
-
-
-def type_search(driver, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Type into the search box as a person does (Ctrl-F, then the keys), and wait for the filter."""
-    press(driver, "f", ctrl=True)
-    field = driver.switch_to.active_element
-    assert field.get_attribute("id") == "search-input"
-    field.send_keys(text)
-    time.sleep(0.2)  # the box filters 60 ms after the last key
 
 
 def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
@@ -147,7 +96,8 @@ def test_search_box_filters_as_you_type_and_counts_nested_matches_once(browser, 
     listed = browser.execute_script(
         "return [].map.call(document.querySelectorAll('#search-list li'), li => li.textContent)"
     )
-    assert listed == ["50.00%gemm", "10.00%gemm_wrapper"]  # each function once, nested frames counted once
+    # each function once, nested frames counted once; each with its callers button
+    assert listed == ["\u21c550.00%gemm", "\u21c510.00%gemm_wrapper"]
     assert fill(browser, "read") == original and fill(browser, "compute") != magenta
     assert "s=gem" in browser.current_url
     box_.send_keys(Keys.ENTER)  # next match: its details where the eye is
@@ -194,8 +144,8 @@ def test_url_state_reopens_the_view(browser, graph: Path) -> None:  # type: igno
     url = browser.current_url
     browser.get("about:blank")
     browser.get(url)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT, abs=0.5)
-    assert box(browser, "read")["w"] == pytest.approx(PLOT * 12 / 30, abs=0.5)
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser), abs=0.5)
+    assert box(browser, "read")["w"] == pytest.approx(plot(browser) * 12 / 30, abs=0.5)
     assert text_of(browser, "matched").startswith("Matched: 62.00% (73.33% of the zoomed frame)")
     assert browser.find_element("id", "search-input").get_attribute("value") == "^read$|gemm"
 
@@ -215,12 +165,12 @@ def test_keyboard_reaches_and_zooms_frames(browser, graph: Path) -> None:  # typ
     press(browser, Keys.ARROW_RIGHT)  # io
     assert text_of(browser, "details").startswith("Function: io (30 samples")
     press(browser, Keys.ENTER)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT, abs=0.5)
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser), abs=0.5)
     press(browser, Keys.ARROW_DOWN)  # back to main
     assert text_of(browser, "details").startswith("Function: main")
     press(browser, Keys.ESCAPE)
-    assert box(browser, "io")["w"] == pytest.approx(PLOT * 30 / 100, abs=0.5)
-    assert frame(browser, "gemm").accessible_name == "gemm (40 samples, 40.00%)"
+    assert box(browser, "io")["w"] == pytest.approx(plot(browser) * 30 / 100, abs=0.5)
+    assert frame(browser, "gemm").accessible_name == "gemm (40 samples, 40.00%; self 40 samples, 40.00%)"
     assert frame(browser, "gemm").get_attribute("role") == "button"
 
 
@@ -264,13 +214,13 @@ def test_deep_zoom_on_a_large_total_keeps_exact_geometry(browser, tmp_path: Path
         "var all = document.querySelectorAll('#frames > g');"
         "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('c (')))"
     )
-    assert box(browser, "c") == pytest.approx({"x": 10, "w": PLOT}, abs=0.5)
-    assert box(browser, "d") == pytest.approx({"x": 10, "w": PLOT * 3 / 5}, abs=0.5)
-    assert box(browser, "e") == pytest.approx({"x": 10 + PLOT * 3 / 5, "w": PLOT * 2 / 5}, abs=0.5)
-    assert box(browser, "a")["w"] == pytest.approx(PLOT, abs=0.5)
+    assert box(browser, "c") == pytest.approx({"x": 10, "w": plot(browser)}, abs=0.5)
+    assert box(browser, "d") == pytest.approx({"x": 10, "w": plot(browser) * 3 / 5}, abs=0.5)
+    assert box(browser, "e") == pytest.approx({"x": 10 + plot(browser) * 3 / 5, "w": plot(browser) * 2 / 5}, abs=0.5)
+    assert box(browser, "a")["w"] == pytest.approx(plot(browser), abs=0.5)
     assert box(browser, "b")["w"] == 0 and box(browser, "z")["w"] == 0  # hidden
     browser.execute_script("flamegraph.resetZoom()")
-    assert box(browser, "b")["w"] == pytest.approx(PLOT * 5e9 / 5.7e9, abs=0.5)
+    assert box(browser, "b")["w"] == pytest.approx(plot(browser) * 5e9 / 5.7e9, abs=0.5)
 
 
 def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -302,15 +252,6 @@ def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type:
 
 
 # --- the page as a person meets it: a 1400×1000 window ---------------------------------------
-
-WINDOW = (1400, 1000)
-
-
-def viewport(driver, size: tuple[int, int] = WINDOW) -> None:  # type: ignore[no-untyped-def]
-    """Make the page area (not the window) `size`, as a 1400×1000 browser window shows pages."""
-    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
-    outer = driver.get_window_size()
-    driver.set_window_size(outer["width"] + size[0] - inner[0], outer["height"] + size[1] - inner[1])
 
 
 SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
@@ -392,7 +333,12 @@ def test_zoom_keeps_the_zoomed_frame_and_its_ancestors_in_view(browser, tmp_path
     path.write_bytes(render_svg(FoldedProfile({f"main;{deep}": 10, "main;shallow;leaf": 10}), RenderOptions()))
     viewport(browser)
     browser.get(path.as_uri())
-    assert not in_view(browser, frame(browser, "shallow").find_element("tag name", "rect"))
+    # A tall graph opens scrolled to its roots (the widest frames), not to the tops of its towers.
+    for name in ("all", "main", "shallow", "leaf", "d0"):
+        assert in_view(browser, frame(browser, name).find_element("tag name", "rect")), name
+    assert browser.execute_script("return window.scrollY") > 0
+    browser.execute_script("window.scrollTo(0, 0)")  # the title and the search box are one scroll up
+    assert in_view(browser, browser.find_element("id", "search-input"))
     browser.execute_script(
         "var all = document.querySelectorAll('#frames > g');"
         "flamegraph.zoom([].findIndex.call(all, g => g.firstElementChild.textContent.startsWith('shallow (')))"

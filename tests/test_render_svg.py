@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -200,7 +201,7 @@ def test_min_width_pixels_and_percent() -> None:
 
 def test_factor_and_notes() -> None:
     svg = render_svg(FoldedProfile({"a": 3}), RenderOptions(factor=1000, notes="run 7 & <friends>"))
-    assert frames(svg)[1].title == "a (3,000 samples, 100.00%)"
+    assert frames(svg)[1].title == "a (3,000 samples, 100.00%; self 3,000 samples, 100.00%)"
     assert parse(svg).findtext(f"{SVG}desc[@id='notes']") == "run 7 & <friends>"
 
 
@@ -297,17 +298,20 @@ def test_hostile_names_stay_text() -> None:
     svg = render_svg(profile, options)
     root = ET.fromstring(svg)  # well-formed XML
     tags = [element.tag.replace(SVG, "") for element in root.iter()]
-    assert tags.count("script") == 2  # the settings and ours, nothing else
+    assert tags.count("script") == 3  # the settings, the stacks and ours, nothing else
     assert not [name for element in root.iter() for name in element.attrib if name.lower().startswith("on")]
     assert set(tags) <= {"svg", "title", "desc", "defs", "linearGradient", "stop", "style", "g", "rect", "text"} | {
-        "script", "tspan"
+        "script",
+        "tspan",
     }
     titles = {f.name for f in frames(svg)}
+    stacks = json.loads(root.find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
     for name in HOSTILE:
         shown = (
             name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
         )
         assert shown in titles, shown
+        assert shown in stacks["names"], shown  # the page's views show them as the frames do
     assert texts(svg, "facts")[1] == "cmd</title>: a ]]> b & \\xff"
     # Same element structure as a graph of harmless names with the same shape.
     tame = {f"main;n{i}": 10 + i for i in range(len(HOSTILE))}

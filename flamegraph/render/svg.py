@@ -15,6 +15,7 @@ from functools import cache
 from importlib import resources
 
 import jinja2
+from markupsafe import Markup, escape
 
 from ..color import (
     SEARCH_COLOR,
@@ -35,6 +36,7 @@ from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
+from .stacks import encode_stacks
 from .summary import (
     change_text,
     class_shares,
@@ -47,6 +49,7 @@ from .summary import (
 )
 from .text import (
     MIN_PREFIX,
+    SINGULAR,
     count_text,
     display_name,
     display_text,
@@ -143,7 +146,14 @@ def _draw(
 
 
 def _settings(
-    options: RenderOptions, page: Page, drawing: Drawing, count_name: str, diff: bool, examples: list[str]
+    options: RenderOptions,
+    page: Page,
+    drawing: Drawing,
+    count_name: str,
+    diff: bool,
+    examples: list[str],
+    views: bool,
+    durations: bool = False,
 ) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
@@ -169,6 +179,16 @@ def _settings(
         "factsTop": page.facts_top,
         "minPrefix": MIN_PREFIX,
         "searchExamples": [display_name(example) for example in examples],
+        "views": views,  # the stacks are embedded (#stacks): callers, focus, ignore, order, recursion
+        "flamechart": options.flamechart,  # time order: no order-by-weight toggle
+        "drawnByWeight": options.order == "weight",  # the static drawing's order, the toggle's start
+        "labelMinPx": LABEL_MIN_PX,
+        # The views prune as the static drawing does: frames under this many pixels are not drawn.
+        "minWidthPx": min_weight_for(options.min_width, drawing.total, page.plot_width)
+        * page.plot_width
+        / drawing.total,
+        "durations": durations,  # amounts are microseconds shown as durations (off-CPU)
+        "countSingular": SINGULAR.get(count_name, count_name),
     }
 
 
@@ -181,6 +201,8 @@ def _document(
     count_name: str,
     diff: bool,
     examples: list[str],
+    stacks: dict[str, object] | None = None,
+    durations: bool = False,
 ) -> bytes:
     shown = replace(
         options,
@@ -195,17 +217,36 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff, examples),
+        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations),
+        "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
         "view_width": format_number(drawing.total / drawing.divisor),
+        "frames_markup": _frames_markup(drawing, options.frame_height - 1),
+        "labels_markup": _labels_markup(drawing),
         "diff": diff,
     }
     text = _environment().get_template("flamegraph.svg.j2").render(context)
     # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
     # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
     return text.encode("utf-8", "backslashreplace")
+
+
+# The frames and labels, tens of thousands of lines, are joined here rather than looped over in the
+# template: the same bytes (names escaped by markupsafe, as autoescaping does), a third of the time.
+def _frames_markup(drawing: Drawing, rect_height: float) -> Markup:
+    tail = f'" height="{rect_height}" fill="'
+    return Markup(
+        "".join(
+            f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="{w}{tail}{fill}"/></g>\n'
+            for title, x, y, w, fill in drawing.frames
+        )
+    )
+
+
+def _labels_markup(drawing: Drawing) -> Markup:
+    return Markup("".join(f'<text x="{x}" y="{y}">{escape(text)}</text>\n' for x, y, text in drawing.labels))
 
 
 def _legend_shares(
@@ -262,28 +303,35 @@ def render_svg(
     minimum = min_weight_for(options.min_width, total, plot_width)
     by_weight = options.order == "weight"
     layout = layout_stacks(texts, Columns(weights), minimum, ordered=not options.flamechart, by_weight=by_weight)
-    del texts, weights
     painter = Painter(palette, options.hash, options.random, options.palette_map)
     rules = resolve_highlights(options.highlights, options.preset, palette)
     highlighter = Highlighter(rules) if rules else None
     count_name = display_name(options.count_name_for(profile))  # in every title
     factor = options.factor
 
-    def fill(frame: Rect) -> str:
-        if frame.depth == 0:
-            return painter.fill("")
+    def name_fill(name: str) -> str:
         if highlighter is not None:
-            index = highlighter.class_of(frame.name)
+            index = highlighter.class_of(name)
             if index >= 0:
-                return highlighter.fill(index, frame.name)
-        return painter.fill(frame.name)
+                return highlighter.fill(index, name)
+        return painter.fill(name)
+
+    def fill(frame: Rect) -> str:
+        return painter.fill("") if frame.depth == 0 else name_fill(frame.name)
 
     durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
 
+    def amount(weight: float) -> str:
+        return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
+
     def title(frame: Rect, name: str) -> str:
         percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        amount = format_duration_us(frame.width) if durations else count_text(frame.width * factor, count_name)
-        return f"{name} ({amount}, {percent}%)"
+        if not frame.self_width:  # most frames: the page says "self 0"; the file stays small
+            return f"{name} ({amount(frame.width)}, {percent}%)"
+        return (
+            f"{name} ({amount(frame.width)}, {percent}%; "
+            f"self {amount(frame.self_width)}, {format_percent(frame.self_width, total)}%)"
+        )
 
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
     summary = [profile_facts(drawn, count_name, factor, by_thread)]
@@ -311,11 +359,25 @@ def render_svg(
     )
     page = _page(options, layout, text)
     drawing = _draw(layout, options, page, fill, title)
+    drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
+    stacks_data = encode_stacks(texts, weights, strip_annotation, name_fill)
+    del texts, weights
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
-    svg = _document(options, page, drawing, title_text, palette, count_name, diff=False, examples=examples)
+    svg = _document(
+        options,
+        page,
+        drawing,
+        title_text,
+        palette,
+        count_name,
+        diff=False,
+        examples=examples,
+        stacks=stacks_data,
+        durations=durations,
+    )
     if options.palette_map is not None:  # extended in memory; the caller saves it
-        options.palette_map.update((name, color) for name, color in painter.cache.items() if name)
+        options.palette_map.update((name, color) for name, color in drawn_colors.items() if name)
     return svg
 
 

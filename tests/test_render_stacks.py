@@ -1,0 +1,82 @@
+"""The stacks embedded for the page's views: every stack comes back, exactly, from the compact form."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flamegraph.layout import order_stacks
+from flamegraph.model import FoldedProfile
+from flamegraph.render import RenderOptions, render_svg
+from flamegraph.render.stacks import encode_stacks
+from flamegraph.render.text import display_name
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def decode(data: dict) -> list[tuple[tuple[str, ...], float]]:  # type: ignore[type-arg]
+    """What the page's script does with #stacks (flamegraph.js, loadStacks)."""
+    names = data["names"]
+    path: list[str] = []
+    out = []
+    for record in data["stacks"].split(" ") if data["stacks"] else []:
+        fields = record.split(",")
+        del path[int(fields[0]) :]
+        path += [names[int(code, 36)] for code in fields[1:-1]]
+        out.append((tuple(path), float(fields[-1])))
+    return out
+
+
+def round_trip(pairs: list[tuple[str, float]], keep_order: bool = False) -> None:
+    texts, weights = order_stacks(pairs, keep_order=keep_order)
+    data = encode_stacks(texts, weights, lambda name: name, lambda name: "#000000")
+    shown = [
+        (tuple(map(display_name, text.split(";"))), float(weight)) for text, weight in zip(texts, weights, strict=True)
+    ]
+    assert decode(data) == shown  # names as the frames show them: control characters escaped
+
+
+def test_known_answer() -> None:
+    texts, weights = order_stacks({"main;compute;gemm": 40, "main;compute;relu": 10, "main;io;read": 12})
+    data = encode_stacks(texts, weights, lambda name: name, lambda name: "#000000")
+    assert data["names"] == ["main", "compute", "gemm", "relu", "io", "read"]
+    assert data["stacks"] == "0,0,1,2,40 2,3,10 1,4,5,12"
+
+
+def test_a_name_that_extends_another_and_a_repeated_stack() -> None:
+    # "a" < "a b;x" < "a;y": the stack after "a b;x" shares no frame with it, only with "a"
+    round_trip([("a", 1), ("a b;x", 2), ("a;y", 3), ("a;y;z", 4), ("ab", 5)])
+    round_trip([("a;b", 1), ("a;b", 2), ("a", 3), ("a;b;c", 4), ("a;b", 1)], keep_order=True)  # a flame chart
+
+
+frame_names = st.text(alphabet=st.characters(blacklist_characters=";\n"), min_size=1, max_size=4)
+
+
+@given(st.lists(st.tuples(st.lists(frame_names, min_size=1, max_size=6), st.integers(1, 10**12)), max_size=30))
+def test_every_stack_comes_back(stacks: list[tuple[list[str], int]]) -> None:
+    pairs = [(";".join(frames), weight) for frames, weight in stacks]
+    round_trip(pairs)
+    round_trip(pairs, keep_order=True)
+
+
+def test_the_page_holds_every_stack_even_those_too_narrow_to_draw() -> None:
+    counts = {"main;hot": 1_000_000, **{f"main;site{i};malloc": 1 for i in range(50)}}
+    svg = render_svg(FoldedProfile(counts), RenderOptions())
+    assert b"<title>malloc" not in svg and b"<title>site" not in svg  # too narrow to draw
+    data = json.loads(ET.fromstring(svg).find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    assert sorted(decode(data)) == sorted((tuple(text.split(";")), float(w)) for text, w in counts.items())
+    # Names as the frames show them: annotations stripped, hidden characters escaped, XML-safe text.
+    svg = render_svg(FoldedProfile({"a;k_[k]": 1, "a;b\u202ec<&>": 2}), RenderOptions())
+    data = json.loads(ET.fromstring(svg).find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    assert data["names"] == ["a", "b\\u202ec<&>", "k"]
+    assert b"<&>" not in svg.split(b'id="stacks"')[1]  # escaped in the JSON: \u003c&...
+
+
+def test_diff_pages_carry_no_stacks() -> None:
+    from flamegraph.render import render_diff
+
+    svg = render_diff(FoldedProfile({"a;b": 1}), FoldedProfile({"a;b": 2}), RenderOptions())
+    assert b'id="stacks"' not in svg and b'"views": false' in svg
