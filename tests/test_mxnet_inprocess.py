@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from flamegraph.jit.recording import HOOK
+from flamegraph.mxnet.inprocess import bulk_settings, environment_to_set
 
 FAKE_MXNET = {
     "__init__.py": """
@@ -101,6 +102,8 @@ def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
     assert facts["environment"] == {
         "DNNL_VERBOSE": "1", "DNNL_VERBOSE_TIMESTAMP": "1",
         "MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "0", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "0",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": None,
     }  # fmt: skip
     assert not list(tmp_path.glob("profile*.json")), "nothing written to the program's working directory"
     threads = facts["threads"]
@@ -134,3 +137,20 @@ def test_a_program_without_mxnet_leaves_a_note(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == "no mxnet here\n"
     facts = sidecar(directory)
     assert facts["notes"] == ["the program never imported mxnet"] and facts["mxnet"] is None
+
+
+def test_bulk_is_off_unless_the_user_set_it() -> None:
+    """Gluon's CachedOp bulks by MAX_NODE_TRAIN_FWD/_BWD (defaulting to MAX_NODE_TRAIN), not by
+    MXNET_EXEC_BULK_EXEC_TRAIN: all four are set to 0, and a user's own setting of any of them is kept."""
+    ours = environment_to_set(set())
+    assert {name: ours[name] for name in ours if "BULK" in name} == {
+        "MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "0", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "0",
+    }  # fmt: skip
+    kept = environment_to_set({"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN"})
+    assert not {"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD"} & set(kept)
+    assert "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD" in environment_to_set({"MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD"})
+    assert bulk_settings({**ours, "DNNL_VERBOSE": "1"}) == {}
+    assert bulk_settings({**ours, "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": "15"}) == {
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": "15"
+    }

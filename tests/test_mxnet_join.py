@@ -18,7 +18,7 @@ from flamegraph.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner, op_frame
 from flamegraph.mxnet.oncpu import OffCpu, off_cpu_intervals
 from flamegraph.mxnet.profile import ProfilerTrace, Span, SpanIndex
 from flamegraph.mxnet.recording import recorded_map
-from flamegraph.mxnet.summary import summarize
+from flamegraph.mxnet.summary import is_unnamed, summarize
 from flamegraph.mxnet.threads import learn_thread_map, recorded_threads
 from flamegraph.mxnet.views import compare_operators, group_by_op, operator_samples
 
@@ -94,6 +94,9 @@ def test_segments_are_not_called_operators() -> None:
     assert op_frame("[_backward_SoftmaxOutput,_backward_FullyConnected,_backward_") == (
         "[segment] _backward_SoftmaxOutput,_backward_FullyConnected,_backward_..."  # MXNet cut the name short
     )
+    # The engine's bulk names no operator: a placeholder (not counted as named), never "[op] ImperativeBulk".
+    assert op_frame("ImperativeBulk") == "[segment] (ImperativeBulk: operators not recorded by MXNet)"
+    assert is_unnamed(op_frame("ImperativeBulk"))
 
 
 def test_other_threads_are_untouched_and_unmapped_engine_threads_say_so() -> None:

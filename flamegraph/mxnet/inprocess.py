@@ -31,7 +31,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -41,13 +41,39 @@ from .pthreads import ThreadWatch
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
-# single operators instead of bulk segments ("[FullyConnected,Activation,...]").
+# single operators instead of bulk segments. The first two cover the symbolic executor (Module API:
+# segments "[FullyConnected,Activation,...]"); a hybridized Gluon block's CachedOp ignores them and
+# bulks by the engine's bulk size, which it sets to MAX_NODE_TRAIN_FWD/_BWD (default 15) around its
+# forward and backward passes: one "ImperativeBulk" span per pass, its operators not recorded.
 ENVIRONMENT = {
     "DNNL_VERBOSE": "1",
     "DNNL_VERBOSE_TIMESTAMP": "1",
     "MXNET_EXEC_BULK_EXEC_TRAIN": "0",
     "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "0",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "0",
 }
+# MXNet reads _FWD and _BWD with this one as their default: a user who set it keeps it for both.
+BULK_FALLBACK = {
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": (
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD",
+    )
+}
+BULK_VARIABLES = (*(name for name in ENVIRONMENT if name.startswith("MXNET_EXEC_BULK")), *BULK_FALLBACK)
+
+
+def bulk_settings(environment: Mapping[str, str | None]) -> dict[str, str]:
+    """The bulk variables set in `environment` whose value leaves some bulking on (not "0")."""
+    return {name: value for name in BULK_VARIABLES if (value := environment.get(name)) not in (None, "0")}
+
+
+def environment_to_set(present: Container[str]) -> dict[str, str]:
+    """The part of ENVIRONMENT the user's environment (`present`: its names) leaves to us."""
+    kept = {name for fallback, names in BULK_FALLBACK.items() if fallback in present for name in names}
+    return {name: value for name, value in ENVIRONMENT.items() if name not in present and name not in kept}
+
+
 SIDECAR_VERSION = 1
 # The profiler keeps every event in memory until it is dumped (~8 MB/s for the MLP): a timer thread
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
@@ -80,7 +106,7 @@ class Session:
             "clock_end": None,
             "profile": profile_path(directory, self.pid),
             "verbose": verbose_path(directory, self.pid),
-            "environment": {name: os.environ.get(name) for name in ENVIRONMENT},
+            "environment": {name: os.environ.get(name) for name in (*ENVIRONMENT, *BULK_FALLBACK)},
             "mxnet": None,  # its version, once the program imports it
             "dump_seconds": None,
             "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
@@ -187,8 +213,7 @@ def install(directory: str) -> Session:
     """Set the environment, redirect oneDNN's stdout, and arm the profiler for `import mxnet`.
     `directory` must be ours alone (private.NotPrivate otherwise): MXNet writes its trace there by name."""
     private_dir(directory)
-    for name, value in ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
+    os.environ.update(environment_to_set(os.environ))
     session = Session(directory)
     redirect_c_stdout(session.facts["verbose"])
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

@@ -13,6 +13,7 @@ line and its folded frames (leaf first) and returns them with, where they belong
                     completion callback (the engine's own work before an operator starts)
     [op] (no profiler thread)   inside ExecuteOprBlock on a thread no profiler thread was mapped to
     [segment] A,B   a bulk segment (MXNet timed several operators as one span)
+    [segment] (ImperativeBulk: ...)   the engine's bulk: MXNet does not record which operators ran
     [dnnl] KIND PROPAGATION SHAPE (IMPL)   just above MKLDNNStream::Submit, or below the JIT
                     frames of a stack cut short inside JIT code: the one primitive execution of the
                     verbose log running at the sample's time (within the thread's operator span)
@@ -46,6 +47,10 @@ JIT_SUFFIX = b"_[j]"
 THREAD_ROOTS = frozenset((b"start_thread", b"clone3", b"clone", b"_start", b"__libc_start_main"))
 HEADER_TIME = re.compile(rb"(?:^|\s)(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 OP_NONE = "[op] (none)"
+# The engine's own bulk (a Gluon CachedOp's pass under MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD/_BWD):
+# the profiler records the bulk, not its operators.
+ENGINE_BULK = "ImperativeBulk"
+OP_ENGINE_BULK = "[segment] (ImperativeBulk: operators not recorded by MXNet)"
 OP_UNMAPPED = "[op] (no profiler thread)"
 DNNL_NONE = "[dnnl] (none)"
 KEEP_TIMES = 50_000  # sample times kept for the clock check (every k-th beyond this)
@@ -59,6 +64,8 @@ def thread_of(header: re.Match[bytes]) -> int:
 def op_frame(name: str) -> str:
     """The frame of a span: `[op] NAME`, or `[segment] A,B,...` for a bulk segment (MXNet names it
     "[A,B,...]" and cuts long names short, closing bracket included: then the frame ends in "...")."""
+    if name == ENGINE_BULK:
+        return OP_ENGINE_BULK
     if name.startswith("["):
         return f"[segment] {name[1:-1]}" if name.endswith("]") else f"[segment] {name[1:]}..."
     return f"[op] {name}"

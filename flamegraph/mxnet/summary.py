@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .clock import Alignment, check_shift, clock_problems
-from .join import OP_NONE, OP_UNMAPPED, Joiner, op_frame
+from .join import OP_ENGINE_BULK, Joiner, op_frame
 
 AGREEMENT_ABOVE = 5.0  # the goal compares operators above 5 % of either measure
 HEADER_ROWS = 12  # rows of each table in the SVG header
@@ -47,7 +47,8 @@ class JoinSummary:
     operators: list[Row] = field(default_factory=list)
     primitives: list[Row] = field(default_factory=list)
     engine_samples: int = 0
-    op_named: int = 0  # engine-thread samples under a named operator (or segment)
+    op_named: int = 0  # engine-thread samples under a named operator (or a segment naming its members)
+    engine_bulk: int = 0  # ... under the engine's bulk, whose members MXNet does not record
     completions: int = 0  # ... of them in a completion callback after the operator's span
     jit_samples: int = 0
     jit_named: int = 0  # JIT-leaf samples under exactly one primitive
@@ -90,7 +91,8 @@ def summarize(joiner: Joiner) -> JoinSummary:
     if last < first:
         return summary
     summary.window_s = (last - first) / 1e6
-    summary.op_named = sum(n for name, n in counts.ops.items() if name not in (OP_NONE, OP_UNMAPPED))
+    summary.op_named = sum(n for name, n in counts.ops.items() if not is_unnamed(name))
+    summary.engine_bulk = counts.ops.get(OP_ENGINE_BULK, 0)
     summary.operators = _rows(counts.ops, counts.engine, operator_times(joiner, first, last))
     if joiner.verbose is not None:
         executed = {k: (calls, time, None) for k, (calls, time) in joiner.verbose.aggregate(first, last).items()}
@@ -159,6 +161,11 @@ def _check_text(check: list[tuple[float, float]]) -> str:
 
 def coverage_text(summary: JoinSummary) -> str:
     text = f"{summary.op_coverage:.1f} % of {summary.engine_samples:,} engine-thread samples under an [op] frame"
+    if summary.engine_bulk and summary.engine_samples:
+        text += (
+            f" ({100 * summary.engine_bulk / summary.engine_samples:.1f} % under the engine's bulks, ImperativeBulk:"
+            " MXNet records no operator names for them; MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD/_BWD=0 names them)"
+        )
     if summary.jit_samples:
         text += f"; {summary.jit_coverage:.1f} % of {summary.jit_samples:,} JIT-kernel samples under a [dnnl] frame"
     return text

@@ -1,0 +1,138 @@
+"""`flamegraph record --mxnet`, nothing else set, on three user scripts the test writes itself (a
+hybridized Gluon CNN with BatchNorm, the same CNN not hybridized, a Module API MLP), each trained for a
+few seconds on random data, quietly and beside two CPU hogs (`python -c 'while True: pass'`).
+
+The goal (issue 19): >= 95 % of engine-thread samples under a named operator, no placeholder
+(`[op] (none)`, the engine's `ImperativeBulk`, an unmapped thread) above 3 %, and every operator above
+5 % within 3 points of the profiler's on-CPU time. A hybridized block used to put ~94 % of its engine
+weight under one `[op] ImperativeBulk`: Gluon's CachedOp bulks by MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD
+/_BWD, which the two variables `--mxnet` set before (..._TRAIN, ..._INFERENCE) do not cover."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
+
+TRAIN_S = 2.5  # seconds of training per script
+# 499 Hz gives ~200-550 engine-thread samples in 2.5 s on 2 busy cores: one standard error of a 20 %
+# share is then 1.7-2.7 points, as large as the goal's 3; 1999 Hz halves it.
+FREQ = "1999"
+
+CNN = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np, mxnet as mx
+    from mxnet import autograd, gluon
+    rng = np.random.RandomState(0)
+    X = mx.nd.array(rng.rand(32, 1, 28, 28).astype("float32"))
+    y = mx.nd.array(rng.randint(0, 10, 32).astype("float32"))
+    net = gluon.nn.HybridSequential()
+    net.add(
+        gluon.nn.Conv2D(8, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"), gluon.nn.MaxPool2D(2),
+        gluon.nn.Conv2D(16, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"), gluon.nn.MaxPool2D(2),
+        gluon.nn.Flatten(), gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(10),
+    )
+    net.initialize(mx.init.Xavier())
+    if sys.argv[1] == "hybrid":
+        net.hybridize()
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
+    end, steps = time.monotonic() + float(sys.argv[2]), 0
+    while time.monotonic() < end:
+        with autograd.record():
+            loss = loss_fn(net(X), y)
+        loss.backward()
+        trainer.step(32)
+        loss.wait_to_read()
+        steps += 1
+    print("trained", steps, flush=True)
+    """
+)
+
+MODULE = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np, mxnet as mx
+    rng = np.random.RandomState(0)
+    X = rng.rand(6400, 784).astype("float32"); y = rng.randint(0, 10, 6400).astype("float32")
+    train = mx.io.NDArrayIter(X, y, 64, shuffle=True)
+    net = mx.sym.Variable("data")
+    for i, hidden in enumerate((128, 64)):
+        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
+    mod = mx.mod.Module(net, context=mx.cpu())
+    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
+    end, steps = time.monotonic() + float(sys.argv[1]), 0
+    while time.monotonic() < end:
+        train.reset()
+        for batch in train:
+            mod.forward_backward(batch); mod.update(); steps += 1
+            if time.monotonic() >= end:
+                break
+        mx.nd.waitall()
+    print("trained", steps, flush=True)
+    """
+)
+
+CNN_OPERATORS = {
+    "Convolution", "_backward_Convolution", "BatchNorm", "_backward_BatchNorm", "Pooling", "_backward_Pooling",
+    "FullyConnected", "_backward_FullyConnected", "Activation", "_backward_Activation",
+}  # fmt: skip
+SCRIPTS = {
+    "gluon-hybridized": ("cnn.py", CNN, ["hybrid"], CNN_OPERATORS),
+    "gluon-imperative": ("cnn.py", CNN, ["imperative"], CNN_OPERATORS),
+    "module-api": ("mlp.py", MODULE, [], {"FullyConnected", "_backward_FullyConnected", "Activation"}),
+}
+COVERAGE = re.compile(r"mxnet: ([0-9.]+) % of ([0-9,]+) engine-thread samples under an \[op\] frame")
+GAP = re.compile(r"mxnet: agreement: largest gap ([0-9.]+) points.*")
+ROW = re.compile(r"^\s+[0-9,]+\s+([0-9.]+)%\s.*?\s{2}(\[(?:op|segment)\] .+)$")
+
+
+@pytest.fixture(params=["quiet", "loaded"])
+def load(request: pytest.FixtureRequest) -> Iterator[str]:
+    hogs = []
+    if request.param == "loaded":
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield request.param
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.parametrize("script", list(SCRIPTS))
+def test_user_script_operators_are_named(script: str, load: str, tmp_path: Path) -> None:
+    name, text, args, expected = SCRIPTS[script]
+    (tmp_path / name).write_text(text)
+    argv = [
+        sys.executable, "-m", "flamegraph", "record", "--mxnet", "-F", FREQ, "--perf-data", str(tmp_path / "perf.data"),
+        "--folded", str(tmp_path / "out.folded"), "-o", str(tmp_path / "out.svg"),
+        "--", sys.executable, str(tmp_path / name), *args, str(TRAIN_S),
+    ]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    err = proc.stderr
+    assert proc.returncode == 0, err[-3000:]
+    assert "bulk execution off for the run" in err  # the one line saying so
+    coverage, gap = COVERAGE.search(err), GAP.search(err)
+    assert coverage is not None and gap is not None, err[-3000:]
+    rows = {m.group(2): float(m.group(1)) for line in err.splitlines() if (m := ROW.match(line))}
+    placeholders = {frame: share for frame, share in rows.items() if frame.partition("] ")[2].startswith("(")}
+    figures = f"{script} {load}: {coverage.group(0)}; {gap.group(0)}; placeholders {placeholders}"
+    print(f"\n{figures}")
+    assert "ImperativeBulk" not in err.partition("MXNet operators (")[2], figures
+    assert {f"[op] {op}" for op in expected} <= set(rows), (figures, sorted(rows))
+    assert any(frame.startswith("[op] ") and "sgd" in frame for frame in rows), sorted(rows)  # the optimizer
+    assert float(coverage.group(1)) >= 95.0, figures
+    assert all(share <= 3.0 for share in placeholders.values()), figures
+    assert float(gap.group(1)) <= 3.0, figures
