@@ -22,7 +22,7 @@ import pytest
 from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, fleet_perfs, has_events, tcp_cluster, wait_for
 
-from flamegraph.diagnostics import EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
+from flamegraph.diagnostics import EXIT_INTERRUPTED, EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
 from flamegraph.fleet.model import MISSING, HostRequest, Target
 from flamegraph.oncpu import fold_with_report
 
@@ -224,6 +224,88 @@ def test_ctrl_c_in_a_terminal_stops_the_local_cluster_cleanly(tmp_path: Path) ->
     assert folded.stat().st_size > 0
     assert sorted(p.name for p in scratch.iterdir()) == []  # no flamegraph-fleet-*, no dask-scratch-space
     wait_for(lambda: not _perfs_under(scratch), 10, "no perf left")
+
+
+def _in_terminal(args: list[str], scratch: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The CLI in a new session whose controlling terminal is a pty; its master end."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, preexec_fn=_own_terminal,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )  # fmt: skip
+    os.close(slave)
+    return proc, master
+
+
+def _read(master: int, seconds: float) -> bytes:
+    seen = b""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and select.select([master], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal's last process closed it
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def _starting_workers(client: int) -> list[int]:
+    """The LocalCluster's worker processes already spawned but still in the client's (the terminal's)
+    process group: their preload has not run yet."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == client:
+                if b"--multiprocessing-fork" in (entry / "cmdline").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _environ_holds(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.perf
+def test_ctrl_c_while_the_local_cluster_starts_is_a_clean_stop(tmp_path: Path) -> None:
+    """^C typed while the LocalCluster was starting reached its worker processes (still in the terminal's
+    group, importing Dask): their KeyboardInterrupt tracebacks filled the terminal. Now the terminal's
+    signals are blocked in what the cluster start spawns; the client stops once the cluster is up."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    svg = tmp_path / "fleet.svg"
+    args = ["fleet", "record", "--scheduler", "local:2", "--duration", "10", "--all-cpus", "-o", str(svg)]
+    proc, master = _in_terminal(args, scratch)
+    seen = b""
+    try:
+        wait_for(lambda: _starting_workers(proc.pid) or proc.poll() is not None, 60, "a starting worker")
+        seen += _read(master, 0.1)
+        os.write(master, b"\x03")  # the terminal sends SIGINT to its foreground process group
+        end = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < end:
+            seen += _read(master, 0.5)
+        seen += _read(master, 0.5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(master)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == EXIT_INTERRUPTED, text
+    assert "Traceback" not in text and "Exception ignored" not in text and "KeyboardInterrupt" not in text, text
+    assert "recording" not in text and not svg.exists()  # stopped before any host recorded
+    assert sorted(p.name for p in scratch.iterdir()) == []  # no flamegraph-fleet-*, no dask-scratch-space
+    wait_for(lambda: not _environ_holds(str(scratch)), 10, "no worker (nor perf) left")
 
 
 # -- a worker stopped while it records ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from flamegraph.diagnostics import (
 )
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.record import RecordSpec, Status, fold_recording, record
+from flamegraph.record import Recording, RecordOptions, RecordSpec, Status, fold_recording, record
 
 pytestmark = pytest.mark.perf
 
@@ -103,6 +104,30 @@ def test_duration_stops_a_long_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 30
     assert share(load(folded), "libz") > 0.5
+
+
+def test_duration_stops_perf_started_from_a_thread_that_blocks_sigint(tmp_path: Path) -> None:
+    """A signal mask survives fork and exec: perf started from a thread with SIGINT blocked (a Dask
+    thread, a library caller's) ignored the SIGINT --duration sends, and recorded on and on."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGHUP))
+        spec = RecordSpec(command=(sys.executable, "-c", BUSY), options=RecordOptions(duration=1.0, freq=99))
+        try:
+            outcome.append(record(spec, tmp_path / "perf.data", status=Status(io.BytesIO(), io.BytesIO())))
+        except BaseException as err:  # noqa: BLE001 - reported below
+            outcome.append(err)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "perf did not stop at --duration"
+    assert time.monotonic() - started < 20
+    (recording,) = outcome
+    assert isinstance(recording, Recording) and recording.stopped_ns is not None, recording
+    assert recording.perf_data.stat().st_size > 0
 
 
 def test_pid_mode_records_a_running_process(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ START_ALLOWANCE = 15.0  # seconds a task may take to start (worker busy, imports
 POLL = 0.5
 INSTALL_HINT = "install it with `pip install 'flamegraph-perf[fleet]'`"
 LOCAL_WORKER_SETUP = "flamegraph.fleet.local_worker"  # the Dask preload of the LocalCluster's workers
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)  # what a terminal sends its whole foreground group
 
 Note = Callable[[str], None]
 
@@ -78,34 +79,67 @@ def connect(scheduler: Scheduler) -> Iterator[Any]:
 def _local_cluster(distributed: Any, workers: int) -> Iterator[Any]:
     """A LocalCluster on 127.0.0.1 (no dashboard) whose workers keep their files in a private temporary
     directory, removed with the cluster, and leave the terminal's process group (local_worker.py)."""
-    import dask
-
     scratch = tempfile.mkdtemp(prefix="flamegraph-fleet-dask-")  # 0700, ours: not a shared dask-scratch-space
     try:
+        held = _TerminalSignalsHeld()
         try:
-            # Dask's statistical profiler samples worker threads every 10 ms, holding the GIL the fold
-            # needs (fold chunks ran ~1.5x slower with it): our workers do not need it.
-            # Dask's own temporary files (workers, scheduler) go to our private directory too.
-            settings = {"distributed.worker.profile.enabled": False, "temporary-directory": scratch}
-            with dask.config.set(settings):
-                cluster = distributed.LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",  # nothing listens beyond this machine
-                    dashboard_address=None,
-                    local_directory=scratch,
-                    preload=[LOCAL_WORKER_SETUP],
-                    silence_logs=logging.CRITICAL,  # shutdown races log "stream closed"; our errors are ours
-                )
-        except (OSError, TimeoutError) as err:
-            raise ClusterUnavailable(f"cannot start a local Dask cluster: {err}") from None
+            cluster = _start_local_cluster(distributed, workers, scratch)
+        except BaseException:
+            held.release()
+            raise
         try:
+            held.release()  # a Ctrl-C typed while the cluster started is raised here: it is closed below
             yield cluster
         finally:
             cluster.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _start_local_cluster(distributed: Any, workers: int, scratch: str) -> Any:
+    import dask
+
+    # Dask's statistical profiler samples worker threads every 10 ms, holding the GIL the fold needs
+    # (fold chunks ran ~1.5x slower with it): our workers do not need it. Dask's own temporary files
+    # (workers, scheduler) go to our private directory too.
+    settings = {"distributed.worker.profile.enabled": False, "temporary-directory": scratch}
+    try:
+        with dask.config.set(settings):
+            return distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",  # nothing listens beyond this machine
+                dashboard_address=None,
+                local_directory=scratch,
+                preload=[LOCAL_WORKER_SETUP],
+                silence_logs=logging.CRITICAL,  # shutdown races log "stream closed"; our errors are ours
+            )
+    except (OSError, TimeoutError) as err:
+        raise ClusterUnavailable(f"cannot start a local Dask cluster: {err}") from None
+
+
+class _TerminalSignalsHeld:
+    """Ctrl-C (or a hangup) while a LocalCluster starts waits until it is up. Blocked in this thread,
+    the terminal's signals are blocked in the IO-loop thread Dask starts from it, and in the worker
+    processes that thread spawns (a signal mask survives fork and exec): the terminal's SIGINT to its
+    whole foreground group stays pending in a starting worker until its preload has left that group
+    and discarded it (local_worker.py), instead of killing it mid-import with a traceback. The client
+    gets it when the mask is restored, once the cluster is up, and stops cleanly."""
+
+    def __init__(self) -> None:
+        from multiprocessing import resource_tracker
+
+        # Dask's first semaphore starts multiprocessing's resource tracker, which blocks SIGINT around
+        # its spawn and then unblocks it (not restores): started now, before the mask is set
+        resource_tracker.ensure_running()
+        self.previous: set[int | signal.Signals] | None = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+
+    def release(self) -> None:
+        """Restore the mask (once); a signal held meanwhile is delivered now (Ctrl-C: KeyboardInterrupt)."""
+        if self.previous is not None:
+            previous, self.previous = self.previous, None
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def live_workers(client: Any) -> dict[str, int]:

@@ -21,6 +21,9 @@ SIG_IGN = 1  # signal.h's SIG_IGN, as the pointer libc's signal() takes
 _LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
 _LIBC.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
 _LIBC.signal.restype = ctypes.c_void_p
+_LIBC.sigprocmask.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+SIG_SETMASK = 2  # signal.h (Linux)
+_NO_SIGNALS = ctypes.create_string_buffer(128)  # an empty sigset_t (glibc's is 128 bytes), made before fork
 VDSO_TEMP = "/tmp/perf-vdso.so-"  # perf's copy of the vDSO while it reads build-ids (util/vdso.c, fixed /tmp)
 
 
@@ -28,9 +31,12 @@ def perf_preexec(ignore_hangup: bool) -> Callable[[], None]:
     """In perf's child process before exec (already in its own process group): if we die (SIGKILL),
     perf gets SIGTERM and stops cleanly (perf handles SIGTERM as SIGINT: it writes its data and ends the
     command it launched). With the terminal handed to perf's group, a hangup also sends SIGHUP there
-    (the kernel, as the shell exits), which perf does not handle: it ignores it, as under nohup."""
+    (the kernel, as the shell exits), which perf does not handle: it ignores it, as under nohup.
+    perf starts with no signal blocked, whatever the thread that starts it blocks (a signal mask
+    survives exec): a perf with SIGINT blocked never stopped at --duration."""
 
     def preexec() -> None:
+        _LIBC.sigprocmask(SIG_SETMASK, _NO_SIGNALS, None)
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if ignore_hangup:
             _LIBC.signal(signal.SIGHUP, SIG_IGN)
