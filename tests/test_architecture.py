@@ -89,7 +89,13 @@ def test_library_imports_without_mxnet() -> None:
 
 def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
     """inprocess.py runs inside the user's program: it and what it imports stay stdlib-only."""
-    in_process = {"flamegraph.mxnet.inprocess", "flamegraph.mxnet.clock", "flamegraph.mxnet.pthreads"}
+    in_process = {
+        "flamegraph.mxnet.inprocess",
+        "flamegraph.mxnet.clock",
+        "flamegraph.mxnet.pthreads",
+        "flamegraph.private",
+        "flamegraph.diagnostics",
+    }
     for module in sorted(in_process):
         path = REPO / (module.replace(".", "/") + ".py")
         for name in imports_of(path):
