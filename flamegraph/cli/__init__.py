@@ -13,7 +13,7 @@ import sys
 from types import FrameType
 
 from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal
-from .app import ReaderLeft, app
+from .app import Interrupted, ReaderLeft, app
 
 __all__ = ["app", "main", "register_commands"]
 
@@ -80,7 +80,7 @@ def main() -> None:
     except StopSignal as stop:
         print(f"flamegraph: stopped by {stop.name}", file=sys.stderr)
         sys.exit(stop.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         print("flamegraph: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except (BrokenPipeError, ReaderLeft):

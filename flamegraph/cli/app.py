@@ -13,14 +13,22 @@ class ReaderLeft(Exception):
     Not an OSError: typer turns an EPIPE OSError that leaves a command into exit 1 before we see it."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C left the command: `main` says so in one line, exit 130. Not a KeyboardInterrupt: typer
+    turns that into a silent exit 130 before we see it."""
+
+
 class CommandGroup(TyperGroup):
-    """The command group; a closed stdout pipe leaves the command as `ReaderLeft`."""
+    """The command group; a closed stdout pipe leaves the command as `ReaderLeft`, Ctrl-C as
+    `Interrupted`."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             raise ReaderLeft() from None
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
 
 app = typer.Typer(
