@@ -457,3 +457,33 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     assert set(Path("/tmp").glob("perf-vdso.so-*")) - before == set()
     assert list(tmp.iterdir()) == []  # an unreadable scratch perf.data is not kept
     assert not svg.exists()
+
+
+SLOW_PERF = """#!/bin/sh
+# perf record as on a loaded machine: a second passes before it handles SIGINT and creates its output
+# (until then SIGINT kills it, its recording unfinished). Anything else goes to the real perf.
+[ "$1" = record ] || exec {real} "$@"
+out=""; prev=""
+for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
+sleep 1
+trap 'echo "[ perf record: Captured and wrote 0.001 MB $out ]" >&2; exit 0' INT
+printf 'PERFILE2' > "$out"
+while :; do sleep 0.05; done
+"""
+
+
+def test_duration_waits_for_perf_to_begin_before_stopping_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--duration shorter than perf's start: SIGINT then killed perf ('perf record had not started');
+    perf is stopped once it has begun (its output exists), and the recording is whole."""
+    from flamegraph.record import RecordOptions, RecordSpec, record
+
+    real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "perf").write_text(SLOW_PERF.format(real=real))
+    (bin_dir / "perf").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    spec = RecordSpec(command=("sleep", "30"), options=RecordOptions(duration=0.1))
+    recording = record(spec, tmp_path / "perf.data")
+    assert recording.perf_data.read_bytes() == b"PERFILE2"
+    assert recording.stopped_ns is not None and not recording.interrupted

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..diagnostics import FlamegraphError, NoSuchProcess
+from ..diagnostics import FlamegraphError, NoSamples, NoSuchProcess
 from ..jit.recording import JitHook
 from ..mxnet.recording import MxnetHook
 from ..private import scratch_dir
@@ -130,6 +130,9 @@ def _record_and_fold(
             )
         result.profile, result.seconds, result.state = profile, recording.seconds, OK
         keep = False
+    except NoSamples:
+        keep = False  # an empty recording (stopped as it started) is worth nothing to keep
+        raise
     except FlamegraphError as err:
         if keep:
             err.args = (f"{err}; the recording is kept on this host in {_kept(data, parent)}",)
@@ -189,9 +192,11 @@ class Stopper:
                 break
         while not self.done.is_set():  # perf may not have started yet: try until record() returns
             self._interrupt_perf()
-            self.done.wait(1.0)
+            self.done.wait(0.2 if not os.path.exists(self.data) else 1.0)
 
     def _interrupt_perf(self) -> None:
+        if not os.path.exists(self.data):
+            return  # perf creates its output once it handles SIGINT: before, SIGINT would kill it
         for pid in children(os.getpid()):
             if records_into(pid, self.data):
                 try:

@@ -33,6 +33,7 @@ from .spec import (
 from .status import Status
 
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
+READY_SECONDS = 5.0  # how long --duration waits past its time for perf to begin before stopping it anyway
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
 
@@ -155,6 +156,7 @@ def record(
     argv = record_command(spec, perf, output, env)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
+    previous = _identity(output)  # perf renames an old file away: a new one means perf has begun
     proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None)
     warnings = PerfWarnings()
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
@@ -163,7 +165,7 @@ def record(
         terminal.give(proc.pid)
     started = time.monotonic()
     try:
-        ending = _wait(proc, spec, started, output, status, err, terminal)
+        ending = _wait(proc, spec, started, output, status, err, terminal, previous)
         seconds = time.monotonic() - started
     except BaseException:
         if _abort(proc, output, status) and err.released:
@@ -301,6 +303,23 @@ def _abort(proc: subprocess.Popen[bytes], output: Path, status: Status) -> bool:
     return False
 
 
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """The file at `path` (device, inode, size, mtime), or None. perf renames a file with data away and
+    truncates an empty one: either way the file after it has begun is another."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _began(output: Path, previous: tuple[int, ...] | None) -> bool:
+    """perf has begun: it creates its output (a new file) just after installing its SIGINT handler
+    (perf 6.1 __cmd_record), so from then on SIGINT stops it cleanly instead of killing it."""
+    now = _identity(output)
+    return now is not None and now != previous
+
+
 def _ignore(line: str) -> None:
     pass
 
@@ -313,8 +332,10 @@ def _wait(
     status: Status,
     err: _Relay,
     terminal: Terminal | None,
+    previous: tuple[int, ...] | None,
 ) -> _Ending:
-    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP."""
+    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP.
+    `previous` is what `output` was before perf started (see `_identity`)."""
     stopped_ns = None
     duration = spec.options.duration
     try:
@@ -322,7 +343,9 @@ def _wait(
             elapsed = time.monotonic() - started
             if elapsed >= HOLD_SECONDS and not err.released:
                 err.release()  # perf is recording: what comes now is the program's or perf's warnings
-            if duration is not None and elapsed >= duration and stopped_ns is None:
+            if duration is not None and elapsed >= duration and stopped_ns is None and (
+                _began(output, previous) or elapsed >= duration + READY_SECONDS
+            ):  # a perf that has not yet begun would die of SIGINT, its recording unfinished
                 stopped_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
             if terminal is not None:
