@@ -35,13 +35,19 @@ def find_perf() -> str:
     return perf
 
 
+# perf script keeps at most kernel.perf_event_max_stack frames (127) of a call chain, from the leaf:
+# deeper stacks (Python's nested imports and C->Python calls, recursion) lost their root. A DWARF dump
+# of 64 KiB holds fewer frames than this, so the whole unwound chain is kept.
+MAX_STACK = 4096
+
+
 def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] = ()) -> list[str]:
     """`perf script` for folding: --no-inline (addr2line inline resolution is ~130x slower on DWARF).
 
     Without fields of the caller's (`-F` in `extra`), perf's default fields less the period: a
     folded count of perf.data is a number of samples, as `record` folds it (`record` names its fields
     without the period). With the period printed, each sample would weigh its period (ns of cpu-clock)."""
-    command = [find_perf(), "script", "-i", perf_data, "--no-inline"]
+    command = [find_perf(), "script", "-i", perf_data, "--no-inline", "--max-stack", str(MAX_STACK)]
     if "-F" not in extra:
         command += ["-F", "+pid,-period" if with_pid else "-period"]  # +pid: the reference's --pid/--tid headers
     return [*command, *extra]
