@@ -18,6 +18,8 @@ line and its folded frames (leaf first) and returns them with, where they belong
                     frames of a stack cut short inside JIT code: the one primitive execution of the
                     verbose log running at the sample's time (within the thread's operator span)
     [dnnl] (none) / [dnnl] (ambiguous: N primitives at once)   when no / several executions fit
+    [instrumentation] ...   the tool's own instruments (MXNet's profiler, oneDNN's verbose log,
+                    our thread-map watcher), where their work begins: instruments.py
 Nothing is guessed: a sample with no span or no execution at its time says so. A sample of an
 engine thread inside a span whose stack stops before ExecuteOprBlock (unwinding cut short: its
 outermost frame is no thread root) gets its [op] frame just below the thread's root.
