@@ -4,12 +4,15 @@ under `[op] FullyConnected`). Stacks below are those of real `record --mxnet` / 
 
 from __future__ import annotations
 
+import re
+
 from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
 from flamegraph.collapse.sched_totals import OffCpuFolder
+from flamegraph.color import resolve_highlights
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.mxnet.instruments import instrumentation_shares, mark
+from flamegraph.mxnet.instruments import PROFILER, PROFILER_THREAD, VERBOSE, WATCH, instrumentation_shares, mark
 from flamegraph.mxnet.join import Joiner
 from flamegraph.mxnet.profile import ProfilerTrace, Span, SpanIndex
 from flamegraph.mxnet.recording import instrument_threads, parse_evidence
@@ -143,3 +146,9 @@ def test_shares_read_back_from_any_folded_profile() -> None:
         "5.0 % of samples (MXNet profiler 2.7 %, oneDNN verbose log 1.2 %, MXNet profiler thread 1.1 %)"
     )
     assert instrumentation_shares({"a;b": 5}).text("off-CPU time") == "0.0 % of off-CPU time"
+
+
+def test_the_mxnet_ops_preset_shows_the_instruments_as_a_class_of_their_own() -> None:
+    rules = resolve_highlights([], "mxnet-ops", "hot")
+    for frame in (PROFILER, PROFILER_THREAD, VERBOSE, WATCH):
+        assert [r.label for r in rules if re.search(r.pattern, frame)] == ["the tool's own instruments"]
