@@ -10,7 +10,9 @@ time in microseconds. Prints the thread roles found in the stacks (every MXNet t
 `python`), the waits the graph must show, the overhead on training throughput (the median loss of
 --repeat back-to-back pairs of runs without and with the recording) and the recording's data rate.
 With MXNet's profiler on (the default; --no-mxnet leaves it off) a wait inside an operator sits
-under its `[op]` frame (the operator the thread was running when it switched out).
+under its `[op]` frame (the operator the thread was running when it switched out), and the waits of
+the tool's own instruments (MXNet's dump thread, our thread-map watcher) under `[instrumentation] ...`
+roots, their share in the capture facts.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from flamegraph.collapse.perf_sched import OffCpuOptions
 from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.grouping import grouping_note, namer_for_recording
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.recording import MxnetHook
+from flamegraph.mxnet.recording import MxnetHook, instrumentation_fact
 from flamegraph.observer import FrameObserver
 from flamegraph.offcpu import threads as offcpu_threads
 from flamegraph.offcpu.fold import fold_offcpu_recording, window_ns
@@ -162,6 +164,8 @@ def run(args: argparse.Namespace) -> OffCpuRun:
         profile.metadata["MXNet"] = (
             f"waits under the [op] frame of the operator running at the switch-out ({named:,} of {counts.engine:,})"
         )
+        profile.metadata["instrumentation"] = instrumentation_fact(profile, "off-CPU time")
+        print(f"mxnet: instrumentation: {profile.metadata['instrumentation']}")
     roles = thread_roles(profile)
     size_mb = recorded.recording.perf_data.stat().st_size / 1e6
     meta = profile.metadata

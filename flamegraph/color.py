@@ -317,10 +317,12 @@ ONEDNN_PRESET = (
 )  # fmt: skip
 MXNET_OPS_PRESET = (
     # The frames `flamegraph record --mxnet` inserts (flamegraph.mxnet.join): named operators and
-    # bulk segments, oneDNN primitive executions, and the frames that say no single name fits.
+    # bulk segments, oneDNN primitive executions, the frames that say no single name fits, and the
+    # marks of the tool's own instruments.
     HighlightRule(r"^\[(op|segment)\] [^(]", "purple", "MXNet operators"),
     HighlightRule(r"^\[dnnl\] [^(]", "aqua", "oneDNN primitives"),
     HighlightRule(r"^\[(op|dnnl)\] \(", "yellow", "outside any operator / primitive"),
+    HighlightRule(r"^\[instrumentation\] ", "orange", "the tool's own instruments"),  # mxnet/instruments.py
 )
 PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET, "mxnet-ops": MXNET_OPS_PRESET}
 

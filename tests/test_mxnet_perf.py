@@ -123,3 +123,42 @@ def test_the_recorded_thread_map_is_the_engine_thread_perf_saw(
         if "ThreadedEngine::ExecuteOprBlock" in stack:
             executing[int(head.split()[0])] += 1
     assert recorded_map[busiest] == [executing.most_common(1)[0][0]], (recorded_map, executing)
+
+
+def test_the_tools_own_instruments_are_marked_and_their_share_reported(
+    recorded: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """Issue 19: the profiler's dump thread (the thread outside Python that perf saw in
+    Profiler::DumpProfile) is drawn under `[instrumentation] MXNet profiler thread`, all of its samples
+    and nothing else; the share is one line and a capture fact in the SVG."""
+    proc, tmp = recorded
+    (sidecar,) = (tmp / "perf.data.mxnet").glob("mxnet-*.json")
+    facts = json.loads(sidecar.read_text())
+    python = set(facts["threads"]["python"]) | {facts["pid"]}
+    script = subprocess.run(
+        script_command(str(tmp / "perf.data"), extra=["-F", "tid,ip,sym"]),
+        capture_output=True, text=True, errors="replace", timeout=300, check=True,
+    )  # fmt: skip
+    per_tid: Counter[int] = Counter()
+    dumpers: set[int] = set()
+    for record in script.stdout.split("\n\n"):
+        head, _, stack = record.strip().partition("\n")
+        if not head.strip():
+            continue
+        tid = int(head.split()[0])
+        per_tid[tid] += 1
+        if "mxnet::profiler::Profiler::DumpProfile" in stack:
+            dumpers.add(tid)
+    assert len(dumpers - python) == 1, (dumpers, python)  # continuous_dump's timer thread, seen dumping
+    marked: Counter[str] = Counter()
+    for line in (tmp / "out.folded").read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        if len(frames) > 1 and frames[1].startswith("[instrumentation] "):
+            marked[frames[1]] += int(count)
+    assert marked["[instrumentation] MXNet profiler thread"] == sum(per_tid[t] for t in dumpers - python)
+    assert marked["[instrumentation] flamegraph thread map"] == per_tid[facts["threads"]["watch"]]
+    line = re.search(r"mxnet: instrumentation: ([0-9.]+) % of samples \(.*MXNet profiler thread [0-9.]+ %", proc.stderr)
+    assert line is not None, proc.stderr[-3000:]
+    assert 0.0 < float(line.group(1)) < 20.0
+    assert "instrumentation: " in (tmp / "out.svg").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,11 @@ def test_make_offcpu_shows_the_engine_iterator_and_preemption_waits(tmp_path: Pa
     with open(tmp_path / "mlp-offcpu.folded", "rb") as f:
         profile = read_folded(f, "mlp-offcpu.folded", Diagnostics(echo=False))
     assert profile.total == facts["off_cpu_us"]
+    # The tool's own instruments are marked, not passed off as the program's waits (issue 19): MXNet's
+    # dump thread and our thread-map watcher sleep the whole window, each under its own root.
+    roots = {stack.split(";")[1] for stack in profile.counts if ";" in stack}
+    assert {"[instrumentation] MXNet profiler thread", "[instrumentation] flamegraph thread map"} <= roots
+    assert re.match(r"[0-9.]+ % of off-CPU time \(.*MXNet profiler thread", facts["metadata"]["instrumentation"])
     # Training window only: no `import mxnet` (dlopen, page-cache reads of libmxnet) in it.
     assert not any("_dl_map_object" in stack for stack in profile.counts)
     # DWARF stacks deep enough to tell the waits apart: the main thread's reach Python's entry point.

@@ -9,6 +9,7 @@ trace (operator spans per profiler thread) and oneDNN's verbose log (primitive e
     clock       CLOCK_MONOTONIC -> CLOCK_REALTIME, residual error, the data check
     threads     profiler thread -> Linux TID, learnt from the samples, with its evidence
     join        the sample hook: [op] / [dnnl] frames inserted where they belong
+    instruments the tool's own instruments marked ([instrumentation] frames), and their share
     summary     coverage, per-operator and per-primitive tables, their text
     views       group-by-op re-rooting, operator-by-operator comparison of two profiles
 

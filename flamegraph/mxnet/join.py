@@ -18,6 +18,8 @@ line and its folded frames (leaf first) and returns them with, where they belong
                     frames of a stack cut short inside JIT code: the one primitive execution of the
                     verbose log running at the sample's time (within the thread's operator span)
     [dnnl] (none) / [dnnl] (ambiguous: N primitives at once)   when no / several executions fit
+    [instrumentation] ...   the tool's own instruments (MXNet's profiler, oneDNN's verbose log,
+                    our thread-map watcher), where their work begins: instruments.py
 Nothing is guessed: a sample with no span or no execution at its time says so. A sample of an
 engine thread inside a span whose stack stops before ExecuteOprBlock (unwinding cut short: its
 outermost frame is no thread root) gets its [op] frame just below the thread's root.
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 
 from .clock import Alignment
 from .dnnl import VerboseLog
+from .instruments import mark
 from .oncpu import OffCpu
 from .profile import ProfilerTrace, Span
 from .threads import ThreadMapping
@@ -123,6 +126,8 @@ class Joiner:
         # Mapped threads all of whose samples count as engine-thread samples: those that execute
         # operators (recording.py: sampled in ExecuteOprBlock), not a Python thread with a few spans.
         self.engine_tids: set[int] = set(self.by_tid)
+        # Threads that are the tool's instruments (TID -> their [instrumentation] frame): instruments.py.
+        self.instrument_threads: dict[int, bytes] = {}
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)
@@ -138,6 +143,8 @@ class Joiner:
             counts.no_time += 1
             return frames
         tid = thread_of(match)
+        if (instrument := self.instrument_threads.get(tid)) is not None:
+            return mark(frames, instrument)
         t = self.alignment.realtime_us(float(match.group(3)))
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)
@@ -146,7 +153,7 @@ class Joiner:
         submit = next((s for s in SUBMITS if s in frames), None)
         jit_leaf = bool(frames) and frames[0].endswith(JIT_SUFFIX)
         if index is None and not has_execute and submit is None and not jit_leaf:
-            return frames
+            return mark(frames)
         span = index.at(t) if index is not None else None
         inserts: list[tuple[int, bytes]] = []
         if index is not None or has_execute:
@@ -158,11 +165,11 @@ class Joiner:
         if (submit is not None or jit_leaf) and self.verbose is not None:
             inserts.append(self._primitive(frames, span, submit, jit_leaf, t))
         if not inserts:
-            return frames
+            return mark(frames)
         joined = list(frames)
         for position, name in sorted(inserts, key=lambda item: -item[0]):
             joined.insert(position, name)
-        return joined
+        return mark(joined)
 
     def _completed(self, tid: int, t: float) -> Span | None:
         span = self.by_tid[tid].ended_before(t)

@@ -19,11 +19,12 @@ Standard library only: this runs inside the user's program, before and beside mx
 
 The sidecar gets `ThreadWatch.facts()`:
     {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "cpu_seconds": 0.012,
-     "problem": null}
+     "problem": null, "watch": 15003}
 "map" is keyed by the profiler tid as its trace prints it (decimal), each with its Linux TIDs (two
 or more when glibc gave a later thread the memory of one that ended: the same pthread_t, so the
 same profiler tid, at different times); "python" lists the TIDs of Python threads; "problem" says
-in one line why there is no map (then "map" is empty).
+in one line why there is no map (then "map" is empty); "watch" is the TID of the watcher itself
+(its stacks are drawn as the tool's instrumentation, instruments.py).
 """
 
 from __future__ import annotations
@@ -263,4 +264,5 @@ class ThreadWatch:
             "scans": self.scans,
             "cpu_seconds": round(self.cpu_seconds, 4),
             "problem": self.problem,
+            "watch": self._thread.native_id if self._thread is not None else None,
         }

@@ -33,6 +33,7 @@ from ..record.spec import Recording, RecordSpec
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .inprocess import bulk_settings, environment_to_set
+from .instruments import DUMP_FRAME, PROFILER_THREAD_B, WATCH_B, instrumentation_shares
 from .join import HEADER_TIME, Joiner, thread_of
 from .oncpu import SWITCH, off_cpu_intervals
 from .profile import ProfilerTrace, read_profile
@@ -169,6 +170,7 @@ class Evidence:
 
     engine_times: dict[int, list[float]] = field(default_factory=dict)  # µs of CLOCK_REALTIME, sorted
     switches: dict[int, list[tuple[float, bool]]] = field(default_factory=dict)  # (time, switched out?)
+    dumpers: set[int] = field(default_factory=set)  # TIDs seen inside Profiler::DumpProfile
     last: float = 0.0  # the last time seen
 
 
@@ -197,10 +199,10 @@ def parse_evidence(lines: Iterable[bytes], alignment: Alignment) -> Evidence:
     """
     evidence = Evidence()
     header: re.Match[bytes] | None = None
-    counted = False
+    counted = dumped = False
     for line in lines:
         if line[:1] != b"\t":  # a sample header, a switch record, or the blank line after a record
-            header, counted = HEADER_TIME.search(line), False
+            header, counted, dumped = HEADER_TIME.search(line), False, False
             if header is not None and b"PERF_RECORD_SWITCH" in line:
                 if (switch := SWITCH.search(line)) is not None:
                     t = alignment.realtime_us(float(header.group(3)))
@@ -212,6 +214,9 @@ def parse_evidence(lines: Iterable[bytes], alignment: Alignment) -> Evidence:
             evidence.engine_times.setdefault(thread_of(header), []).append(t)
             evidence.last = max(evidence.last, t)
             counted = True
+        if header is not None and not dumped and DUMP_FRAME in line:
+            evidence.dumpers.add(thread_of(header))
+            dumped = True
     for values in evidence.engine_times.values():
         values.sort()
     return evidence
@@ -293,6 +298,7 @@ class MxnetHook:
         # only its samples in ExecuteOprBlock or under an [op] frame count as engine-thread samples.
         python = python_tids(inputs.facts)
         joiner.engine_tids = {tid for tid in joiner.by_tid if tid in evidence.engine_times and tid not in python}
+        joiner.instrument_threads = instrument_threads(inputs.facts, evidence.dumpers, python)
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
         freq = recording.spec.options.freq
@@ -305,11 +311,32 @@ class MxnetHook:
         for line in summary_lines(summary):
             self.note(line)
         profile.metadata.update(summary_metadata(summary))
+        instrumentation = instrumentation_fact(profile, "samples")
+        profile.metadata["instrumentation"] = instrumentation
+        self.note(f"mxnet: instrumentation: {instrumentation}")
         if self.timing:
             profile.metadata["MXNet join after the run"] = self.timing
             self.note(f"mxnet: join after the run: {self.timing}")
         self.last = summary
         return summary
+
+
+def instrument_threads(facts: dict[str, Any], dumpers: set[int], python: set[int]) -> dict[int, bytes]:
+    """TID -> [instrumentation] frame of the threads that are our instruments, identified exactly:
+    MXNet's dump thread is the thread outside Python that ran Profiler::DumpProfile (MXNet calls it
+    only from its dump timer and from the C API, on the calling Python thread); our watcher's TID is
+    in the sidecar. A dump thread never seen dumping is not named: its dumps' own frames still are."""
+    found = {tid: PROFILER_THREAD_B for tid in dumpers - python}
+    threads = facts.get("threads")
+    watch = threads.get("watch") if isinstance(threads, dict) else None
+    if isinstance(watch, int) and not isinstance(watch, bool):
+        found[watch] = WATCH_B
+    return found
+
+
+def instrumentation_fact(profile: FoldedProfile, what: str) -> str:
+    """The capture fact: the share of the profile under [instrumentation] frames, by instrument."""
+    return instrumentation_shares(profile.counts).text(what) + " (the tool's own instruments, marked [instrumentation])"
 
 
 def bulk_line(kept: dict[str, str]) -> str:
