@@ -17,7 +17,7 @@ from conftest import NOBODY, Unprivileged
 
 from flamegraph.diagnostics import EXIT_NO_COMMAND, CommandNotFound
 from flamegraph.record import RecordOptions, RecordSpec, Status, record
-from flamegraph.record.command import launch_argv, python_note, python_version, resolve_program
+from flamegraph.record.command import PERF_SETS, perf_environment, python_note, python_version, resolve_program
 from flamegraph.record.lost import LostSamples, PerfWarnings, parse_stats
 from flamegraph.record.script import show_progress
 
@@ -55,20 +55,22 @@ def test_a_venv_python_runs_not_perfs(venv: Path, tmp_path: Path) -> None:
     said = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line[:3] in ("EXE", "PAT", "PFX"))
     assert said["EXE"] == str(venv / "bin" / "python3")
     assert said["PFX"] == str(venv)  # the venv's site-packages, not the system's
-    assert said["PATH"] == env["PATH"]  # the user's PATH, not perf's /usr/lib/perf-core:/usr/bin:...
+    # the user's PATH, not perf's /usr/lib/perf-core:/usr/bin:...; its first directory once more in front
+    assert said["PATH"] == f"{venv / 'bin'}:{env['PATH']}"
     meta = facts(folded)
     assert meta["command"].startswith("python3 -c ")  # as typed
     assert meta["program"] == str(venv / "bin" / "python3")
 
 
 @pytest.mark.perf
-def test_the_whole_environment_is_the_users(tmp_path: Path) -> None:
-    """A script only on a temporary PATH entry runs, and sees our environment byte for byte: perf also
-    sets PREFIX (a build script's variable) and PERF_BUILDID_DIR over the user's, and DEBUGINFOD_URLS."""
+def test_the_environment_is_the_users_but_perfs_own_variables(tmp_path: Path) -> None:
+    """A script only on a temporary PATH entry runs, and sees our environment: PATH searched in our order
+    (perf puts PERF_EXEC_PATH, our first directory, in front of it), every other variable ours, but for
+    those perf sets itself (PREFIX, PERF_BUILDID_DIR, DEBUGINFOD_URLS, PERF_EXEC_PATH; docs/record.md)."""
     bin_dir = tmp_path / "only-here"
     bin_dir.mkdir()
     script = bin_dir / "fg-show-env"
-    script.write_text(f'#!/bin/sh\n{SPIN}\nexec /usr/bin/env -0 > "$1"\n')
+    script.write_text(f'#!/bin/sh\n{SPIN}\ncommand -v fg-show-env > "$1.which"\nexec /usr/bin/env -0 > "$1"\n')
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PREFIX": "/opt/mine", "PERF_BUILDID_DIR": "/x"}
     env.pop("DEBUGINFOD_URLS", None)
@@ -78,8 +80,19 @@ def test_the_whole_environment_is_the_users(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     inside = dict(item.split("=", 1) for item in seen.read_bytes().decode().split("\0") if item)
     inside.pop("_", None)  # the shell's last argument: the shell that ran the script sets it
-    expected = {k: v for k, v in env.items() if k != "_"}
-    assert inside == expected
+    assert inside.pop("PATH") == f"{bin_dir}:{env['PATH']}"
+    assert (tmp_path / "env.bin.which").read_text().strip() == str(script)
+    expected = {k: v for k, v in env.items() if k not in ("_", *PERF_SETS)}
+    assert {k: v for k, v in inside.items() if k not in PERF_SETS} == expected
+
+
+def test_perf_environment_repeats_the_first_directory() -> None:
+    """perf puts PERF_EXEC_PATH (and, started as `perf`, nothing else) in front of PATH: the user's first
+    directory, made absolute as perf makes it; a PERF_EXEC_PATH of the user's own is theirs."""
+    assert perf_environment({"PATH": "/v/bin:/usr/bin"}, "/w")["PERF_EXEC_PATH"] == "/v/bin"
+    assert perf_environment({"PATH": "bin:/usr/bin"}, "/w")["PERF_EXEC_PATH"] == "/w/bin"
+    assert perf_environment({"PATH": ":/usr/bin"}, "/w")["PERF_EXEC_PATH"] == "/w/."
+    assert perf_environment({"PATH": "/a", "PERF_EXEC_PATH": "/mine"}, "/w")["PERF_EXEC_PATH"] == "/mine"
 
 
 @pytest.mark.perf
@@ -119,15 +132,6 @@ def test_resolution_follows_the_shell(tmp_path: Path) -> None:
     os.makedirs(os.path.dirname(venv_python))
     os.symlink(sys.executable, venv_python)
     assert resolve_program("python3", {"PATH": os.path.dirname(venv_python)}) == venv_python
-
-
-def test_launch_argv_puts_back_what_perf_changes() -> None:
-    argv = launch_argv(("/v/bin/python3", "t.py"), {"PATH": "/v/bin:/usr/bin", "PREFIX": "/opt"})
-    assert argv[0].endswith("/env") and argv[-2:] == ["/v/bin/python3", "t.py"]
-    assert argv[1:5] == ["-u", "PERF_BUILDID_DIR", "-u", "DEBUGINFOD_URLS"]  # options before assignments
-    assert argv[5:7] == ["PATH=/v/bin:/usr/bin", "PREFIX=/opt"]
-    odd = launch_argv(("/tmp/a=b/prog",), {"PATH": "/bin"})  # env would take it for an assignment
-    assert odd[-4:] == ["/bin/sh", "-c", 'exec "$0" "$@"', "/tmp/a=b/prog"]
 
 
 # -- the command's exit status -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import IO
 
 from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..perf import describe_exit, find_perf
-from .command import command_facts, python_note, resolve_command
+from .command import command_facts, perf_environment, python_note, resolve_command
 from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .scope import kernel_note, recorded_events, user_space_only
@@ -33,6 +33,7 @@ from .spec import (
 from .status import Status
 
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
+PERF_ARGV0 = "perf"
 READY_SECONDS = 5.0  # how long --duration waits past its time for perf to begin before stopping it anyway
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
@@ -152,8 +153,8 @@ def record(
     except OSError as failed:
         raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
-    env = {**os.environ, **spec.env}
-    argv = record_command(spec, perf, output, env)
+    env = perf_environment({**os.environ, **spec.env}, spec.cwd) if spec.command else {**os.environ, **spec.env}
+    argv = record_command(spec, perf, output)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
     previous = _identity(output)  # perf renames an old file away: a new one means perf has begun
@@ -215,7 +216,8 @@ def _start(
     reader, writer = os.pipe()
     try:
         proc = subprocess.Popen(
-            argv,
+            [PERF_ARGV0, *argv[1:]],  # no directory in argv[0]: perf then puts none of its own in PATH
+            executable=argv[0],
             stdout=subprocess.PIPE if piped else None,
             stderr=writer,
             env=env,

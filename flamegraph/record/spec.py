@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Protocol
 
 from ..diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
 from ..perf import describe_exit
-from .command import launch_argv, resolve_program
+from .command import resolve_program
 from .lost import LostSamples
 
 # Defaults measured on the MXNet MLP (see README "Recording defaults"): frame pointers give 0 % complete
@@ -119,11 +118,10 @@ class RecordHook(Protocol):
     def finish(self, recording: Recording) -> Recording: ...
 
 
-def record_command(spec: RecordSpec, perf: str, output: Path, env: Mapping[str, str] | None = None) -> list[str]:
+def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
     """The `perf record` argv: -N (no ~/.debug copies), --buildid-all (the build-id of every DSO, not only
     of those samples landed in: a DSO seen only in call stacks is then checked too before its frames
-    are grouped by function), -k CLOCK_MONOTONIC (for --time windows). With `env` (what perf is given),
-    the command runs with that environment as it is, not the one perf makes of it (command.launch_argv)."""
+    are grouped by function), -k CLOCK_MONOTONIC (for --time windows)."""
     how = spec.options
     argv = [perf, "record", "-N", "--buildid-all", "-k", "CLOCK_MONOTONIC", "-e", how.event]
     if how.freq is not None:
@@ -137,7 +135,7 @@ def record_command(spec: RecordSpec, perf: str, output: Path, env: Mapping[str, 
     argv += [*how.extra_args, "-o", str(output)]
     if spec.pid is not None:
         return [*argv, "-p", str(spec.pid)]
-    return [*argv, "--", *(spec.command if env is None else launch_argv(spec.command, env))]
+    return [*argv, "--", *spec.command]
 
 
 def has_capability(cap: int, status: str | None = None) -> bool:
