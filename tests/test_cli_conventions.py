@@ -232,7 +232,9 @@ def test_record_facts_travel_with_the_folded_file(tmp_path: Path) -> None:
 def test_one_sample_is_singular() -> None:
     drawn = run("render", "-", stdin=b"main;a 1\nmain;b 2\n").stdout
     titles = {f.name: f.title for f in frames(drawn)}
-    assert titles["a"] == "a (1 sample, 33.33%)" and titles["b"] == "b (2 samples, 66.67%)"
+    assert titles["a"] == "a (1 sample, 33.33%; self 1 sample, 33.33%)"
+    assert titles["b"] == "b (2 samples, 66.67%; self 2 samples, 66.67%)"
+    assert titles["main"] == "main (3 samples, 100%)"  # no self time: not said (the page says "self 0")
     assert texts(drawn, "summary") == ["event not recorded · 3 samples · 2 stacks"]
 
 

@@ -211,7 +211,7 @@ def test_python_older_than_312_is_said(tmp_path: Path, venv: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.splitlines() if "its Python functions cannot appear" in line]
         assert said == [
-            f"flamegraph: {venv}/bin/python3 is Python 3.{sys.version_info[1]}: its Python functions cannot appear "
+            f"note: {venv}/bin/python3 is Python 3.{sys.version_info[1]}: its Python functions cannot appear "
             "in the graph, only the interpreter's C functions (_PyEval_EvalFrameDefault...); for Python frames use "
             "py-spy, or Python 3.12+ built with frame pointers, run with -X perf and recorded with --call-graph fp"
         ]
@@ -296,7 +296,7 @@ def test_unprivileged_record_says_the_kernel_is_missing(unprivileged: Unprivileg
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "kernel" in line]
     assert said == [
-        "flamegraph: perf recorded user space only (cpu-clock:u): perf_event_paranoid is 2, not root: the time "
+        "note: perf recorded user space only (cpu-clock:u): perf_event_paranoid is 2, not root: the time "
         "spent in the kernel (system calls, page faults) is not in the graph; run as root or "
         "`sysctl kernel.perf_event_paranoid=1` to include it"
     ], proc.stderr

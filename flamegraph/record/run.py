@@ -143,7 +143,7 @@ def record(
     if typed:  # found as the user's shell finds it, before a hook wraps it (perf's PATH would find another)
         spec = spec.replace(command=resolve_command(typed, {**os.environ, **spec.env}, spec.cwd))
         if (note := python_note(spec.command, {**os.environ, **spec.env}, spec.cwd)) is not None:
-            status.note(f"flamegraph: {note}")
+            status.note(f"note: {note}")
     for hook in hooks:
         spec = hook.prepare(spec)
     check_target(spec)
@@ -199,11 +199,11 @@ def record(
         recording.metadata.update(command_facts(typed, spec.command))
     if (scope := user_space_only(spec, recorded_events(perf, output))) is not None:
         recording.metadata["recorded"] = scope
-        status.note(f"flamegraph: {kernel_note(scope)}")
+        status.note(f"note: {kernel_note(scope)}")
     if warnings.seen and (lost := read_lost(perf, output) or warnings.estimate()) is not None and lost.lost:
         recording.metadata["lost samples"] = lost.fact()
         recording.lost = lost
-        status.note(f"flamegraph: {lost.line()}")
+        status.note(f"note: {lost.line()}")
     return recording
 
 
