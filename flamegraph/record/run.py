@@ -367,11 +367,7 @@ def _wait(
     except (KeyboardInterrupt, StopSignal) as stop:
         stopped_ns = stopped_ns or time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         signum = stop.signum if isinstance(stop, StopSignal) else signal.SIGINT
-        status.clear()
-        status.note(f"stopping the recording ({stop_name(signum)} received)")
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
-        _let_perf_finish(proc, output, status)
+        _let_perf_finish(proc, output, status, signum)
         return _Ending(INTERRUPTED, signum, stopped_ns)
 
 
@@ -384,12 +380,21 @@ def _watch_terminal(terminal: Terminal, perf: int) -> None:
         signal.raise_signal(signal.SIGHUP)  # ignored (nohup): perf goes on recording
 
 
-def _let_perf_finish(proc: subprocess.Popen[bytes], output: Path, status: Status) -> None:
-    """perf is writing its data: a second signal is told what a third would cost; the third raises
-    (record() then kills perf)."""
-    warned = False
+def _let_perf_finish(proc: subprocess.Popen[bytes], output: Path, status: Status, signum: int) -> None:
+    """Stops perf (SIGINT: it writes its data, ends the command) and waits while it finishes: a second
+    signal, even one that comes while the first is being said, is told what a third would cost; the
+    third raises (record() then kills perf)."""
+    warned = said = sent = False
     while True:
         try:
+            if not said:
+                status.clear()
+                status.note(f"stopping the recording ({stop_name(signum)} received)")
+                said = True
+            if not sent:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)  # (sent twice if a signal lands just here: harmless)
+                sent = True
             proc.wait()
             return
         except (KeyboardInterrupt, StopSignal):
