@@ -35,31 +35,52 @@ def encode_stacks(
     """
     codes: dict[str, str] = {}  # frame -> its index, as text
     out: list[str] = []  # the fields, each followed by its separator
-    prefixes: list[str] = []  # the previous stack's prefixes, each ending in ';'
+    # The previous stack's prefixes, each ending in ';', above "" (which every stack starts with);
+    # `top` is the last of them.
+    prefixes: list[str] = [""]
+    top = ""
     weight_texts: dict[float, str] = {}  # weights repeat: format each once
-    pop, push, code_of, emit = prefixes.pop, prefixes.append, codes.get, out.append
+    pop, push, code_of, emit, join = prefixes.pop, prefixes.append, codes.get, out.append, ",".join
+    depths = DEPTHS
     for text, weight in zip(texts, weights, strict=True):
-        while prefixes and not text.startswith(prefixes[-1]):
+        if not text.startswith(top):
             pop()
-        end = len(prefixes[-1]) if prefixes else 0
-        emit(f"{len(prefixes)},")
-        for frame in text[end:].split(SEP):  # a repeated stack (a flame chart) re-sends its last frame
-            end += len(frame) + 1
-            push(text[:end])
-            code = code_of(frame)
-            if code is None:
-                code = codes[frame] = (BASE36[len(codes)] if len(codes) < len(BASE36) else base36(len(codes))) + ","
-            emit(code)
-        prefixes[-1] = text + SEP  # the whole stack, closed
+            top = prefixes[-1]
+            while not text.startswith(top):
+                pop()
+                top = prefixes[-1]
+        depth = len(prefixes) - 1
+        emit(depths[depth] if depth < len(depths) else f"{depth},")
+        end = len(top)
+        tail = text[end:]  # a repeated stack (a flame chart) re-sends its last frame
+        if SEP in tail:
+            frames = tail.split(SEP)
+            for frame in frames[:-1]:
+                end += len(frame) + 1
+                push(text[:end])
+            indices = list(map(code_of, frames))  # in C: the usual case, every name seen before
+            if None in indices:
+                indices = [code_of(frame) or _new_code(codes, frame) for frame in frames]
+            emit(join(indices))
+        else:  # one new frame: a leaf beside its siblings, the most common record
+            emit(code_of(tail) or _new_code(codes, tail))
+        top = text + SEP  # the whole stack, closed
+        push(top)
         shown = weight_texts.get(weight)
         if shown is None:
-            shown = weight_texts[weight] = format_number(weight) + " "
+            shown = weight_texts[weight] = f",{format_number(weight)} "
         emit(shown)
     return {
         "names": [display_name(name_text(frame)) for frame in codes],
         "fills": [fill(frame) for frame in codes],
         "stacks": "".join(out)[:-1],
     }
+
+
+def _new_code(codes: dict[str, str], frame: str) -> str:
+    count = len(codes)
+    code = codes[frame] = BASE36[count] if count < len(BASE36) else base36(count)
+    return code
 
 
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -75,3 +96,4 @@ def base36(value: int) -> str:
 
 
 BASE36 = [base36(value) for value in range(36 * 36)]
+DEPTHS = [f"{depth}," for depth in range(256)]

@@ -115,9 +115,15 @@ def class_shares(stacks: Iterable[tuple[str, float]], highlighter: Highlighter) 
 
 def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
     """Self weight per function (the leaf of each stack), annotations stripped."""
-    weights: dict[str, float] = {}
+    # By leaf as written first, then annotations stripped once per leaf: the loop over every stack
+    # copies no more than the leaf (rpartition copied the whole stack) and runs no regex.
+    leaves: dict[str, float] = {}
+    get = leaves.get
     for text, weight in stacks:
-        leaf = text.rpartition(SEP)[2]
+        leaf = text[text.rfind(SEP) + 1 :]
+        leaves[leaf] = get(leaf, 0) + weight
+    weights: dict[str, float] = {}
+    for leaf, weight in leaves.items():
         if leaf.endswith("]"):
             leaf = strip_annotation(leaf)
         weights[leaf] = weights.get(leaf, 0) + weight
