@@ -61,22 +61,28 @@ def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:
     """
     codes: dict[str, str] = {}  # frame -> its index, as text
     out: list[str] = []  # the fields, each followed by its separator
-    # The previous stack's prefixes, each ending in ';', above "" (which every stack starts with);
-    # `top` is the last of them.
+    # The previous stack's prefixes above "" (which every stack starts with), each ending in ';'
+    # but the last, `top`, which is the previous stack itself (not copied to add the ';').
     prefixes: list[str] = [""]
     top = ""
+    whole = False  # top is a whole stack: a stack that starts with it may still not go through it
     weight_texts: dict[float, str] = {}  # weights repeat: format each once
     pop, push, code_of, emit, join = prefixes.pop, prefixes.append, codes.get, out.append, ",".join
     depths = DEPTHS
     by_leaf: dict[str, float] = {}  # leaf's index -> weight
     leaf_weight = by_leaf.get
     for text, weight in zip(texts, weights, strict=True):
-        if not text.startswith(top):
-            pop()
-            top = prefixes[-1]
-            while not text.startswith(top):
+        if whole:
+            end = len(top)
+            if text.startswith(top) and text[end : end + 1] == SEP:  # a stack through the previous one
+                top = prefixes[-1] = text[: end + 1]
+            else:  # the usual case: a sibling, or a stack further on
                 pop()
                 top = prefixes[-1]
+                while not text.startswith(top):
+                    pop()
+                    top = prefixes[-1]
+        whole = True
         depth = len(prefixes) - 1
         emit(depths[depth] if depth < len(depths) else f"{depth},")
         end = len(top)
@@ -98,7 +104,7 @@ def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:
             leaf = code_of(tail) or _new_code(codes, tail)
             emit(leaf)
         by_leaf[leaf] = leaf_weight(leaf, 0) + weight
-        top = text + SEP  # the whole stack, closed
+        top = text
         push(top)
         shown = weight_texts.get(weight)
         if shown is None:
