@@ -133,8 +133,12 @@ def _draw(
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
     frames = []
     labels = []
+    shown: dict[str, str] = {}  # frame -> shown name: two regular expressions, once per name
     for frame in layout.frames:
-        name = ROOT_TITLE if frame.depth == 0 else display_name(strip_annotation(frame.name))
+        if frame.depth == 0:
+            name = ROOT_TITLE
+        else:
+            name = shown.get(frame.name) or shown.setdefault(frame.name, display_name(strip_annotation(frame.name)))
         y = rows[frame.depth]
         x, width = format_number(frame.start / divisor), format_number(frame.width / divisor)
         frames.append((title(frame, name), x, str(y), width, fill(frame)))
