@@ -150,7 +150,7 @@ class _Merge:
 
     def visit(self, visit: _Visit) -> tuple[Rect, list[_Visit]]:
         lo, hi, exact, plen, depth, name, x = visit
-        texts, widths, cum = self.texts, self.widths, self.cum
+        texts, widths, cum, ordered, min_weight = self.texts, self.widths, self.cum, self.ordered, self.min_weight
         ends = [exact] if exact >= 0 else []  # stacks ending in this frame
         offset = x + (widths[exact] if exact >= 0 else 0.0)
         children: list[_Visit] = []
@@ -168,12 +168,17 @@ class _Merge:
                 k += 1
                 continue
             sep = text.find(SEP, first)
-            child_exact, start, end, resume = self._child(text, k, hi, sep)
-            if start > k + 1:
-                held.append((start, end))
-            # the run's width first: (w + cum[end]) - cum[start] rounds, and overflows near a float's limit
-            weight = (widths[child_exact] if child_exact >= 0 else 0.0) + (cum[end] - cum[start])
-            if weight > 0 and weight >= self.min_weight:
+            if sep >= 0 and ordered:  # the usual child, inlined: "a;b;c;..." is a run, nothing ends at "a;b;c"
+                child_exact, start = -1, k
+                end = resume = bisect_left(texts, text[:sep] + AFTER_SEP, k + 1, hi)
+                weight = 0.0 + (cum[end] - cum[start])
+            else:
+                child_exact, start, end, resume = self._child(text, k, hi, sep)
+                if start > k + 1:
+                    held.append((start, end))
+                # the run's width first: (w + cum[end]) - cum[start] rounds, and overflows near a float's limit
+                weight = (widths[child_exact] if child_exact >= 0 else 0.0) + (cum[end] - cum[start])
+            if weight > 0 and weight >= min_weight:
                 children.append((start, end, child_exact, sep if sep >= 0 else len(text), depth + 1,
                                  text[first:sep] if sep >= 0 else text[first:], offset))  # fmt: skip
             offset += weight

@@ -341,3 +341,14 @@ def test_png_preview(tmp_path: Path) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, round(height)) == (1200, round(float(parse(svg).get("height", "0"))))
+
+
+@pytest.mark.parametrize("options", [RenderOptions(), RenderOptions(reverse=True), RenderOptions(flamechart=True)])
+def test_top_self_table_adds_up_each_function_once(options: RenderOptions) -> None:
+    # The table comes from the leaves' weights the stacks encoder adds up (reversed stacks end in
+    # their roots: the table still counts the leaves); annotations are stripped, a stack that ends
+    # where another passes counts once.
+    profile = FoldedProfile({"a;b_[k]": 3, "a;c;b": 2, "x;b_[k]": 1, "a": 4, "a;c": 1})
+    table = texts(render_svg(profile, options), "top")
+    assert table[0] == "Top 3 functions by self samples"
+    assert table[1:] == ["54.55%", "6", "b", "36.36%", "4", "a", "9.09%", "1", "c"]

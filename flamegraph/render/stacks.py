@@ -18,6 +18,8 @@ merged tree: 81,000 stacks of 1.3 M frames take 163,000 indices (1.2 MB).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
 from ..layout import SEP
 from .text import display_name, format_number
@@ -29,37 +31,93 @@ def encode_stacks(
     """The stacks (as `layout.order_stacks` gives them) in the format above.
 
     `name_text` turns a frame into its shown name (annotations stripped), `fill` gives its colour.
-    The loop is the render's only pass over every stack besides the layout's: it keeps the
+    """
+    return encode(texts, weights).data(name_text, fill)
+
+
+@dataclass
+class Encoded:
+    """The stacks encoded, before their names are shown and coloured (after the drawing, which
+    decides which colours a palette file keeps)."""
+
+    frames: list[str]  # the frames as written, in index order
+    stacks: str
+    leaf_weights: dict[str, float]  # per frame as written: the weight of the stacks ending in it
+
+    def data(self, name_text: Callable[[str], str], fill: Callable[[str], str]) -> dict[str, object]:
+        return {
+            "names": [display_name(name_text(frame)) for frame in self.frames],
+            "fills": [fill(frame) for frame in self.frames],
+            "stacks": self.stacks,
+        }
+
+
+def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:
+    """The loop is the render's only pass over every stack besides the layout's: it keeps the
     previous stack's prefixes ("a;", "a;b;") and pops them until the next stack starts with one,
-    so the work is one step per stack and per node of the merged tree, never per frame.
+    so the work is one step per stack and per node of the merged tree, never per frame. Each
+    step costs: str methods parse their arguments slowly, so the loop calls as few as it can. It
+    also adds up the leaves' weights, which the table of top self time needs (no second pass).
     """
     codes: dict[str, str] = {}  # frame -> its index, as text
     out: list[str] = []  # the fields, each followed by its separator
-    prefixes: list[str] = []  # the previous stack's prefixes, each ending in ';'
+    # The previous stack's prefixes above "" (which every stack starts with), each ending in ';'
+    # but the last, `top`, which is the previous stack itself (not copied to add the ';').
+    prefixes: list[str] = [""]
+    top = ""
+    whole = False  # top is a whole stack: a stack that starts with it may still not go through it
     weight_texts: dict[float, str] = {}  # weights repeat: format each once
-    pop, push, code_of, emit = prefixes.pop, prefixes.append, codes.get, out.append
+    pop, push, code_of, emit, join = prefixes.pop, prefixes.append, codes.get, out.append, ",".join
+    depths = DEPTHS
+    by_leaf: dict[str, float] = {}  # leaf's index -> weight
+    leaf_weight = by_leaf.get
     for text, weight in zip(texts, weights, strict=True):
-        while prefixes and not text.startswith(prefixes[-1]):
-            pop()
-        end = len(prefixes[-1]) if prefixes else 0
-        emit(f"{len(prefixes)},")
-        for frame in text[end:].split(SEP):  # a repeated stack (a flame chart) re-sends its last frame
-            end += len(frame) + 1
-            push(text[:end])
-            code = code_of(frame)
-            if code is None:
-                code = codes[frame] = (BASE36[len(codes)] if len(codes) < len(BASE36) else base36(len(codes))) + ","
-            emit(code)
-        prefixes[-1] = text + SEP  # the whole stack, closed
+        if whole:
+            end = len(top)
+            if text.startswith(top) and text[end : end + 1] == SEP:  # a stack through the previous one
+                top = prefixes[-1] = text[: end + 1]
+            else:  # the usual case: a sibling, or a stack further on
+                pop()
+                top = prefixes[-1]
+                while not text.startswith(top):
+                    pop()
+                    top = prefixes[-1]
+        whole = True
+        depth = len(prefixes) - 1
+        emit(depths[depth] if depth < len(depths) else f"{depth},")
+        end = len(top)
+        tail = text[end:]  # a repeated stack (a flame chart) re-sends its last frame
+        if SEP in tail:
+            frames = tail.split(SEP)
+            for frame in frames[:-1]:
+                end += len(frame) + 1
+                push(text[:end])
+            found = list(map(code_of, frames))  # in C: the usual case, every name seen before
+            indices = (
+                cast(list[str], found)
+                if None not in found
+                else [code_of(frame) or _new_code(codes, frame) for frame in frames]
+            )
+            leaf = indices[-1]
+            emit(join(indices))
+        else:  # one new frame: a leaf beside its siblings, the most common record
+            leaf = code_of(tail) or _new_code(codes, tail)
+            emit(leaf)
+        by_leaf[leaf] = leaf_weight(leaf, 0) + weight
+        top = text
+        push(top)
         shown = weight_texts.get(weight)
         if shown is None:
-            shown = weight_texts[weight] = format_number(weight) + " "
+            shown = weight_texts[weight] = f",{format_number(weight)} "
         emit(shown)
-    return {
-        "names": [display_name(name_text(frame)) for frame in codes],
-        "fills": [fill(frame) for frame in codes],
-        "stacks": "".join(out)[:-1],
-    }
+    leaves = {frame: by_leaf[code] for frame, code in codes.items() if code in by_leaf}
+    return Encoded(list(codes), "".join(out)[:-1], leaves)
+
+
+def _new_code(codes: dict[str, str], frame: str) -> str:
+    count = len(codes)
+    code = codes[frame] = BASE36[count] if count < len(BASE36) else base36(count)
+    return code
 
 
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -75,3 +133,4 @@ def base36(value: int) -> str:
 
 
 BASE36 = [base36(value) for value in range(36 * 36)]
+DEPTHS = [f"{depth}," for depth in range(256)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
@@ -115,9 +115,17 @@ def class_shares(stacks: Iterable[tuple[str, float]], highlighter: Highlighter) 
 
 def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
     """Self weight per function (the leaf of each stack), annotations stripped."""
-    weights: dict[str, float] = {}
+    leaves: dict[str, float] = {}
     for text, weight in stacks:
         leaf = text.rpartition(SEP)[2]
+        leaves[leaf] = leaves.get(leaf, 0) + weight
+    return by_function(leaves)
+
+
+def by_function(leaves: Mapping[str, float]) -> dict[str, float]:
+    """Weights per frame as written -> per function: annotations stripped once per frame (a regex)."""
+    weights: dict[str, float] = {}
+    for leaf, weight in leaves.items():
         if leaf.endswith("]"):
             leaf = strip_annotation(leaf)
         weights[leaf] = weights.get(leaf, 0) + weight
@@ -125,7 +133,11 @@ def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
 
 
 def top_self(stacks: Iterable[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
-    weights = self_weights(stacks)
+    return rank_self(self_weights(stacks), limit)
+
+
+def rank_self(weights: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+    """The `limit` largest self weights, ties by name."""
     ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:limit]
 

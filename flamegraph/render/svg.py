@@ -36,13 +36,15 @@ from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
-from .stacks import encode_stacks
+from .stacks import encode
 from .summary import (
+    by_function,
     change_text,
     class_shares,
     diff_metadata_lines,
     metadata_lines,
     profile_facts,
+    rank_self,
     top_changes,
     top_self,
     views_line,
@@ -131,8 +133,12 @@ def _draw(
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
     frames = []
     labels = []
+    shown: dict[str, str] = {}  # frame -> shown name: two regular expressions, once per name
     for frame in layout.frames:
-        name = ROOT_TITLE if frame.depth == 0 else display_name(strip_annotation(frame.name))
+        if frame.depth == 0:
+            name = ROOT_TITLE
+        else:
+            name = shown.get(frame.name) or shown.setdefault(frame.name, display_name(strip_annotation(frame.name)))
         y = rows[frame.depth]
         x, width = format_number(frame.start / divisor), format_number(frame.width / divisor)
         frames.append((title(frame, name), x, str(y), width, fill(frame)))
@@ -333,6 +339,8 @@ def render_svg(
             f"self {amount(frame.self_width)}, {format_percent(frame.self_width, total)}%)"
         )
 
+    encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
+    del texts, weights
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
     summary = [profile_facts(drawn, count_name, factor, by_thread)]
     if options.views is not None:
@@ -343,8 +351,9 @@ def render_svg(
         tables.insert(0, view.thread_table())
         ranked = blocked_in(view.counts, options.top)
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
-    else:
-        ranked = top_self(items, options.top)
+    else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
+        leaves = encoded.leaf_weights if not options.reverse else None
+        ranked = rank_self(by_function(leaves), options.top) if leaves is not None else top_self(items, options.top)
         heading = f"Top {len(ranked)} functions by self {count_name}"
     rows = [
         (f"{format_percent(weight, total)}%", _amount(weight * factor, profile, options), name)
@@ -360,8 +369,7 @@ def render_svg(
     page = _page(options, layout, text)
     drawing = _draw(layout, options, page, fill, title)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    stacks_data = encode_stacks(texts, weights, strip_annotation, name_fill)
-    del texts, weights
+    stacks_data = encoded.data(strip_annotation, name_fill)
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
     svg = _document(
