@@ -234,7 +234,7 @@ def test_one_sample_is_singular() -> None:
     titles = {f.name: f.title for f in frames(drawn)}
     assert titles["a"] == "a (1 sample, 33.33%; self 1 sample, 33.33%)"
     assert titles["b"] == "b (2 samples, 66.67%; self 2 samples, 66.67%)"
-    assert titles["main"] == "main (3 samples, 100%)"  # no self time: not said (the page says "self 0")
+    assert titles["main"] == "main (3 samples, 100.00%)"  # no self time: not said (the page says "self 0")
     assert texts(drawn, "summary") == ["event not recorded · 3 samples · 2 stacks"]
 
 
