@@ -184,25 +184,11 @@ def test_ctrl_c_in_a_terminal_stops_the_local_cluster_cleanly(tmp_path: Path) ->
     svg, folded = tmp_path / "fleet.svg", tmp_path / "fleet.folded"
     args = ["fleet", "record", "--scheduler", "local:2", "--duration", "10", "--all-cpus", "-F", "99"]
     args += ["--call-graph", "fp", "-o", str(svg), "--folded", str(folded)]
-    master, slave = os.openpty()
-    proc = subprocess.Popen(
-        [*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, preexec_fn=_own_terminal,
-        env={**os.environ, "TMPDIR": str(scratch)},
-    )  # fmt: skip
-    os.close(slave)
-    seen = b""
+    proc, master = _in_terminal(args, scratch)
+    seen: list[bytes] = []
 
     def read(seconds: float) -> None:
-        nonlocal seen
-        end = time.monotonic() + seconds
-        while time.monotonic() < end and select.select([master], [], [], 0.1)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the terminal's last process closed it
-                return
-            if not chunk:
-                return
-            seen += chunk
+        seen.append(_read(master, seconds))
 
     try:
         wait_for(lambda: read(0.1) or any(map(_sampling, _perfs_under(scratch))), 60, "the host recording")
@@ -217,7 +203,7 @@ def test_ctrl_c_in_a_terminal_stops_the_local_cluster_cleanly(tmp_path: Path) ->
             proc.kill()
         proc.wait()
         os.close(master)
-    text = seen.decode(errors="replace")
+    text = b"".join(seen).decode(errors="replace")
     assert proc.returncode == EXIT_OK, text
     assert "Traceback" not in text and "stopping every host's recording" in text
     assert "1 of 1 host answered" in svg.read_text()
