@@ -308,6 +308,15 @@ def jobs_default() -> str:
     return found.group(1).strip() if found else "?"
 
 
+def compile_bytecode() -> str:
+    """Byte-compile the flamegraph package our command imports, as an install does: a checkout run with
+    PYTHONDONTWRITEBYTECODE would otherwise compile every module from source at each start."""
+    where = "import flamegraph, os; print(os.path.dirname(flamegraph.__file__))"
+    package = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True)
+    return package
+
+
 def version(command: list[str]) -> str:
     try:
         out = subprocess.run(command, capture_output=True, text=True).stdout
@@ -410,9 +419,10 @@ def main() -> None:
 
     perl = PEER_DIR / "stackcollapse-perf.pl"
     inferno = args.inferno if args.inferno and Path(args.inferno).exists() else None
+    package = compile_bytecode()
     default_jobs = jobs_default()
     print(f"# python {sys.version.split()[0]} ({sys.executable}), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"# ours: {OURS} (fold --jobs default: {default_jobs})")
+    print(f"# ours: {OURS} (package {package}, byte-compiled; fold --jobs default: {default_jobs})")
     print(f"# {PERL}: {perl if perl.exists() else 'not found (set FLAMEGRAPH_DIR)'}; {version(['perl', '-v'])}")
     print(
         f"# {INFERNO}: {version([str(inferno), '--version']) + f' ({inferno})' if inferno else 'not found (--inferno)'}"
