@@ -102,11 +102,11 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
     facts_of = collapser.header_facts
     hook = collapser.options.sample_hook if not collapser.options.compat else None
     records = text.split(b"\n\n")
-    end = line + text.count(b"\n") + 2  # its lines and the blank one after it
-    counted = 0  # records[:counted] are in `line` (counted only when the line path needs it)
     slow = 0  # records the state machine read (it counts them itself)
     for index, record in enumerate(records):
         lines = record.split(b"\n")
+        # Lines counted from the split, not with text.count(b"\n"): that was a pass over all the text.
+        line += len(lines) + 1  # its lines and the blank one after it
         header = lines[0]
         stamped, sep, rest = header.partition(b": ")
         before, blank, _ = stamped.rpartition(b" ")  # the timestamp is the last word before ': '
@@ -126,13 +126,11 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
                     names = tuple(hook(header, list(names)))
                 stacks[names] = stacks.get(names, 0) + weight
                 continue
-        line += sum(r.count(b"\n") + 2 for r in records[counted:index])
-        counted = index + 1
         lines.append(b"")
-        line += collapser.feed_lines(lines, path, line)
+        collapser.feed_lines(lines, path, line - len(lines))
         slow += 1
     collapser.diagnostics.records += len(records) - slow
-    return end
+    return line
 
 
 def _resolve(collapser: PerfCollapser, lines: list[bytes], table: dict[bytes, bytes]) -> Names | None:
