@@ -123,8 +123,6 @@ def fold(
     from ..fold import fold_perf
     from ..folded import write_folded
     from ..grouping import grouping_note, namer_for_inputs
-    from ..observer import FrameObserver
-    from ..report import build_report, report_lines
     from ..sidecar import Context
     from ..writer import write_atomically, write_sidecar
 
@@ -150,7 +148,11 @@ def fold(
         _fold_offcpu(paths, output, kernel, strict, span, group_unknown)
         return
     namer = namer_for_inputs(inputs or [], group_unknown) if not (addrs or compat) else None
-    hook = FrameObserver(namer) if (namer is not None or report) and not compat else None
+    hook = None
+    if (namer is not None or report) and not compat:
+        from ..observer import FrameObserver  # only here: a plain fold of text starts without it
+
+        hook = FrameObserver(namer)
     options = FoldOptions(
         pid=pid,
         tid=tid,
@@ -173,6 +175,8 @@ def fold(
     if note is not None:
         diagnostics.note(note)
     if report:
+        from ..report import build_report, report_lines
+
         for line in report_lines(*build_report(result.profile, hook)):
             typer.echo(line, err=True)
     if per_event is not None:

@@ -12,7 +12,6 @@ while they fold the others, and each sends back its stacks, pickled through a pi
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -134,6 +133,8 @@ def _die_with(parent: int) -> None:
 
 def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
     """Run `work` in a child process; (pid, read end of the pipe its pickled result comes through)."""
+    import pickle  # here, not at the top: `fold` imports this module for MIN_CHUNK, one process or not
+
     read, write = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -159,6 +160,8 @@ def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
 
 
 def _collect(pid: int, read: int) -> ChunkResult:
+    import pickle
+
     with os.fdopen(read, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
