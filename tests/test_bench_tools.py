@@ -40,3 +40,15 @@ def test_compare_totals_names_the_difference() -> None:
 def test_labelled_inputs() -> None:
     assert labelled("fp, real=/c/fp.perf.txt") == ("fp, real", Path("/c/fp.perf.txt"))
     assert labelled("/c/fp.perf.txt") == ("fp.perf.txt", Path("/c/fp.perf.txt"))
+
+
+def test_end_to_end_case_reports_both_svg_sizes_and_their_ratio(tmp_path: Path) -> None:
+    from bench.bench_fold import INFERNO, Bench, Case, Contender
+
+    ours_svg, inferno_svg = tmp_path / "ours.svg", tmp_path / "inferno.svg"
+    ours_svg.write_bytes(b"x" * 600_000)
+    inferno_svg.write_bytes(b"x" * 400_000)
+    contenders = [Contender("ours", [], svg=ours_svg), Contender(INFERNO, [], svg=inferno_svg)]
+    case = Case("t -> SVG", 1, 1, contenders, end_to_end=True)
+    bench = Bench(None, None, tmp_path, tmp_path, False, False)
+    assert bench.check(case) == ["ours SVG: 0.60 MB", "inferno SVG: 0.40 MB", "SVG ours / inferno: 1.50"]
