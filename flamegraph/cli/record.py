@@ -80,17 +80,27 @@ def render_options(
     return options
 
 
+def with_memory_mode(args: list[str]) -> list[str]:
+    """`--memory` alone means `--memory alloc` (typer has no option with an optional value): the mode is
+    added unless a word follows that is one, or that cannot be the command (`--` comes after it:
+    `--memory peak -- CMD` is a bad mode, `--memory ./prog` a command)."""
+    given = list(args)
+    end = given.index("--") if "--" in given else len(given)
+    for at in range(end - 1, -1, -1):
+        following = given[at + 1] if at + 1 < end else None
+        is_value = following is not None and (
+            following in MEMORY_MODES or not following.startswith("-") and end < len(given)
+        )
+        if given[at] == "--memory" and not is_value:
+            given.insert(at + 1, "alloc")
+    return given
+
+
 class MemoryOptionCommand(TyperCommand):
-    """`--memory` alone means `--memory alloc` (typer has no option with an optional value): the word is
-    added before parsing when the next argument is not a mode."""
+    """The record command, its bare `--memory` given its mode before parsing (`with_memory_mode`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's (vendored) click.Context
-        given = list(args)
-        end = given.index("--") if "--" in given else len(given)
-        for at in range(end - 1, -1, -1):
-            if given[at] == "--memory" and (at + 1 >= end or given[at + 1] not in MEMORY_MODES):
-                given.insert(at + 1, "alloc")
-        return super().parse_args(ctx, given)
+        return super().parse_args(ctx, with_memory_mode(args))
 
 
 @app.command(
@@ -170,10 +180,6 @@ def record_cli(
             "end (live); uprobes on malloc, calloc, realloc, posix_memalign, aligned_alloc, anonymous mmap (root)",
         ),
     ] = None,
-    memory_sample: Annotated[
-        int,
-        typer.Option("--memory-sample", metavar="N", min=1, help="--memory alloc: record 1 allocation call in N"),
-    ] = 1,
 ) -> None:
     """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
@@ -189,7 +195,7 @@ def record_cli(
     """
     from ..jit.recording import JIT_CALL_GRAPH
     from ..record import RecordOptions, RecordSpec
-    from ..record.memory import MemoryRequest, sample_text
+    from ..record.memory import MemoryRequest
 
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
@@ -200,12 +206,10 @@ def record_cli(
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     wanted = None
-    if memory is not None or memory_sample != 1:
-        wanted = MemoryRequest(memory or "alloc", memory_sample)  # a bad mode: one line, before recording
+    if memory is not None:
+        wanted = MemoryRequest(memory)  # a bad mode: one line, before recording
         what = "bytes allocated" if wanted.mode == "alloc" else "bytes still allocated at the end"
-        subtitle = f"{what}, allocation calls: {sample_text(wanted.sample)}, call graph {call_graph}" + (
-            f", window {window}" if window else ""
-        )
+        subtitle = f"{what}, every allocation call, call graph {call_graph}" + (f", window {window}" if window else "")
     options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)

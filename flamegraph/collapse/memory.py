@@ -61,7 +61,7 @@ class MemoryTotals:
     """What the weighing saw, for the capture facts: calls per function, bytes, what was left out and why."""
 
     calls: Counter[str] = field(default_factory=Counter)
-    bytes: int = 0  # requested by the counted calls (times the sample rate)
+    bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
@@ -110,11 +110,10 @@ def requested(call: Call) -> int:
 class AllocationWeigher:
     """perf script lines of the probes in, weighted records out (`iter_weighted`); totals in `totals`."""
 
-    def __init__(self, group: str, mode: str = "alloc", sample: int = 1, library: str = "") -> None:
+    def __init__(self, group: str, mode: str = "alloc", library: str = "") -> None:
         self.marker = b" " + group.encode() + b":"
         self.live = mode == "live"
         self.event = b"memory:" + mode.encode()
-        self.sample = sample
         self.library = library.encode()
         self.totals = MemoryTotals()
         self._seq = 0
@@ -137,11 +136,11 @@ class AllocationWeigher:
             held = sorted({id(c): c for c in self._held.values()}.values(), key=lambda c: c.seq)
             self.totals.live = len(held)
             for call in held:
-                self.totals.live_bytes += call.size * self.sample
+                self.totals.live_bytes += call.size
                 yield from self._record(call)
 
     def _record(self, call: Call) -> Iterator[bytes]:
-        yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
+        yield call.head + b" " + str(call.size).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
             yield FRAME.sub(rb"\1" + call.api + rb"\3", frame) if index == 0 else frame
         yield b""
@@ -160,7 +159,7 @@ class AllocationWeigher:
         if call.api == b"realloc" and call.fields.get(b"ptr") and not size:
             return False  # realloc(p, 0) frees p
         call.size = size
-        self.totals.bytes += size * self.sample
+        self.totals.bytes += size
         return True
 
     def _from_library(self, call: Call) -> bool:

@@ -1,7 +1,7 @@
 """Allocation probes for `record --memory`: uprobes on the C library's allocator functions, added under
 a group of our own just before `perf record` and always deleted after it (any way the recording ends).
 
-    with memory_probes(MemoryRequest("alloc", sample=1), pid=None) as probes:   # perf probe -a ...
+    with memory_probes(MemoryRequest("alloc"), pid=None) as probes:   # perf probe -a ...
         spec = probes.apply(spec)      # -e GROUP:malloc ... -e GROUP:mmap, the call graph kept
         recording = record(spec, ...)
     # here the group is gone: `perf probe -d GROUP:*`, SIGINT/SIGTERM/SIGHUP held off while it runs
@@ -65,18 +65,14 @@ PROBES = (
 
 @dataclass(frozen=True)
 class MemoryRequest:
-    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live); every Nth call."""
+    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live). Every call is
+    recorded: perf's `-c N` does not thin uprobe events (kernel 6.18 records each hit, its period 1)."""
 
     mode: str = "alloc"
-    sample: int = 1  # --memory-sample N: one call in N recorded, its bytes counted N times
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
-        if self.sample < 1:
-            raise BadOption(f"--memory-sample {self.sample}: at least 1 (every call)")
-        if self.sample > 1 and self.mode == "live":
-            raise BadOption("--memory-sample: live pairs every free with its allocation, so it records every call")
 
     def probes(self) -> tuple[Probe, ...]:
         return tuple(p for p in PROBES if p.allocates or self.mode == "live")
@@ -93,19 +89,16 @@ class MemoryProbes:
     missing: list[str] = field(default_factory=list)  # functions the library does not define
 
     def events(self) -> list[str]:
-        """perf record's -e values: allocation entries sampled (every Nth) with stacks; the rest without."""
-        period = f"period={self.request.sample}" if self.request.sample > 1 else ""
+        """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
         events = []
         for probe in self.added:
-            events.append(f"{self.group}:{probe.api}" + (f"/{period}/" if period else ""))
-            if not probe.allocates:
-                events[-1] = f"{self.group}:{probe.api}/call-graph=no/"
+            events.append(f"{self.group}:{probe.api}" + ("" if probe.allocates else "/call-graph=no/"))
             if probe.returns and self.request.mode == "live":
                 events.append(f"{self.group}:{probe.api}{RETURN_SUFFIX}/call-graph=no/")
         return events
 
     def apply(self, spec: RecordSpec) -> RecordSpec:
-        """`spec` recording these probes (every event: no frequency) instead of its event."""
+        """`spec` recording these probes (every call: no frequency) instead of its event."""
         first, *rest = self.events()
         extra = [arg for event in rest for arg in ("-e", event)]
         how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
@@ -119,12 +112,7 @@ class MemoryProbes:
             facts["allocators probed"] += " (and free, munmap, the returned addresses)"
         if self.missing:
             facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
-        facts["allocation calls recorded"] = sample_text(self.request.sample)
         return facts
-
-
-def sample_text(sample: int) -> str:
-    return "every call" if sample == 1 else f"1 in {sample:,} (each counts {sample:,} times its bytes)"
 
 
 def find_library(pid: int | None, name: str = "libc.so.6") -> str:
@@ -168,11 +156,11 @@ def uprobe_events_file() -> str:
     mounted = mounted_tracefs()
     for directory in mounted:
         path = os.path.join(directory, "uprobe_events")
+        if not os.access(directory, os.X_OK):
+            raise NotPermitted(f"adding allocation probes needs root ({directory} is not ours to enter; {who_am_i()})")
         if os.path.exists(path):
             if not os.access(path, os.W_OK):
-                raise NotPermitted(
-                    f"adding allocation probes needs root (writing {path}; {who_am_i()}): run as root"
-                )
+                raise NotPermitted(f"adding allocation probes needs root (writing {path}; {who_am_i()}): run as root")
             return path
     if not mounted:
         if os.geteuid() != 0:
@@ -276,4 +264,3 @@ def memory_probes(
     finally:
         if group in groups_defined() and not delete_group(perf, group):
             note(f"warning: the allocation probes {group} could not be deleted: run `perf probe -d '{group}:*'`")
-

@@ -40,7 +40,7 @@ def fold_memory_recording(
     diagnostics = Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     request = probes.request
-    weigher = AllocationWeigher(probes.group, request.mode, request.sample, probes.library)
+    weigher = AllocationWeigher(probes.group, request.mode, probes.library)
     label = str(recording.perf_data)
     try:
         args, progress = script_args(recording, window, MEMORY_FIELDS), show_progress(status, "weighing")
@@ -91,7 +91,5 @@ def memory_facts(totals: MemoryTotals, seconds: float, mode: str) -> dict[str, s
     if mode == "live":
         facts["live"] = f"{totals.live:,} allocations still held at the end, {totals.freed:,} freed"
         if totals.unpaired:
-            facts["unpaired"] = (
-                f"{totals.unpaired:,} posix_memalign calls whose address perf cannot read (not drawn)"
-            )
+            facts["unpaired"] = f"{totals.unpaired:,} posix_memalign calls whose address perf cannot read (not drawn)"
     return facts

@@ -196,9 +196,8 @@ def _settings(
         * page.plot_width
         / drawing.total,
         "durations": durations,  # amounts are microseconds shown as durations (off-CPU)
-        "sizes": sizes,  # amounts are bytes shown in KiB, MiB, GiB (memory)
         "countSingular": SINGULAR.get(count_name, count_name),
-    }
+    } | ({"sizes": True} if sizes else {})  # amounts are bytes shown in KiB, MiB, GiB (memory); absent: false
 
 
 def _document(
