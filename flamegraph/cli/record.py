@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 # Only what the command's signature and Drawing need: `flamegraph --help` imports every command module,
 # so the recording, JIT, folding and rendering stages are imported where they run.
 from ..export import ExportRequest
+from ..record.memory import MODES as MEMORY_MODES
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
 from .recorder import (
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ..model import FoldedProfile
     from ..mxnet.recording import MxnetHook
     from ..record import Recording, RecordSpec, Status
+    from ..record.memory import MemoryRequest
     from ..render import RenderOptions
     from .scratch import ScratchRecording
 
@@ -61,22 +64,48 @@ def render_options(
     highlights: list[str],
     width: int = 1200,
     top: int = 10,
+    memory: bool = False,
 ) -> RenderOptions:
     """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
     from ..color import HighlightRule, resolve_highlights
     from ..render import RenderOptions
 
     rules: list[str | HighlightRule] = list(highlights)
+    what = "memory" if memory else "on-CPU"
     options = RenderOptions(
-        title=title or f"{name}: on-CPU", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top
+        title=title or f"{name}: {what}", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top
     )
     options.check()
-    resolve_highlights(options.highlights, options.preset, "hot")
+    resolve_highlights(options.highlights, options.preset, "mem" if memory else "hot")
     return options
+
+
+def with_memory_mode(args: list[str]) -> list[str]:
+    """`--memory` alone means `--memory alloc` (typer has no option with an optional value): the mode is
+    added unless a word follows that is one, or that cannot be the command (`--` comes after it:
+    `--memory peak -- CMD` is a bad mode, `--memory ./prog` a command)."""
+    given = list(args)
+    end = given.index("--") if "--" in given else len(given)
+    for at in range(end - 1, -1, -1):
+        following = given[at + 1] if at + 1 < end else None
+        is_value = following is not None and (
+            following in MEMORY_MODES or not following.startswith("-") and end < len(given)
+        )
+        if given[at] == "--memory" and not is_value:
+            given.insert(at + 1, "alloc")
+    return given
+
+
+class MemoryOptionCommand(TyperCommand):
+    """The record command, its bare `--memory` given its mode before parsing (`with_memory_mode`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's (vendored) click.Context
+        return super().parse_args(ctx, with_memory_mode(args))
 
 
 @app.command(
     "record",
+    cls=MemoryOptionCommand,
     short_help="Profile a command or a process on-CPU and draw its graph.",
     context_settings={"allow_interspersed_args": False},
 )
@@ -142,6 +171,15 @@ def record_cli(
             "(the profiler and DNNL_VERBOSE on in the process, bulk execution off; Python commands only)",
         ),
     ] = False,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="[alloc|live]",
+            help="draw bytes, not time: every allocation (alloc, the default) or what is still allocated at the "
+            "end (live); uprobes on malloc, calloc, realloc, posix_memalign, aligned_alloc, anonymous mmap (root)",
+        ),
+    ] = None,
 ) -> None:
     """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
@@ -153,9 +191,11 @@ def record_cli(
       flamegraph record -o train.svg -- python train.py --epochs 1
       flamegraph record --pid 4242 --duration 10 --folded app.folded -o app.svg --open
       flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
+      flamegraph record --memory -o bytes.svg -- ./server          (--memory live: what is still allocated)
     """
     from ..jit.recording import JIT_CALL_GRAPH
     from ..record import RecordOptions, RecordSpec
+    from ..record.memory import MemoryRequest
 
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
@@ -165,7 +205,12 @@ def record_cli(
     span = parse_window_option(window)
     name = Path(command[0]).name if command else f"pid {pid}"
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
-    options = render_options(name, title, subtitle, preset, list(highlight or []), width, top)
+    wanted = None
+    if memory is not None:
+        wanted = MemoryRequest(memory)  # a bad mode: one line, before recording
+        what = "bytes allocated" if wanted.mode == "alloc" else "bytes still allocated at the end"
+        subtitle = f"{what}, every allocation call, call graph {call_graph}" + (f", window {window}" if window else "")
+    options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
     exports = ExportRequest(exports.files, options.title)
@@ -173,7 +218,7 @@ def record_cli(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
         open_,
     )  # fmt: skip
-    record_and_draw(spec, span, draw, perf_data, jit, mxnet)
+    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted)
 
 
 @dataclass(frozen=True)
@@ -197,11 +242,13 @@ def record_and_draw(
     perf_data: Path | None,
     jit: bool = False,
     mxnet: bool = False,
+    memory: MemoryRequest | None = None,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
-    with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/."""
+    with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/; with `memory`, allocation probes
+    are added for the recording (and deleted after it) and the graph weighs bytes."""
     from ..jit.recording import JitHook
     from ..mxnet.recording import MxnetHook
     from ..record import Status
@@ -214,7 +261,7 @@ def record_and_draw(
         jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
         try:
-            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx)
+            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
         finally:
             if jit_hook is not None:
                 jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
@@ -229,6 +276,7 @@ def _record_and_write(
     status: Status,
     jit_hook: JitHook | None,
     mx: MxnetHook | None,
+    memory: MemoryRequest | None = None,
 ) -> Recording:
     from ..collapse.perf import FoldOptions
     from ..grouping import namer_for_recording
@@ -242,11 +290,21 @@ def _record_and_write(
 
     data_path = session.data_path
     hooks = [h for h in (jit_hook, mx) if h is not None]
-    recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
-    status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-    joiner = mx.joiner(recording, window) if mx else None
-    unwound = jit_hook is not None and jit_hook.unwound
-    profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
+    if memory is not None:
+        from ..record.memory import memory_probes
+        from ..record.memory_fold import fold_memory_recording
+
+        with memory_probes(memory, spec.pid, status.note) as probes:  # deleted however the recording ends
+            recording = record(probes.apply(spec), data_path, hooks=hooks, on_recording=session.mark_recorded)
+        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
+        joiner = mx.joiner(recording, window) if mx else None
+        profile = fold_memory_recording(recording, probes, window, status, draw.threads, draw.group_unknown, joiner)
+    else:
+        recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
+        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
+        joiner = mx.joiner(recording, window) if mx else None
+        unwound = jit_hook is not None and jit_hook.unwound
+        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
     if mx and joiner:
         mx.report(joiner, profile)
     options = draw.options

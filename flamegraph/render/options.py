@@ -38,7 +38,7 @@ class RenderOptions:
     min_width: str | float = "0.1"  # pixels ("0.1"), or a share of the total ("0.5%")
     count_name: str | None = None  # default: the profile's unit
     name_type: str = "Function:"
-    colors: str | None = None  # a palette; default "hot", or "io" for off-CPU time (microseconds)
+    colors: str | None = None  # a palette; default "hot", "io" for off-CPU time (microseconds), "mem" for bytes
     hash: bool = False  # colour by a hash of the name (--hash)
     random: bool = False  # random colours (--random; seeded, so still reproducible)
     # Consistent colours across graphs (--cp): name -> '#rrggbb', used first and extended in place with
@@ -87,7 +87,7 @@ class RenderOptions:
     def palette_for(self, profile: FoldedProfile) -> str:
         if self.colors is not None:
             return self.colors
-        return "io" if profile.unit == "microseconds" else "hot"
+        return {"microseconds": "io", "bytes": "mem"}.get(profile.unit, "hot")
 
     def count_name_for(self, profile: FoldedProfile) -> str:
         # '(' would end the frame name in titles: the script finds the name before the last " (".
@@ -109,4 +109,6 @@ class RenderOptions:
             return "Icicle Graph"
         if profile.unit == "microseconds":
             return "Off-CPU Time Flame Graph"
+        if profile.unit == "bytes":
+            return "Memory Flame Graph"
         return DEFAULT_TITLE

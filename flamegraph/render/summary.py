@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
 from ..views import Applied, Step
-from .text import count_text, format_count, format_percent, format_seconds, format_signed
+from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
 
 SEP = ";"
 
@@ -26,6 +26,8 @@ def profile_facts(profile: FoldedProfile, count_name: str, factor: float, by_thr
         ]
         if profile.window_us:
             parts.append(f"window {format_seconds(profile.window_us)}")
+    elif profile.unit == "bytes" and factor == 1:
+        parts = [event, format_bytes(drawn)]
     else:
         parts = [event, count_text(drawn, count_name)]
     stacks = len(profile.counts)

@@ -56,6 +56,7 @@ from .text import (
     display_name,
     display_text,
     fit_label,
+    format_bytes,
     format_count,
     format_duration_us,
     format_number,
@@ -160,6 +161,7 @@ def _settings(
     examples: list[str],
     views: bool,
     durations: bool = False,
+    sizes: bool = False,
 ) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
@@ -195,7 +197,7 @@ def _settings(
         / drawing.total,
         "durations": durations,  # amounts are microseconds shown as durations (off-CPU)
         "countSingular": SINGULAR.get(count_name, count_name),
-    }
+    } | ({"sizes": True} if sizes else {})  # amounts are bytes shown in KiB, MiB, GiB (memory); absent: false
 
 
 def _document(
@@ -209,6 +211,7 @@ def _document(
     examples: list[str],
     stacks: dict[str, object] | None = None,
     durations: bool = False,
+    sizes: bool = False,
 ) -> bytes:
     shown = replace(
         options,
@@ -223,7 +226,9 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations),
+        "settings": _settings(
+            options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes
+        ),
         "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
@@ -326,8 +331,11 @@ def render_svg(
         return painter.fill("") if frame.depth == 0 else name_fill(frame.name)
 
     durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
+    sizes = profile.unit == "bytes" and options.count_name is None and factor == 1  # bytes: KiB, MiB, GiB
 
     def amount(weight: float) -> str:
+        if sizes:
+            return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
     def title(frame: Rect, name: str) -> str:
@@ -383,6 +391,7 @@ def render_svg(
         examples=examples,
         stacks=stacks_data,
         durations=durations,
+        sizes=sizes,
     )
     if options.palette_map is not None:  # extended in memory; the caller saves it
         options.palette_map.update((name, color) for name, color in drawn_colors.items() if name)
@@ -393,6 +402,8 @@ def _amount(value: float, profile: FoldedProfile, options: RenderOptions) -> str
     """A table's amount: a duration for off-CPU microseconds, else the count."""
     if profile.unit == "microseconds" and options.count_name is None and options.factor == 1:
         return format_duration_us(value)
+    if profile.unit == "bytes" and options.count_name is None and options.factor == 1:
+        return format_bytes(value)
     return format_count(value)
 
 

@@ -37,7 +37,7 @@ SYMBOL = frozenset("<>=+~^#_")
 WIDTHS = {"narrow": 0.36, "semi": 0.48, "wide": 1.1, "symbol": 0.86, "upper": 0.8, "other": 0.66, "foreign": 1.05}
 ELLIPSIS = ".."
 # What a line never breaks inside: a word, or a number with its unit ("2.762 s", "12.3 %").
-WORDS = re.compile(r"[-+]?\d[\d,.]*\s(?:s|ms|µs|ns|%|MB|KB|GB|Hz)(?=[\s,;)]|$)\S*\s*|\S+\s*|\s+")
+WORDS = re.compile(r"[-+]?\d[\d,.]*\s(?:s|ms|µs|ns|%|MB|KB|GB|Hz|B|KiB|MiB|GiB)(?=[\s,;)]|$)\S*\s*|\S+\s*|\s+")
 MIN_PREFIX = 3  # a cut label shows at least this many characters before "..": "M.." says nothing
 # Units whose singular the SVG uses for a count of exactly one ("1 sample", not "1 samples").
 SINGULAR = {
@@ -92,6 +92,14 @@ def format_duration_us(microseconds: float) -> str:
     if abs(microseconds) >= 1e3:
         return f"{microseconds / 1e3:.1f} ms"
     return f"{microseconds:.0f} µs"
+
+
+def format_bytes(value: float) -> str:
+    """A size as people read it, in powers of 1024: '512 B', '3.0 KiB', '12.35 MiB', '1.50 GiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= scale:
+            return f"{value / scale:,.2f} {unit}"
+    return f"{value:,.0f} B"
 
 
 def format_signed(value: float) -> str:

@@ -648,6 +648,13 @@
   }
 
   function amount(weight) {
+    if (S.sizes) {  // bytes in powers of 1024, as format_bytes writes them
+      var units = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+      for (var u = 0; u < units.length; u++) {
+        if (Math.abs(weight) >= units[u][1]) return (weight / units[u][1]).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + " " + units[u][0];
+      }
+      return weight.toLocaleString("en-US", { maximumFractionDigits: 0 }) + " B";
+    }
     if (S.durations) {
       if (Math.abs(weight) >= 1e6) return (weight / 1e6).toLocaleString("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 }) + " s";
       if (Math.abs(weight) >= 1e3) return (weight / 1e3).toFixed(1) + " ms";

@@ -1,0 +1,266 @@
+"""Allocation probes for `record --memory`: uprobes on the C library's allocator functions, added under
+a group of our own just before `perf record` and always deleted after it (any way the recording ends).
+
+    with memory_probes(MemoryRequest("alloc"), pid=None) as probes:   # perf probe -a ...
+        spec = probes.apply(spec)      # -e GROUP:malloc ... -e GROUP:mmap, the call graph kept
+        recording = record(spec, ...)
+    # here the group is gone: `perf probe -d GROUP:*`, SIGINT/SIGTERM/SIGHUP held off while it runs
+
+Each probe sits on the function's own address, read from the library's .dynsym: `perf probe -x libc
+calloc` also probes `calloc@plt` inside libc (glibc 2.36: 0x26030), and a call through that PLT would
+count twice. The arguments are the x86-64 System V registers (%di, %si, %dx, %cx) at the first
+instruction. `--memory live` adds the return values (uretprobes: `malloc%return ret=$retval`), `free`
+and `munmap`, without stacks (`call-graph=no`): a free needs only its address.
+
+A group left by a run that was killed (SIGKILL: no cleanup could run) is named after its pid and is
+deleted by the next run once that pid is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import signal
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
+from ..perf import find_perf
+from .spec import RecordSpec, who_am_i
+from .tracefs import mounted_tracefs
+
+GROUP_PREFIX = "flamegraph_mem_"
+GROUP = re.compile(rf"^[pr]:({GROUP_PREFIX}(\d+))/", re.MULTILINE)  # uprobe_events: "p:GROUP/EVENT PATH:0x..."
+MODES = ("alloc", "live")
+RETURN_SUFFIX = "__return"  # perf probe names a return probe EVENT__return
+PROBE_SECONDS = 60.0  # perf probe reads the library's symbols: well under a second on libc
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probed function: its name in the library's .dynsym and the arguments read at its entry."""
+
+    api: str  # the function the program calls (and the frame the graph shows)
+    args: str  # perf probe fetchargs
+    allocates: bool = True  # False: free, munmap (live only)
+    returns: bool = False  # live: a uretprobe gives the address it returned
+
+
+# posix_memalign returns its address through a pointer that is gone at the return: live pairs it not.
+PROBES = (
+    Probe("malloc", "size=%di:u64", returns=True),
+    Probe("calloc", "nmemb=%di:u64 size=%si:u64", returns=True),
+    Probe("realloc", "ptr=%di:x64 size=%si:u64", returns=True),
+    Probe("posix_memalign", "align=%si:u64 size=%dx:u64"),
+    Probe("aligned_alloc", "align=%di:u64 size=%si:u64", returns=True),  # glibc: memalign's address
+    Probe("mmap", "len=%si:u64 flags=%cx:x32", returns=True),  # anonymous (MAP_ANONYMOUS) only: at the fold
+    Probe("free", "ptr=%di:x64", allocates=False),
+    Probe("munmap", "addr=%di:x64 len=%si:u64", allocates=False),
+)
+
+
+@dataclass(frozen=True)
+class MemoryRequest:
+    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live). Every call is
+    recorded: perf's `-c N` does not thin uprobe events (kernel 6.18 records each hit, its period 1)."""
+
+    mode: str = "alloc"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
+
+    def probes(self) -> tuple[Probe, ...]:
+        return tuple(p for p in PROBES if p.allocates or self.mode == "live")
+
+
+@dataclass
+class MemoryProbes:
+    """Probes in place: their group, the library they are in, and what each event means."""
+
+    request: MemoryRequest
+    group: str
+    library: str
+    added: list[Probe] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # functions the library does not define
+
+    def events(self) -> list[str]:
+        """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
+        events = []
+        for probe in self.added:
+            events.append(f"{self.group}:{probe.api}" + ("" if probe.allocates else "/call-graph=no/"))
+            if probe.returns and self.request.mode == "live":
+                events.append(f"{self.group}:{probe.api}{RETURN_SUFFIX}/call-graph=no/")
+        return events
+
+    def apply(self, spec: RecordSpec) -> RecordSpec:
+        """`spec` recording these probes (every call: no frequency) instead of its event."""
+        first, *rest = self.events()
+        extra = [arg for event in rest for arg in ("-e", event)]
+        how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
+        return spec.replace(options=how)
+
+    def facts(self) -> dict[str, str]:
+        """The capture facts: which functions were probed where, and how often."""
+        apis = ", ".join(p.api for p in self.added if p.allocates)
+        facts = {"allocators probed": f"{apis} in {self.library}"}
+        if self.request.mode == "live":
+            facts["allocators probed"] += " (and free, munmap, the returned addresses)"
+        if self.missing:
+            facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
+        return facts
+
+
+def find_library(pid: int | None, name: str = "libc.so.6") -> str:
+    """The C library the target uses: the one mapped in `pid`, else the one this Python loaded (a
+    command is not running yet; it loads the system's, as we did)."""
+    maps = f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps"
+    try:
+        text = Path(maps).read_text(errors="replace")
+    except OSError as err:
+        raise PerfFailed(f"cannot read {maps}: {err.strerror}") from None
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and os.path.basename(fields[5]) == name:
+            path = fields[5]
+            return path if pid is None or os.path.exists(path) else f"/proc/{pid}/root{path}"  # another namespace
+    raise PerfFailed(f"no {name} in {maps}: the program does not use the C library's allocator (static?)")
+
+
+def function_addresses(library: str, names: Sequence[str]) -> dict[str, int]:
+    """name -> address of each function the library defines (.dynsym, any symbol version)."""
+    from elftools.common.exceptions import ELFError  # imported on first use: start-up stays fast
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    wanted, found = set(names), {}  # type: tuple[set[str], dict[str, int]]
+    try:
+        with open(library, "rb") as f:
+            symbols = ELFFile(f).get_section_by_name(".dynsym")
+            for symbol in symbols.iter_symbols() if isinstance(symbols, SymbolTableSection) else ():
+                name = symbol.name.partition("@")[0]
+                kind = symbol["st_info"]["type"]
+                if name in wanted and kind in ("STT_FUNC", "STT_GNU_IFUNC") and symbol["st_shndx"] != "SHN_UNDEF":
+                    found.setdefault(name, symbol["st_value"])
+    except (OSError, ELFError) as err:
+        raise PerfFailed(f"{library}: cannot read its symbols: {err}") from None
+    return found
+
+
+def uprobe_events_file() -> str:
+    """tracefs's uprobe_events, where probes are added; why not, in one line (exit 5 or 6)."""
+    mounted = mounted_tracefs()
+    for directory in mounted:
+        path = os.path.join(directory, "uprobe_events")
+        if not os.access(directory, os.X_OK):
+            raise NotPermitted(f"adding allocation probes needs root ({directory} is not ours to enter; {who_am_i()})")
+        if os.path.exists(path):
+            if not os.access(path, os.W_OK):
+                raise NotPermitted(f"adding allocation probes needs root (writing {path}; {who_am_i()}): run as root")
+            return path
+    if not mounted:
+        if os.geteuid() != 0:
+            raise NotPermitted("adding allocation probes needs root (tracefs is not even readable here): run as root")
+        raise PerfFailed("tracefs is not mounted: `mount -t tracefs nodev /sys/kernel/tracing`, then retry")
+    raise PerfMissing(f"this kernel has no uprobe events ({mounted[0]}/uprobe_events is missing: CONFIG_UPROBE_EVENTS)")
+
+
+def probe_specs(group: str, probes: Sequence[Probe], addresses: dict[str, int], live: bool) -> list[str]:
+    """perf probe -a arguments: 'GROUP:malloc=0x98930 size=%di:u64', and 'GROUP:malloc=0x98930%return ...'."""
+    specs = []
+    for probe in probes:
+        address = addresses[probe.api]
+        specs.append(f"{group}:{probe.api}=0x{address:x} {probe.args}")
+        if probe.returns and live:
+            specs.append(f"{group}:{probe.api}=0x{address:x}%return ret=$retval:x64")
+    return specs
+
+
+def _perf_probe(perf: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [perf, "probe", "-q", *args], capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace"
+        )
+    except subprocess.TimeoutExpired:
+        raise PerfFailed(f"perf probe {args[0]} did not finish in {PROBE_SECONDS:.0f} s") from None
+    except OSError as err:
+        raise PerfMissing(f"cannot run {perf}: {err.strerror}") from None
+
+
+def probe_failure(stderr: str) -> FlamegraphError:
+    """perf probe's complaint -> one line: perf without `probe` (built without libelf), no permission, other."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and line.strip() != "Error:"]
+    said = " ".join(lines)
+    if "not a perf-command" in said or "not built" in said or "NO_LIBELF" in said:
+        return PerfMissing("this perf cannot add uprobes (`perf probe` is missing: perf built without libelf)")
+    if "Permission denied" in said or "not permitted" in said.lower():
+        return NotPermitted(f"adding allocation probes needs root (perf probe: {lines[0]}; {who_am_i()})")
+    return PerfFailed(f"perf probe failed: {lines[0] if lines else 'no reason given'}")
+
+
+def delete_group(perf: str, group: str) -> bool:
+    """`perf probe -d GROUP:*`; True if the group is gone. Signals that stop us are held until it is done:
+    a Ctrl-C here must not leave the probes behind (the child inherits the mask: it finishes too)."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        subprocess.run([perf, "probe", "-q", "-d", f"{group}:*"], capture_output=True, timeout=PROBE_SECONDS)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return group not in groups_defined()
+
+
+def groups_defined(events_file: str | None = None) -> dict[str, int]:
+    """Our groups in uprobe_events -> the pid that made each."""
+    path = events_file
+    if path is None:
+        found = [os.path.join(d, "uprobe_events") for d in mounted_tracefs()]
+        path = next((p for p in found if os.path.exists(p)), None)
+    try:
+        text = Path(path).read_text() if path else ""
+    except OSError:
+        return {}
+    return {match.group(1): int(match.group(2)) for match in GROUP.finditer(text)}
+
+
+def remove_stale(perf: str, note: Callable[[str], None]) -> None:
+    """Delete the groups of runs that died without cleaning up (their pid is gone)."""
+    for group, pid in groups_defined().items():
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists() and delete_group(perf, group):
+            note(f"note: removed the allocation probes a killed run left ({group})")
+
+
+@contextmanager
+def memory_probes(
+    request: MemoryRequest, pid: int | None, note: Callable[[str], None] = print
+) -> Iterator[MemoryProbes]:
+    """Adds the probes, yields them, and deletes them whatever happens (errors, Ctrl-C, perf dying)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise PerfFailed(f"--memory reads x86-64 registers; this machine is {platform.machine()}")
+    perf = find_perf()
+    uprobe_events_file()
+    library = find_library(pid)
+    wanted = request.probes()
+    addresses = function_addresses(library, [p.api for p in wanted])
+    group = f"{GROUP_PREFIX}{os.getpid()}"
+    probes = MemoryProbes(request, group, library)
+    probes.added = [p for p in wanted if p.api in addresses]
+    probes.missing = [p.api for p in wanted if p.api not in addresses]
+    if not any(p.allocates for p in probes.added):
+        raise PerfFailed(f"{library} defines none of the allocation functions ({', '.join(probes.missing)})")
+    remove_stale(perf, note)
+    try:
+        specs = probe_specs(group, probes.added, addresses, request.mode == "live")
+        added = _perf_probe(perf, ["-x", library, *(arg for spec in specs for arg in ("-a", spec))])
+        if added.returncode != 0:
+            raise probe_failure(added.stderr)
+        yield probes
+    finally:
+        if group in groups_defined() and not delete_group(perf, group):
+            note(f"warning: the allocation probes {group} could not be deleted: run `perf probe -d '{group}:*'`")

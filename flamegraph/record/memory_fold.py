@@ -1,0 +1,95 @@
+"""From a `record --memory` recording to bytes per stack: `perf script` of the probes, weighed by
+collapse.memory, folded by the one perf-script collapser (frames named as on-CPU: JIT, [unknown]
+grouped by function, --mxnet's operators through its sample hook).
+
+    profile = fold_memory_recording(recording, probes, window, status)   # unit "bytes", facts in metadata
+"""
+
+from __future__ import annotations
+
+from ..collapse.memory import AllocationWeigher, MemoryTotals
+from ..collapse.perf import FoldOptions, PerfCollapser, SampleHook
+from ..diagnostics import Diagnostics, NoSamples
+from ..fold import open_lines
+from ..grouping import grouping_note, namer_for_recording
+from ..model import FoldedProfile
+from ..observer import FrameObserver
+from ..window import describe_window
+from .memory import MemoryProbes
+from .script import script_args, show_progress
+from .spec import Recording
+from .status import Status
+
+MEMORY_FIELDS = "comm,pid,tid,time,event,trace,ip,sym,dso"
+UNIT = "bytes"
+
+
+def fold_memory_recording(
+    recording: Recording,
+    probes: MemoryProbes,
+    window: tuple[float | None, float | None] | None = None,
+    status: Status | None = None,
+    threads: bool = False,
+    group_unknown: bool = True,
+    sample_hook: SampleHook | None = None,
+) -> FoldedProfile:
+    """Bytes requested (alloc) or still held (live) per allocation stack; what was probed and seen in the facts."""
+    status = status or Status()
+    namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
+    options = FoldOptions.with_all(tid=threads, frame_hook=FrameObserver(namer), sample_hook=sample_hook)
+    diagnostics = Diagnostics()
+    collapser = PerfCollapser(options, diagnostics)
+    request = probes.request
+    weigher = AllocationWeigher(probes.group, request.mode, probes.library)
+    label = str(recording.perf_data)
+    try:
+        args, progress = script_args(recording, window, MEMORY_FIELDS), show_progress(status, "weighing")
+        with open_lines(label, args, progress) as lines:
+            collapser.feed_lines(weigher.iter_weighted(lines), label)
+            collapser.end_input()
+    finally:
+        status.clear()
+    diagnostics.finish()
+    if (note := grouping_note(namer)) is not None:
+        status.note(note)
+    profile = collapser.profile()
+    totals = weigher.totals
+    if not profile.counts:
+        what = "still allocated at the end" if request.mode == "live" else "allocated"
+        raise NoSamples(f"{label}: no bytes {what} ({calls_text(totals)})")
+    profile.unit = UNIT
+    profile.event = "bytes allocated" if request.mode == "alloc" else "bytes still allocated at the end"
+    profile.metadata.update({k: v for k, v in recording.metadata.items() if k not in ("event", "frequency")})
+    profile.metadata.update(probes.facts())
+    profile.metadata.update(memory_facts(totals, recording.seconds, request.mode))
+    if window is not None:
+        profile.metadata["window"] = describe_window(window)
+    return profile
+
+
+def calls_text(totals: MemoryTotals) -> str:
+    if not totals.calls:
+        return "no allocation calls recorded"
+    parts = ", ".join(f"{api} {count:,}" for api, count in totals.calls.most_common())
+    return f"{sum(totals.calls.values()):,} calls recorded: {parts}"
+
+
+def memory_facts(totals: MemoryTotals, seconds: float, mode: str) -> dict[str, str]:
+    """The weighing's totals as capture facts (the rate: calls recorded per second)."""
+    calls = sum(totals.calls.values())
+    rate = f" ({calls / seconds:,.0f}/s)" if seconds > 0 else ""
+    facts = {"allocation calls": calls_text(totals) + rate}
+    left = []
+    if totals.nested:
+        left.append(f"{totals.nested:,} the allocator's own inner calls (counted once, as the outer call)")
+    if totals.internal:
+        left.append(f"{totals.internal:,} anonymous mmaps of the C library itself (arenas, thread stacks)")
+    if totals.not_anonymous:
+        left.append(f"{totals.not_anonymous:,} mmaps of files")
+    if left:
+        facts["not counted"] = "; ".join(left)
+    if mode == "live":
+        facts["live"] = f"{totals.live:,} allocations still held at the end, {totals.freed:,} freed"
+        if totals.unpaired:
+            facts["unpaired"] = f"{totals.unpaired:,} posix_memalign calls whose address perf cannot read (not drawn)"
+    return facts

@@ -1,0 +1,305 @@
+"""`record --memory`: weighing allocation records by bytes (text in, no perf), the option's parsing, the
+unit's display, and with real perf: a known allocation split, a known leak, probes never left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import NOBODY, Unprivileged
+
+from flamegraph.collapse.memory import AllocationWeigher
+from flamegraph.diagnostics import EXIT_NO_PERF, EXIT_NOT_PERMITTED, EXIT_USAGE, BadOption, Diagnostics
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.record.memory import GROUP_PREFIX, MemoryRequest, groups_defined
+from flamegraph.render.text import format_bytes
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+G = "flamegraph_mem_9"
+
+
+def record_text(tid: int, time_s: str, event: str, trace: str, frames: list[str]) -> list[bytes]:
+    """One record as perf script prints it: a stack below the header, or (no stack) one padded line."""
+    head = f"b {tid}/{tid} {time_s}: {G}:{event}: {trace}"
+    if not frames:
+        return [f"               {head}     55600a8d91ab main (/tmp/b)".encode()]
+    lines = [head.encode()] + [f"\t{frame}".encode() for frame in frames] + [b""]
+    return lines
+
+
+def stack(leaf: str, *callers: str) -> list[str]:
+    return [f"   98930 {leaf} ({LIBC})", *(f"   1156 {name} (/tmp/b)" for name in callers)]
+
+
+def weigh(lines: list[bytes], mode: str = "alloc") -> tuple[list[bytes], AllocationWeigher]:
+    weigher = AllocationWeigher(G, mode, LIBC)
+    return list(weigher.iter_weighted(lines)), weigher
+
+
+def headers(out: list[bytes]) -> list[bytes]:
+    return [line for line in out if line and not line.startswith(b"\t")]
+
+
+# -- weighing (text) -----------------------------------------------------------------------------------
+
+
+def test_alloc_weighs_each_function_by_what_it_asked_for() -> None:
+    lines = [
+        *record_text(1, "1.000001", "malloc", "(7f) size=3000", stack("malloc", "alloc_big", "main")),
+        *record_text(1, "1.000002", "calloc", "(7f) nmemb=4 size=100", stack("__libc_calloc", "main")),
+        *record_text(1, "1.000003", "realloc", "(7f) ptr=0x10 size=5000", stack("realloc", "main")),
+        *record_text(1, "1.000004", "realloc", "(7f) ptr=0x10 size=0", stack("realloc", "main")),  # a free
+        *record_text(1, "1.000005", "mmap", "(7f) len=8192 flags=0x22", stack("__mmap", "main")),
+        *record_text(1, "1.000006", "mmap", "(7f) len=4096 flags=0x2", stack("__mmap", "main")),  # a file
+    ]
+    out, weigher = weigh(lines)
+    assert headers(out) == [
+        b"b 1/1 1.000001: 3000 memory:alloc:",
+        b"b 1/1 1.000002: 400 memory:alloc:",
+        b"b 1/1 1.000003: 5000 memory:alloc:",
+        b"b 1/1 1.000005: 8192 memory:alloc:",
+    ]
+    calloc = out.index(b"b 1/1 1.000002: 400 memory:alloc:")
+    assert out[calloc + 1] == b"\t   98930 calloc (" + LIBC.encode() + b")"  # the leaf: the function called
+    assert weigher.totals.not_anonymous == 1
+    assert weigher.totals.bytes == 16592
+
+
+def test_alloc_counts_the_allocators_own_calls_once() -> None:
+    """glibc's aligned_alloc(16, n) tail-calls malloc(n); malloc(1 MiB) mmaps from inside libc."""
+    inner_mmap = [f"  1019a0 __mmap ({LIBC})", f"  95f27 sysmalloc ({LIBC})"]
+    lines = [
+        *record_text(1, "1.1", "aligned_alloc", "(7f) align=16 size=222", stack("__libc_memalign", "main")),
+        *record_text(1, "1.2", "malloc", "(7f) size=222", stack("malloc")),
+        *record_text(1, "1.3", "malloc", "(7f) size=1048576", stack("malloc", "main")),
+        *record_text(1, "1.4", "mmap", "(7f) len=1052672 flags=0x22", inner_mmap),
+        *record_text(1, "1.5", "malloc", "(7f) size=1048576", stack("malloc", "main")),  # a call of its own
+    ]
+    out, weigher = weigh(lines)
+    assert [h.split(b" ")[3] for h in headers(out)] == [b"222", b"1048576", b"1048576"]
+    assert (weigher.totals.nested, weigher.totals.internal) == (1, 1)
+
+
+def test_live_keeps_only_what_was_not_freed() -> None:
+    lines = [
+        *record_text(1, "1.1", "malloc", "(7f) size=100", stack("malloc", "leaks", "main")),
+        *record_text(1, "1.2", "malloc__return", "(7f <- 55) ret=0xa0", []),
+        *record_text(1, "1.3", "malloc", "(7f) size=300", stack("malloc", "keeps_nothing", "main")),
+        *record_text(1, "1.4", "malloc__return", "(7f <- 55) ret=0xb0", []),
+        *record_text(1, "1.5", "free", "(7f) ptr=0xb0", []),
+        *record_text(1, "1.6", "realloc", "(7f) ptr=0xa0 size=500", stack("realloc", "grows", "main")),
+        *record_text(1, "1.7", "realloc__return", "(7f <- 55) ret=0xc0", []),
+        *record_text(2, "1.8", "posix_memalign", "(7f) align=16 size=64", stack("__posix_memalign", "main")),
+        *record_text(2, "1.9", "malloc", "(7f) size=64", stack("malloc", "__posix_memalign", "main")),
+        *record_text(2, "2.0", "malloc__return", "(7f <- 55) ret=0xd0", []),
+        *record_text(2, "2.1", "mmap", "(7f) len=8192 flags=0x22", stack("__mmap", "main")),
+        *record_text(2, "2.2", "mmap__return", "(7f <- 55) ret=0x10000", []),
+        *record_text(2, "2.3", "munmap", "(7f) addr=0x10000 len=4096", []),  # its first page
+    ]
+    out, weigher = weigh(lines, "live")
+    assert headers(out) == [
+        b"b 1/1 1.6: 500 memory:live:",
+        b"b 2/2 1.8: 64 memory:live:",
+        b"b 2/2 2.1: 4096 memory:live:",
+    ]
+    assert b"\t   1156 grows (/tmp/b)" in out
+    totals = weigher.totals
+    assert (totals.live, totals.live_bytes, totals.freed, totals.nested, totals.unpaired) == (3, 4660, 1, 1, 0)
+
+
+def test_live_says_what_it_could_not_pair() -> None:
+    """posix_memalign of a large alignment hands its address back through memory perf cannot read."""
+    lines = record_text(1, "1.1", "posix_memalign", "(7f) align=64 size=333", stack("__posix_memalign", "main"))
+    out, weigher = weigh(lines, "live")
+    assert headers(out) == [] and weigher.totals.unpaired == 1
+
+
+def test_records_of_other_events_and_damaged_fields_are_skipped() -> None:
+    lines = [
+        b"b 1/1 1.0: cpu-clock:",
+        b"\t  1 main (/tmp/b)",
+        b"",
+        *record_text(1, "1.1", "malloc", "(7f) size=1x", []),
+    ]
+    assert weigh(lines)[0] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "0 B"), (1023, "1,023 B"), (3072, "3.00 KiB"), (5 * 2**20, "5.00 MiB"), (3 * 2**30, "3.00 GiB")],
+)
+def test_bytes_are_shown_in_powers_of_1024(value: int, text: str) -> None:
+    assert format_bytes(value) == text
+
+
+def test_memory_request_refuses_what_it_cannot_do() -> None:
+    with pytest.raises(BadOption, match="choose alloc"):
+        MemoryRequest("peak")
+
+
+@pytest.mark.parametrize(
+    ("args", "parsed"),
+    [
+        (["--memory", "--", "ls"], ["--memory", "alloc", "--", "ls"]),
+        (["--memory", "live", "--", "ls"], ["--memory", "live", "--", "ls"]),
+        (["--memory", "--pid", "7"], ["--memory", "alloc", "--pid", "7"]),
+        (["--memory", "./prog", "-x"], ["--memory", "alloc", "./prog", "-x"]),
+        (["--memory", "peak", "--", "ls"], ["--memory", "peak", "--", "ls"]),  # a bad mode, said as one
+        (["--", "prog", "--memory"], ["--", "prog", "--memory"]),  # the program's own option
+    ],
+)
+def test_memory_alone_means_alloc(args: list[str], parsed: list[str]) -> None:
+    from flamegraph.cli.record import with_memory_mode
+
+    assert with_memory_mode(args) == parsed
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--memory", "peak"], "choose alloc")])
+def test_cli_bad_memory_options_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    done = subprocess.run([*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "m.svg"), "--", "true"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+# -- with real perf ------------------------------------------------------------------------------------
+
+SPLIT = r"""
+#include <stdlib.h>
+#include <string.h>
+/* alloc_big asks for three times the bytes of alloc_small */
+__attribute__((noinline)) void *alloc_big(void) { void *p = malloc(3000); memset(p, 1, 8); return p; }
+__attribute__((noinline)) void *alloc_small(void) { void *p = calloc(10, 100); memset(p, 1, 8); return p; }
+int main(void) {
+  for (int i = 0; i < 300; i++) { void *a = alloc_big(); void *b = alloc_small(); free(a); free(b); }
+  return 0;
+}
+"""
+LEAK = r"""
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) void *kept(void) { void *p = malloc(4096); memset(p, 1, 8); return p; }
+__attribute__((noinline)) void *dropped(void) { void *p = malloc(8192); memset(p, 1, 8); return p; }
+void *keep[100];
+int main(void) {
+  for (int i = 0; i < 100; i++) { keep[i] = kept(); free(dropped()); }
+  return 0;
+}
+"""
+FOREVER = r"""
+#include <stdlib.h>
+#include <unistd.h>
+#include <stdio.h>
+int main(void) { printf("running\n"); fflush(stdout); for (;;) { free(malloc(100)); usleep(10000); } }
+"""
+
+
+def compiled(tmp_path: Path, name: str, source: str) -> Path:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler (cc) to build the test program")
+    (tmp_path / f"{name}.c").write_text(source)
+    subprocess.run([compiler, "-O1", "-g", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")], check=True)
+    return tmp_path / name
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def bytes_under(profile: FoldedProfile, path: str) -> float:
+    return sum(w for s, w in profile.counts.items() if path in s)
+
+
+def ours() -> set[str]:
+    return {group for group in groups_defined() if group.startswith(GROUP_PREFIX)}
+
+
+def run_memory(tmp_path: Path, program: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], FoldedProfile]:
+    folded = tmp_path / "m.folded"
+    args = ["record", "--memory", *extra, "-o", str(tmp_path / "m.svg"), "--folded", str(folded), "--", str(program)]
+    done = subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done, load(folded)
+
+
+@pytest.mark.perf
+def test_known_split_is_drawn_within_two_percent(tmp_path: Path) -> None:
+    done, profile = run_memory(tmp_path, compiled(tmp_path, "split", SPLIT))
+    big = bytes_under(profile, "main;alloc_big;malloc")
+    small = bytes_under(profile, "main;alloc_small;calloc")
+    assert small > 0 and abs(big / small - 3) <= 0.06, (big, small, profile.counts)
+    assert big == 300 * 3000 and small == 300 * 1000  # every call, nothing lost
+    svg = (tmp_path / "m.svg").read_text()
+    assert "878.91 KiB" in svg and "allocators probed: malloc, calloc" in svg
+    assert not ours()
+
+
+@pytest.mark.perf
+def test_live_draws_only_the_leak(tmp_path: Path) -> None:
+    done, profile = run_memory(tmp_path, compiled(tmp_path, "leak", LEAK), "live")
+    assert bytes_under(profile, "main;kept;malloc") == 100 * 4096
+    assert bytes_under(profile, "dropped") == 0
+    assert not ours()
+
+
+def _wait_for_group(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while not ours() or proc.stdout.readline() != "running\n":
+        assert time.monotonic() < deadline and proc.poll() is None, "the probes never came"
+    time.sleep(0.3)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("how", ["ctrl-c", "perf killed"])
+def test_probes_are_deleted_however_the_recording_ends(tmp_path: Path, how: str) -> None:
+    program = compiled(tmp_path, "forever", FOREVER)
+    args = ["record", "--memory", "-o", str(tmp_path / "m.svg"), "--", str(program)]
+    proc = subprocess.Popen([*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_group(proc)
+        if how == "ctrl-c":
+            proc.send_signal(signal.SIGINT)
+        else:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            perf = next(int(c) for c in children if Path(f"/proc/{c}/comm").read_text().strip() == "perf")
+            os.kill(perf, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == (0 if how == "ctrl-c" else EXIT_NO_PERF), err
+    assert not ours(), err
+
+
+@pytest.mark.perf
+def test_a_killed_runs_probes_are_removed_by_the_next(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    group = f"{GROUP_PREFIX}{dead.pid}"
+    subprocess.run(["perf", "probe", "-q", "-x", LIBC, "-a", f"{group}:malloc=malloc size=%di:u64"], check=True)
+    try:
+        done, _ = run_memory(tmp_path, compiled(tmp_path, "leak", LEAK))
+        assert f"removed the allocation probes a killed run left ({group})" in done.stderr
+        assert not ours()
+    finally:
+        subprocess.run(["perf", "probe", "-q", "-d", f"{group}:*"], capture_output=True)
+
+
+@pytest.mark.perf
+def test_not_permitted_is_one_line(unprivileged: Unprivileged) -> None:
+    out = unprivileged.scratch / "m.svg"
+    done = subprocess.run(unprivileged.command("record", "--memory", "-o", str(out), "--", "true", drop=NOBODY),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == EXIT_NOT_PERMITTED, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "needs root" in done.stderr
+    assert not out.exists()
