@@ -87,7 +87,10 @@ class RenderOptions:
     def palette_for(self, profile: FoldedProfile) -> str:
         if self.colors is not None:
             return self.colors
-        return "io" if profile.unit == "microseconds" else "hot"
+        if profile.unit != "microseconds":
+            return "hot"
+        # offcpu --wakers: the waker's frames (after `--`) in their own colour, as flamegraph.pl's chain graphs
+        return "chain" if any(";--;" in stack for stack in profile.counts) else "io"
 
     def count_name_for(self, profile: FoldedProfile) -> str:
         # '(' would end the frame name in titles: the script finds the name before the last " (".
