@@ -193,6 +193,22 @@ def test_a_system_wide_recording_keeps_the_workload_from_its_exec() -> None:
     assert fold(text, target=(50, False)) == {"prog-61;futex_wait;[S];--;other-70;Other;try_to_wake_up": 2000}
 
 
+def test_a_system_wide_recording_of_a_pid_opens_at_its_first_sample() -> None:
+    # perf enables its tracepoints only once it has described every process: side-band records before
+    # that (PERF_RECORD_SWITCH) would make waits without stacks and without wakers
+    text = (
+        "prog 0/0 0.000000: PERF_RECORD_COMM: prog:60/60\n\n"
+        "prog 0/0 0.000000: PERF_RECORD_COMM: prog:60/61\n\n"
+        + "prog 61 0.900000: PERF_RECORD_SWITCH_CPU_WIDE OUT\n\n"
+        + record(IN.format(comm="prog", tid=61, t="0.950000"))
+        + record(SWITCH.format(comm="other", tid=70, t="1.000000", state="S"), "schedule")
+        + record(SWITCH.format(comm="prog", tid=61, t="1.004000", state="S"), "futex_wait")
+        + record(WAKING.format(comm="prog", tid=60, t="1.005000", wcomm="prog", wakee=61), "try_to_wake_up", "Main")
+        + record(IN.format(comm="prog", tid=61, t="1.006000"))
+    )  # fmt: skip
+    assert fold(text, target=(60, True)) == {"prog-61;futex_wait;[S];--;prog-60;Main;try_to_wake_up": 2000}
+
+
 # --- the view: roles of wakers, the functions that blocked, the chain palette -------------------------
 
 WOKEN = {
@@ -318,3 +334,41 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
     assert "woken by: " in proc.stderr and "[timer]" in proc.stderr
     page = svg.read_text()
     assert "writer_sends" in page and "[timer]" in page
+
+
+# --- the page in a real browser ------------------------------------------------------------------------
+
+
+def rgb(fill: str) -> tuple[int, int, int]:
+    fill = fill.strip()
+    if fill.startswith("#"):
+        return int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16)
+    r, g, b = (int(part) for part in fill[fill.index("(") + 1 : -1].split(","))
+    return r, g, b
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_waker_in_its_own_colour_above_the_separator(tmp_path: Path) -> None:
+    from helpers.clients import chromium
+    from helpers.page import box, click, fill, frame
+
+    from flamegraph.render import render_svg
+
+    # python-2 only wakes: no stack of its own, its role read off its frames as a waker
+    woken = {stack: us for stack, us in WOKEN.items() if stack.startswith("python-1;")}
+    profile = FoldedProfile(woken, "microseconds", "sched:sched_switch", window_us=2000.0)
+    svg = tmp_path / "wakers.svg"
+    svg.write_bytes(render_svg(profile, RenderOptions(show_idle=True)))
+    with chromium() as browser:
+        browser.get(svg.as_uri())
+        assert rgb(fill(browser, "--")) == (160, 160, 160)  # the separator: grey
+        blocked = rgb(fill(browser, "WaitForVar"))
+        assert blocked[2] > 200 and blocked[0] < 150  # the blocked stack: blue (the chain palette)
+        waker = rgb(fill(browser, "[op] FullyConnected"))
+        assert waker[1] > 160 and waker[2] > 160 and waker[0] < 120  # the waker's frames: aqua
+        assert rgb(fill(browser, "[timer]"))[1] > 160  # a timer is on the waker's side too
+        # the waker is named with its role, above the wait it ended, as wide as that wait
+        assert box(browser, "python-2 (engine worker)")["w"] == pytest.approx(box(browser, "WaitForVar")["w"], abs=0.5)
+        click(browser, frame(browser, "python-2 (engine worker)"))  # zooms on what that worker did to wake it
+        assert box(browser, "[op] FullyConnected")["w"] == pytest.approx(box(browser, "python-2 (engine worker)")["w"])
+        assert box(browser, "[timer]")["w"] == 0

@@ -401,6 +401,9 @@ class SchedCollapser:
         if ns and tid > 0:
             pairing.seen.add(tid)
         wait: Wait | None = None
+        tracepoint = SCHED_SWITCH in rest or is_waker_record(rest) is not None
+        if tracepoint and pairing.tree is not None and pairing.tree.attached():
+            pairing.start = ns  # perf on all CPUs: side-band records flow while it describes the machine
         if SCHED_SWITCH in rest:
             return self._sched_switch(pairing, line, rest, ns, number, ready, frames)
         if self.options.wakers and (which := is_waker_record(rest)) is not None:

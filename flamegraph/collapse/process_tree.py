@@ -5,7 +5,8 @@ descended from one process, known from perf's task records (synthesized at start
     wake 13078/13078 10671.643011: PERF_RECORD_FORK(13078:13080):(13078:13078)
     python   0/0         0.000000: PERF_RECORD_COMM: python:4242/4250              <- a thread alive at start
 
-`ProcessTree(4242, include_root=True)` keeps process 4242 (`--pid`) and what it starts;
+`ProcessTree(4242, include_root=True)` keeps process 4242 (`--pid`) and what it starts, from the
+first tracepoint sample (before it, only perf's side-band records flow);
 `ProcessTree(perf_pid, include_root=False)` keeps perf's workload and what it starts, from its exec
 (before it, the workload is perf's own child waiting for the go).
 """
@@ -19,7 +20,7 @@ class ProcessTree:
     def __init__(self, root: int, include_root: bool) -> None:
         self.root = root
         self.include_root = include_root
-        self.started = include_root  # a launched workload counts from its exec
+        self.started = False  # a launched workload counts from its exec; a process from the first sample
         self.pid_of: dict[int, int] = {}  # tid -> pid
         self.parent: dict[int, int] = {}  # pid -> parent pid
         self.cache: dict[int, bool] = {}
@@ -37,6 +38,14 @@ class ProcessTree:
     def exec(self, pid: int) -> bool:
         """A timed COMM exec: True when it starts the launched workload (the window opens there)."""
         if self.started or not self._descends(pid):
+            return False
+        self.started = True
+        return True
+
+    def attached(self) -> bool:
+        """The first tracepoint sample of a recording of --pid's tree: True once, when the window opens
+        (perf enables its events only once it has described every process: seconds on a busy machine)."""
+        if self.started or not self.include_root:
             return False
         self.started = True
         return True
