@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
+from ..offcpu.threads import is_state
 from ..views import Applied
 from .facts import Table
 
@@ -90,7 +91,11 @@ class RenderOptions:
         if profile.unit != "microseconds":
             return "hot"
         # offcpu --wakers: the waker's frames (after `--`) in their own colour, as flamegraph.pl's chain graphs
-        return "chain" if any(";--;" in stack for stack in profile.counts) else "io"
+        if any(";--;" in stack for stack in profile.counts):
+            return "chain"
+        # record --wall: on-CPU stacks (no [STATE] leaf) beside the waits: on-CPU warm, waits cold
+        kinds = {is_state(stack.rpartition(";")[2]) for stack in profile.counts}
+        return "wall" if kinds == {True, False} else "io"
 
     def count_name_for(self, profile: FoldedProfile) -> str:
         # '(' would end the frame name in titles: the script finds the name before the last " (".
