@@ -159,6 +159,7 @@ class OffCpuRun:
             "val_acc": self.val_acc,
             "thread_roles": self.roles,
             "expected_waits_us": expected_waits(self.profile),
+            "main_thread_wakers_us": dict(main_thread_wakers(self.profile)),  # --wakers: who ended WaitForVar
             "metadata": dict(self.profile.metadata),
         }
 

@@ -75,9 +75,9 @@ def test_the_page_colours_waits_cold_and_the_rest_warm() -> None:
     counts = {"spin-100;main;burn": 4000.0, "spin-100;main;nap;schedule_[k];[S]": 40000.0}
     profile = FoldedProfile(counts, "microseconds", f"{ON} + sched:sched_switch", window_us=44000.0)
     assert RenderOptions().palette_for(profile) == "wall"
-    assert RenderOptions().palette_for(FoldedProfile({"a;[S]": 1.0}, "microseconds")) == "io"
-    assert RenderOptions().palette_for(FoldedProfile({"a;b": 1.0}, "microseconds")) == "io"
-    assert blocked_in(counts, 5) == [("nap [S]", 40000.0)]  # what ran did not block
+    assert RenderOptions().palette_for(FoldedProfile(counts, "microseconds", "sched:sched_switch")) == "io"
+    assert RenderOptions().palette_for(FoldedProfile(counts, "microseconds", " + sched:sched_switch")) == "io"
+    assert blocked_in(counts, 5, wall=True) == [("nap [S]", 40000.0)]  # what ran did not block
     svg = render_svg(profile, RenderOptions()).decode()
     assert "burn" in svg and "nap" in svg and "_[o]" not in svg  # the annotation colours, it is never shown
 

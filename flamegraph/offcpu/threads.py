@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 SEP = ";"
 WAKER_SEP = "--"  # between the blocked stack and what woke it (offcpu --wakers), as bcc's offwaketime
+WALL_EVENT = "{oncpu} + sched:sched_switch"  # record --wall's profiles: on-CPU samples and waits in one
 IDLE_OF_WINDOW = 0.95  # off-CPU for at least this share of the window...
 IDLE_IN_ONE_STACK = 0.95  # ...and at least this share of it in its largest stack
 STATE = re.compile(r"^\[[A-Za-z?+:]{1,3}\]$")  # [S], [R], [D], [?]: the leaf offcpu adds
@@ -76,6 +77,12 @@ def root_of(stack: str) -> str:
 
 def is_state(frame: str) -> bool:
     return STATE.match(frame) is not None
+
+
+def is_wall(event: str | None) -> bool:
+    """Whether a profile's event says it holds on-CPU samples beside the waits (record --wall)."""
+    suffix = WALL_EVENT.format(oncpu="")
+    return event is not None and event.endswith(suffix) and len(event) > len(suffix)
 
 
 def blocked_part(frames: list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from ..record import Recording, RecordOptions, Status, show_progress
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .fold import NO_END_NS, OffCpuFold, fold_offcpu_recording
 from .record import EVENT
+from .threads import WALL_EVENT
 
 ONCPU_EVENT = "cpu-clock"
 FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"
@@ -92,5 +93,6 @@ def fold_wall(
         "on-CPU": f"{format_ns(total * 1000)} in {len(per_thread)} threads ({event}: each sample weighs its period)",
         **off.profile.metadata,
     }
-    profile = FoldedProfile(counts, "microseconds", f"{event} + {EVENT}", metadata, window_us=off.profile.window_us)
+    wall = WALL_EVENT.format(oncpu=event)
+    profile = FoldedProfile(counts, "microseconds", wall, metadata, window_us=off.profile.window_us)
     return WallFold(profile, per_thread, off)

@@ -101,14 +101,13 @@ def offcpu_view(profile: FoldedProfile, show_idle: bool) -> OffCpuView:
     return OffCpuView(label_roots(kept, labels), threads, idle, window)
 
 
-def blocked_in(counts: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+def blocked_in(counts: Mapping[str, float], limit: int, wall: bool = False) -> list[tuple[str, float]]:
     """The functions that blocked, with their state ('mxnet::...::WaitForVar [S]'), heaviest first."""
     weights: dict[str, float] = {}
-    waits = any(is_state(stack.rpartition(SEP)[2]) for stack in counts)
     for stack, weight in counts.items():
         frames = blocked_part(stack.split(SEP))
-        if waits and not is_state(frames[-1]):
-            continue  # record --wall: an on-CPU stack, not a wait
+        if wall and not is_state(frames[-1]):
+            continue  # record --wall: what ran did not block  # record --wall: an on-CPU stack, not a wait
         state = frames[-1] if is_state(frames[-1]) else ""
         name = blocking_frame(frames) + (f" {state}" if state else "")
         weights[name] = weights.get(name, 0.0) + weight

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
-from ..offcpu.threads import is_state
+from ..offcpu.threads import is_wall
 from ..views import Applied
 from .facts import Table
 
@@ -94,8 +94,7 @@ class RenderOptions:
         if any(";--;" in stack for stack in profile.counts):
             return "chain"
         # record --wall: on-CPU stacks (no [STATE] leaf) beside the waits: on-CPU warm, waits cold
-        kinds = {is_state(stack.rpartition(";")[2]) for stack in profile.counts}
-        return "wall" if kinds == {True, False} else "io"
+        return "wall" if is_wall(profile.event) else "io"
 
     def count_name_for(self, profile: FoldedProfile) -> str:
         # '(' would end the frame name in titles: the script finds the name before the last " (".

@@ -30,7 +30,7 @@ from ..diagnostics import BadCounts, BadOption, NoSamples
 from ..folded import check_total
 from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
-from ..offcpu.threads import is_state
+from ..offcpu.threads import is_state, is_wall
 from .diff import DiffStacks, diff_stacks
 from .facts import Table
 from .offcpu import blocked_in, offcpu_view
@@ -359,7 +359,7 @@ def render_svg(
     if view is not None:
         summary += view.summary()
         tables.insert(0, view.thread_table())
-        ranked = blocked_in(view.counts, options.top)
+        ranked = blocked_in(view.counts, options.top, is_wall(profile.event))
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
     else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
         leaves = encoded.leaf_weights if not options.reverse else None
