@@ -82,6 +82,7 @@ DIFF_EPOCHS ?= 2
 OUT ?= out
 # [op]/[dnnl] frames from MXNet's profiler and oneDNN's verbose log are on; MXNET=--no-mxnet leaves them off
 MXNET ?=
+WAKERS ?=
 
 perf-deps: ## install perf with apt when missing (needs root)
 	@command -v perf >/dev/null || { \
@@ -91,8 +92,8 @@ perf-deps: ## install perf with apt when missing (needs root)
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
 	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
 
-offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead
-	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET)
+offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
+	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
 
 diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)
 	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS) $(MXNET)

@@ -53,7 +53,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=1, help="interleaved pairs of runs for the overhead (median)")
     p.add_argument("--whole-run", action="store_true", help="keep start-up and exit, not only training")
     p.add_argument("--no-mxnet", action="store_true", help="no [op]/[dnnl] frames (MXNet's profiler stays off)")
+    p.add_argument("--wakers", action="store_true", help="also record who woke each wait (sched_waking, all CPUs)")
     return p.parse_args(argv)
+
+
+def main_thread_wakers(profile: FoldedProfile, limit: int = 8) -> list[tuple[str, float]]:
+    """What woke the main thread in WaitForVar (--wakers): 'waker (role) [op] NAME' -> µs, largest first."""
+    roles = offcpu_threads.thread_roles(profile.counts)
+    found: dict[str, float] = {}
+    for stack, weight in profile.counts.items():
+        frames = stack.split(";")
+        blocked = offcpu_threads.blocked_part(frames)
+        if roles.get(frames[0]) != "main" or "WaitForVar" not in stack.partition(";--;")[0] or blocked == frames:
+            continue
+        waker, woke = offcpu_threads.waker_part(frames)
+        who = f"{waker} ({roles.get(waker, 'other')})" if waker else frames[len(blocked) + 1]
+        op = next((frame for frame in woke if frame.startswith("[op] ")), "")
+        key = f"{who} {op}".strip()
+        found[key] = found.get(key, 0.0) + weight
+    return sorted(found.items(), key=lambda item: -item[1])[:limit]
 
 
 def thread_roles(profile: FoldedProfile) -> dict[str, str]:
@@ -69,14 +87,19 @@ def expected_waits(profile: FoldedProfile) -> dict[str, float]:
         found[label] = sum(
             weight
             for stack, weight in profile.counts.items()
-            if stack.endswith(f";[{state}]") and all(needle in stack for needle in needles)
+            # what blocked, before any `--` (--wakers folds what woke the wait above it)
+            for blocked in [stack.partition(";--;")[0]]
+            if blocked.endswith(f";[{state}]") and all(needle in blocked for needle in needles)
         )
     return found
 
 
-def record_training(mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None) -> RecordedRun:
+def record_training(
+    mlp: MlpRun, perf_data: Path, call_graph: str, mxnet: MxnetHook | None = None, wakers: bool = False
+) -> RecordedRun:
     try:
-        return record_mlp(mlp, perf_data, offcpu_options(call_graph=call_graph), hooks=[mxnet] if mxnet else [])
+        options = offcpu_options(call_graph=call_graph, wakers=wakers)
+        return record_mlp(mlp, perf_data, options, hooks=[mxnet] if mxnet else [])
     except (PerfFailed, NotPermitted) as err:
         raise (tracepoint_problem() or err) from None
 
@@ -94,7 +117,7 @@ def measure(
             print(f"== training {args.epochs} epochs without perf{round_}", flush=True)
             without.append(train_without_perf(mlp).mean_rate() or 0.0)
         print(f"== training {args.epochs} epochs under perf record -e sched:sched_switch{round_}", flush=True)
-        recorded = record_training(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph, mxnet)
+        recorded = record_training(mlp, args.out / "mlp-offcpu.perf.data", args.call_graph, mxnet, args.wakers)
         with_perf.append(recorded.log.mean_rate() or 0.0)
     assert recorded is not None
     return without, with_perf, recorded
@@ -136,6 +159,7 @@ class OffCpuRun:
             "val_acc": self.val_acc,
             "thread_roles": self.roles,
             "expected_waits_us": expected_waits(self.profile),
+            "main_thread_wakers_us": dict(main_thread_wakers(self.profile)),  # --wakers: who ended WaitForVar
             "metadata": dict(self.profile.metadata),
         }
 
@@ -195,6 +219,11 @@ def report(result: OffCpuRun, out: Path) -> int:
     waits = expected_waits(result.profile)
     for label, us in waits.items():
         print(f"  {label}: {us / 1e3:,.1f} ms" + ("" if us else "  (NOT FOUND)"))
+    if "woken by" in meta:
+        print(f"woken by: {meta['woken by']}")
+        print("main thread's WaitForVar woken by:")
+        for who, us in main_thread_wakers(result.profile):
+            print(f"  {us / 1e3:9,.1f} ms  {who}")
     facts = result.facts()
     print(f"wrote {result.folded} ({len(result.profile.counts):,} stacks) and {result.svg}")
     print(f"data: {facts['perf_data_mb']} MB in {facts['recording_s']} s ({facts['data_rate_mb_s']} MB/s)")

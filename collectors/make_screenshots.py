@@ -8,6 +8,9 @@ and the oneDNN-vs-OpenBLAS diff of tests/golden/render/), then opens each SVG in
 screenshots per graph: as it opens, and while the pointer rests on its widest frame under the root;
 for the on-CPU graph a third: the callers and callees of --sandwich (malloc), opened from its
 frame's context menu (NAME-oncpu-sandwich.png).
+`--wakers` draws a folded file of `make offcpu WAKERS=--wakers` (out/mlp-offcpu.folded) as NAME-wakers.png too,
+`--wall` one of `flamegraph record --wall --folded` as NAME-wall.png, and `--only GRAPH,...` shoots only
+those graphs (oncpu, offcpu, diff, wakers, wall).
 `--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
 the off-CPU sample, `--offcpu-svg` shows a graph already drawn (out/mlp-offcpu.svg). Writes
 NAME-GRAPH.png and NAME-GRAPH-hover.png into --out, and the on-CPU graph with its source as the
@@ -40,6 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", default="after", help="prefix of the PNG files (default after)")
     p.add_argument("--offcpu", type=Path, default=None, help="an off-CPU folded file to draw instead of the sample")
     p.add_argument("--offcpu-svg", type=Path, default=None, help="an off-CPU graph already drawn (make offcpu's)")
+    p.add_argument("--wakers", type=Path, default=None, help="an off-CPU folded file with wakers (offcpu --wakers)")
+    p.add_argument("--wall", type=Path, default=None, help="a wall-time folded file (record --wall --folded)")
+    p.add_argument("--only", default=None, help="shoot only these graphs (oncpu,offcpu,diff,wakers,wall)")
     p.add_argument("--sandwich", default="malloc", help="the function whose callers and callees to show")
     p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
     p.add_argument("--example", type=Path, default=REPO / "docs" / "example.svg", help="the on-CPU graph for the docs")
@@ -91,6 +97,19 @@ def render_graphs(work: Path, offcpu: Path | None, example: Path) -> dict[str, P
         "--title", "MXNet MLP: oneDNN (before) vs OpenBLAS (after)", "-o", str(graphs["diff"]),
     )  # fmt: skip
     return graphs
+
+
+def render_wakers(folded: Path, work: Path, graph: str = "wakers") -> Path:
+    """The off-CPU graph with wakers (`make offcpu WAKERS=--wakers`), or the wall-time graph of `record
+    --wall` (`graph="wall"`), its capture facts from FOLDED.json."""
+    copy = work / f"mlp-{graph}.folded"
+    shutil.copyfile(folded, copy)
+    if folded.with_name(folded.name + ".json").exists():
+        shutil.copyfile(folded.with_name(folded.name + ".json"), copy.with_name(copy.name + ".json"))
+    svg = work / f"{graph}.svg"
+    title = "MXNet MLP on MNIST: " + ("off-CPU, and who woke each wait" if graph == "wakers" else "wall time")
+    flamegraph("render", str(copy), "--unit", "microseconds", "--title", title, "-o", str(svg))
+    return svg
 
 
 @contextmanager
@@ -197,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.example}")
         if args.offcpu_svg is not None:
             graphs["offcpu"] = args.offcpu_svg.resolve()
+        if args.wakers is not None:
+            graphs["wakers"] = render_wakers(args.wakers, Path(tmp))
+        if args.wall is not None:
+            graphs["wall"] = render_wakers(args.wall, Path(tmp), "wall")
+        if args.only is not None:
+            graphs = {graph: path for graph, path in graphs.items() if graph in args.only.split(",")}
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             for graph, path in graphs.items():

@@ -21,7 +21,7 @@ from .diagnostics import BadOption
 RGB = tuple[int, int, int]
 
 PALETTES = (
-    "hot", "mem", "io", "wakeup", "chain", "java", "js", "perl", "python",
+    "hot", "mem", "io", "wakeup", "chain", "wall", "java", "js", "perl", "python",
     "red", "green", "blue", "aqua", "yellow", "purple", "orange",
 )  # fmt: skip
 HUES = ("red", "green", "blue", "aqua", "yellow", "purple", "orange")
@@ -29,7 +29,7 @@ COLD_PALETTES = ("mem", "io", "wakeup", "chain", "green", "blue", "aqua")
 SEARCH_COLOR = "#e600e6"  # rgb(230,0,230), the reference's search colour
 GREY_SEPARATOR = "#a0a0a0"  # frames named "--"
 GREY_DASH = "#c8c8c8"  # frames named "-"
-ANNOTATION = re.compile(r"_\[[kwij]\]$")
+ANNOTATION = re.compile(r"_\[[kwijo]\]$")  # _[o]: a frame of an off-CPU stack in a wall-time graph (render's)
 # A class coloured by a hue has no one colour: its legend swatch is the colour this fixed name gets
 # in that hue (any name would do; changing it changes every such graph's legend).
 SWATCH_NAME = "oneDNN"
@@ -137,12 +137,14 @@ def hue_of(palette: str, name: str) -> str:
         return "aqua"
     if palette == "chain":
         return "aqua" if "_[w]" in name else "blue"
+    if palette == "wall":  # record --wall: waits cold, the rest as the "hot" palette (below)
+        return "blue" if name.endswith("_[o]") else "hot"
     return palette
 
 
 def palette_rgb(palette: str, name: str, v1: float, v2: float, v3: float) -> RGB:
     """flamegraph.pl's `color()` after the hash values are drawn."""
-    if palette == "hot":
+    if palette == "hot" or palette == "wall" and not name.endswith("_[o]"):
         return 205 + int(50 * v3), int(230 * v1), int(55 * v2)
     if palette == "mem":
         return 0, 190 + int(50 * v2), int(210 * v1)

@@ -53,3 +53,25 @@ def test_make_offcpu_shows_the_engine_iterator_and_preemption_waits(tmp_path: Pa
                            capture_output=True, cwd=ROOT, env=env, timeout=120)  # fmt: skip
     assert again.returncode == 0 and again.stdout.decode() == svg
     assert "overhead:" in proc.stdout and "MB/s" in proc.stdout
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+@pytest.mark.slow
+def test_make_offcpu_wakers_says_which_engine_worker_and_op_woke_the_main_thread(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "collectors.make_offcpu", "--out", str(tmp_path), "--epochs", "1",
+               "--no-baseline", "--wakers"]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    facts = json.loads((tmp_path / "mlp-offcpu.json").read_text())
+    woke = facts["main_thread_wakers_us"]  # 'python-TID (engine worker) [op] NAME' -> µs, largest first
+    waited = facts["expected_waits_us"]["main thread waits for the engine"]
+    print(proc.stdout[-1500:])
+    assert waited > 50_000
+    by_worker_op = sum(us for who, us in woke.items() if re.match(r"\S+-\d+ \(engine worker\) \[op\] \S", who))
+    assert by_worker_op >= 0.95 * waited  # seen: 99.9 %, [op] WaitForVar (the engine's sync operator)
+    assert "woken by: " in proc.stdout and "main thread's WaitForVar woken by:" in proc.stdout
+    svg = (tmp_path / "mlp-offcpu.svg").read_text()
+    assert '"--"' in svg  # the separator frame, among the page's frame names
+    assert re.search(r"<title>python-\d+ \(engine worker\) \(", svg)  # a waker (or a root) with its role

@@ -84,6 +84,13 @@ def offcpu_cli(
         str,
         typer.Option("--call-graph", metavar="MODE", callback=parse_call_graph_option, help="fp or dwarf[,SIZE]"),
     ] = OFFCPU_CALL_GRAPH,
+    wakers: Annotated[
+        bool,
+        typer.Option(
+            "--wakers",
+            help="also record who woke each thread (sched_waking, all CPUs) and draw it above the wait, after --",
+        ),
+    ] = False,
     window: Annotated[
         str | None,
         typer.Option("--window", metavar="START,END", help="keep off-CPU time in this CLOCK_MONOTONIC span (s)"),
@@ -125,7 +132,9 @@ def offcpu_cli(
     Records `perf record -e sched:sched_switch --switch-events --call-graph dwarf,8192`, pairs each
     thread's switch-out with its next switch-in, and draws the blocked time in microseconds, each
     stack rooted at comm-tid (with its role: main, engine worker...) and ending with the state
-    ([S] sleeping, [D] uninterruptible, [R] preempted). Threads idle the whole window in one stack
+    ([S] sleeping, [D] uninterruptible, [R] preempted). With --wakers, what ended each wait is drawn
+    above it, after a `--` frame: the waking thread and its stack, or [timer], [irq], [signal]
+    (perf records all CPUs then: see docs/offcpu.md for its cost). Threads idle the whole window in one stack
     are named in one line, not drawn (--show-idle). Ctrl-C stops the recording and still draws the graph.
 
     \b
@@ -133,6 +142,7 @@ def offcpu_cli(
       flamegraph offcpu -o waits.svg -- python train.py --epochs 1
       flamegraph offcpu --pid 4242 --duration 5 --folded waits.folded -o waits.svg --open
       flamegraph offcpu --state S,D --min-us 100 --show-idle -o waits.svg -- ./server
+      flamegraph offcpu --wakers -o wakers.svg -- ./server
     """
     from dataclasses import replace
 
@@ -155,11 +165,12 @@ def offcpu_cli(
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
     options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=parse_window_ns(window))
-    spec = offcpu_spec(pid, command or (), duration, call_graph)
+    spec = offcpu_spec(pid, command or (), duration, call_graph, wakers)
     status = Status()
+    woken = " and who woke it" if wakers else ""
     render = RenderOptions(
         title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
-        subtitle=f"off-CPU time (µs), sched:sched_switch, call graph {call_graph}",
+        subtitle=f"off-CPU time (µs), sched:sched_switch{woken}, call graph {call_graph}",
         preset=preset, highlights=list(highlight or []), width=width, top=top, show_idle=show_idle,
     )  # fmt: skip
     render.check()  # a bad option must not cost a recording

@@ -163,6 +163,14 @@ def record_cli(
             "--jit; the call graph default becomes dwarf,65528)",
         ),
     ] = False,
+    wall: Annotated[
+        bool,
+        typer.Option(
+            "--wall",
+            help="wall time: on-CPU samples (weighed by their period) and off-CPU waits (sched_switch) "
+            "per thread on one axis, waits in cold colours",
+        ),
+    ] = False,
     mxnet: Annotated[
         bool,
         typer.Option(
@@ -204,6 +212,10 @@ def record_cli(
     check_request(command, pid, no_svg, folded, exports)
     span = parse_window_option(window)
     name = Path(command[0]).name if command else f"pid {pid}"
+    if wall:
+        return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
+                            width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
+                            exports, event)  # fmt: skip
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     wanted = None
     if memory is not None:
@@ -219,6 +231,49 @@ def record_cli(
         open_,
     )  # fmt: skip
     record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted)
+
+
+def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
+    ctx: typer.Context,
+    command: list[str] | None,
+    pid: int | None,
+    duration: float | None,
+    freq: int,
+    call_graph: str,
+    span: tuple[float | None, float | None] | None,
+    name: str,
+    title: str | None,
+    preset: str | None,
+    highlight: list[str] | None,
+    width: int,
+    top: int,
+    no_svg: bool,
+    output: Path,
+    folded: Path | None,
+    perf_data: Path | None,
+    group_unknown: bool,
+    png: Path | None,
+    open_: bool,
+    hooked: bool,
+    exports: ExportRequest,
+    event: str,
+) -> None:
+    from ..diagnostics import BadOption
+    from ..offcpu.wall import ONCPU_EVENT, wall_options
+    from ..record import RecordSpec
+    from ..record.spec import OFFCPU_CALL_GRAPH
+    from .wall import record_wall
+
+    if hooked or exports or event != DEFAULT_EVENT:
+        raise BadOption("--wall records cpu-clock and sched_switch itself: not with --jit, --mxnet, --event or exports")
+    source = ctx.get_parameter_source("call_graph")
+    if source is None or source.name == "DEFAULT":
+        call_graph = OFFCPU_CALL_GRAPH  # a sched_switch stack dump per switch: dwarf,8192 as offcpu records
+    how = wall_options(freq, duration, call_graph)
+    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
+    subtitle = f"wall time (µs): {ONCPU_EVENT} {freq} Hz (on-CPU, warm) + sched:sched_switch (waits, cold)"
+    options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
+    record_wall(spec, span, None if no_svg else options, output, folded, perf_data, group_unknown, png, open_)
 
 
 @dataclass(frozen=True)

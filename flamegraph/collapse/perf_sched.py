@@ -34,6 +34,8 @@ from ..diagnostics import Diagnostics
 from ..folded import decode
 from .frames import FrameNames
 from .options import FoldOptions, FrameHook, SampleHook
+from .process_tree import ProcessTree
+from .wakers import NOT_RECORDED, SEPARATOR, is_waker_record, wakee_of, waker_frames
 
 # Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
 # int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
@@ -47,7 +49,7 @@ SWITCH = re.compile(
     rb"next_comm=(.*?) next_pid=(-?\d{1,10}) next_prio=-?\d+(.*)$"
 )
 SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
-TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d{1,10}):(-?\d{1,10})\)")
+TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d{1,10}):(-?\d{1,10})\)(?::\((-?\d{1,10}):)?")
 LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?<!\d)(\d{1,20})\s*$")
 COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d{1,10})$")
 SCHED_SWITCH = b"sched:sched_switch:"
@@ -74,6 +76,7 @@ class Wait(NamedTuple):
     ns: int  # blocked time in nanoseconds
     kind: str  # PAIRED, OPEN_AT_START, NEW, OPEN_AT_END, WITHOUT_STACK or THROUGHOUT
     end: int = 0  # when it ended (perf's clock, ns); 0: unknown, it spans the whole recording
+    waker: bytes = b""  # with wakers: what ended it ([timer], [irq], [signal], a comm-tid...), b'' if none
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,11 @@ class OffCpuOptions:
     window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
     sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
     frame_hook: FrameHook | None = None  # as in fold: names [unknown] frames by function (--group-unknown)
+    # Fold who woke each wait above it (`--` then the waker), from sched_waking/sched_wakeup records.
+    wakers: bool = False
+    # A system-wide recording (offcpu --wakers): keep only the threads of this process tree,
+    # (root pid, include the root): (pid, True) for --pid, (perf's pid, False) for its workload.
+    target: tuple[int, bool] | None = None
 
 
 class _OpenWait(NamedTuple):
@@ -130,6 +138,27 @@ class _Pairing:
         self.alive: dict[int, bytes] = {}  # tid -> label of the threads perf found when it attached
         self.seen: set[int] = set()  # tids with at least one record in the window
         self.lost = 0
+        self.wakers = False  # join each wait to the wakeup that ended it
+        self.woken: dict[int, tuple[int, bytes, bytes]] = {}  # tid -> (time, waker frames, its first frame)
+        self.tree: ProcessTree | None = None  # a system-wide recording: the target's threads
+
+    def wants(self, tid: int) -> bool:
+        return self.tree is None or self.tree.wants(tid)
+
+    def woke(self, tid: int, ns: int, frames: bytes, waker: bytes) -> None:
+        if self.wants(tid):
+            self.woken[tid] = (ns, frames, waker)
+
+    def ended(self, tid: int, wait: Wait) -> Wait:
+        """A wait a switch-in ended, with the wakeup that ended it: the thread's last one in the wait."""
+        woken = self.woken.pop(tid, None)
+        if not self.wakers or wait.state == b"R":  # preempted: runnable all along, nobody woke it
+            return wait
+        if woken is None or woken[0] < wait.end - wait.ns:
+            frames, waker = NOT_RECORDED, NOT_RECORDED
+        else:
+            frames, waker = woken[1], woken[2]
+        return wait._replace(stack=wait.stack + b";" + SEPARATOR + b";" + frames, waker=waker)
 
     def tick(self, ns: int) -> None:
         if ns:  # synthesized records (COMM, MMAP of threads alive at attach) carry time 0
@@ -153,14 +182,15 @@ class _Pairing:
             return Wait(thread + b";" + NEW_THREAD + b";[R]", thread, b"R", max(0, ns - forked), NEW, ns)
         start = self.start if self.start is not None else ns
         stack = thread + b";" + SINCE_START + b";" + state_frame(UNKNOWN_STATE)
-        return Wait(stack, thread, UNKNOWN_STATE, max(0, ns - start), OPEN_AT_START, ns)
+        return self.ended(tid, Wait(stack, thread, UNKNOWN_STATE, max(0, ns - start), OPEN_AT_START, ns))
 
     def switch_in(self, tid: int, ns: int, thread: bytes, traced: bool) -> Wait | None:
         """`traced`: the record belongs to the thread itself (a SWITCH IN), not to a next_pid field."""
         pending = self.out.pop(tid, None)
         if pending is not None:
-            return Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), pending.kind, ns)
-        if tid in self.known:
+            wait = Wait(pending.stack, pending.thread, pending.state, max(0, ns - pending.ns), pending.kind, ns)
+            return self.ended(tid, wait)
+        if tid in self.known or not self.wants(tid):
             return None  # already paired through the other source of switch-ins
         if traced:
             first = self.first_in.pop(tid, None)
@@ -183,7 +213,7 @@ class _Pairing:
     def switch_out_record(self, tid: int, ns: int, thread: bytes, preempted: bool) -> Wait | None:
         """A PERF_RECORD_SWITCH OUT: the wait starts here if no sched_switch record started it."""
         opening = self.settle(tid)
-        if tid not in self.out and tid not in self.exited:
+        if tid not in self.out and tid not in self.exited and self.wants(tid):
             state = b"R" if preempted else UNKNOWN_STATE
             stack = thread + b";" + NO_STACK + b";" + state_frame(state)
             self.out[tid] = _OpenWait(ns, stack, thread, state, WITHOUT_STACK)
@@ -221,6 +251,17 @@ class _SwitchRecord(NamedTuple):
     text: bytes
 
 
+class _WakeRecord(NamedTuple):
+    """A sched_waking/sched_wakeup record whose frames are still being read."""
+
+    wakee: int
+    ns: int
+    thread: bytes  # comm-tid of the task running when it happened
+    tid: int
+    text: bytes
+    lines: list[bytes]
+
+
 class SchedCollapser:
     """Turns `perf script` text of sched_switch recordings into waits; frames named as `fold` names them."""
 
@@ -231,6 +272,10 @@ class SchedCollapser:
         # kernel frames dropped unless `kernel`.
         names = FoldOptions(kernel=options.annotate_kernel, frame_hook=options.frame_hook)
         self.frames = FrameNames(names, drop_kernel=not options.kernel)
+        # A waker's kernel frames say whether a task, a timer or an interrupt woke: named even when dropped.
+        self.waker_names = FrameNames(names) if not options.kernel else self.frames
+        self.wakeups = 0  # wakeup records read
+        self.waking_seen = False  # sched_waking records present: sched_wakeup ones are then ignored
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
         self.other_records = 0  # samples of other events, not folded
@@ -258,11 +303,15 @@ class SchedCollapser:
         Lines come without their line end (as `str.split` cuts a block), or with it (as a file
         iterates); both fold the same."""
         pairing = _Pairing(self.diagnostics, path)
+        pairing.wakers = self.options.wakers
+        if self.options.target is not None:
+            pairing.tree = ProcessTree(*self.options.target)
         diagnostics = self.diagnostics
         named = self.frames.plain.get
         ready: list[Wait] = []
         frames: list[bytes] = []
         out: _SwitchRecord | None = None  # the sched_switch whose frames we are reading
+        wake: _WakeRecord | None = None  # or the wakeup record
         skipping = False  # inside a record we do not fold (another event, a bad header)
         for number, line in enumerate(lines, 1):
             first = line[:1]
@@ -275,17 +324,24 @@ class SchedCollapser:
                         diagnostics.report(path, number, "bad-frame-line", decode(line))
                     elif name:
                         frames.append(name)
+                elif wake is not None:
+                    wake.lines.append(line)
                 elif not skipping and line.strip():
                     diagnostics.report(path, number, "orphan-frame", decode(line))
                 continue
             if out is not None:
                 self._switch_out(pairing, out, frames, ready)
                 out = None
+            if wake is not None:
+                self._wakeup(pairing, wake)
+                wake = None
             skipping = False
             frames.clear()
             if line.strip() and first != b"#":
-                out = self._record(pairing, line, number, ready, frames)
-                skipping = out is None
+                record = self._record(pairing, line, number, ready, frames)
+                out = record if isinstance(record, _SwitchRecord) else None
+                wake = record if isinstance(record, _WakeRecord) else None
+                skipping = record is None
             if ready:
                 yield from ready
                 ready.clear()
@@ -299,7 +355,9 @@ class SchedCollapser:
         if pairing.start is not None and pairing.end is not None:
             self.last_window_ns = pairing.end - pairing.start
             self.window_ns += self.clipped_window(pairing.start, pairing.end)
-        self.silent = [(tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen]
+        self.silent = [
+            (tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen and pairing.wants(tid)
+        ]
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchRecord, frames: list[bytes], ready: list[Wait]) -> None:
@@ -310,9 +368,25 @@ class SchedCollapser:
         if opening is not None:
             ready.append(opening)
 
+    def _wakeup(self, pairing: _Pairing, wake: _WakeRecord) -> None:
+        """Remember what woke the wakee: the frames that go above its wait's `--`."""
+        named: list[bytes] = []
+        kept: list[bytes] = []
+        for line in wake.lines:
+            line = line.rstrip(b"\r\n")
+            full = self.waker_names.plain.get(line) or self.waker_names.name(line)
+            if full:  # malformed lines are reported once, by the switch records' reader
+                named.append(full)
+                kept.append(self.frame(line) or b"" if self.waker_names is not self.frames else full)
+        frames, task = waker_frames(wake.thread, wake.tid, named, kept)
+        if task and self.options.sample_hook is not None:  # e.g. the [op] the waker was running
+            hooked = self.options.sample_hook(wake.text, kept)
+            frames, task = waker_frames(wake.thread, wake.tid, named, hooked)
+        pairing.woke(wake.wakee, wake.ns, frames, frames.partition(b";")[0])
+
     def _record(
         self, pairing: _Pairing, line: bytes, number: int, ready: list[Wait], frames: list[bytes]
-    ) -> _SwitchRecord | None:
+    ) -> _SwitchRecord | _WakeRecord | None:
         """Handle one record header; a sched_switch returns its switch-out, to be completed by frames."""
         self.diagnostics.records += 1
         header = SCHED_HEADER.match(line)
@@ -327,8 +401,13 @@ class SchedCollapser:
         if ns and tid > 0:
             pairing.seen.add(tid)
         wait: Wait | None = None
+        tracepoint = SCHED_SWITCH in rest or is_waker_record(rest) is not None
+        if tracepoint and pairing.tree is not None and pairing.tree.attached():
+            pairing.start = ns  # perf on all CPUs: side-band records flow while it describes the machine
         if SCHED_SWITCH in rest:
             return self._sched_switch(pairing, line, rest, ns, number, ready, frames)
+        if self.options.wakers and (which := is_waker_record(rest)) is not None:
+            return self._wake_record(pairing, which, comm, tid, ns, rest, line)
         switch = SWITCH_RECORD.match(rest)
         task = TASK_RECORD.match(rest) if switch is None else None
         if switch is not None and tid > 0:
@@ -339,6 +418,9 @@ class SchedCollapser:
                 wait = pairing.switch_out_record(tid, ns, thread_label(comm, tid), preempted)
         elif task is not None:
             child = int(task.group(3))
+            if pairing.tree is not None and task.group(1) == b"FORK":
+                parent = task.group(4)
+                pairing.tree.fork(int(task.group(2)), child, int(parent) if parent is not None else None)
             if task.group(1) == b"FORK":
                 pairing.exited.discard(child)  # a recycled tid is a new thread
                 if ns and child not in pairing.known:
@@ -347,6 +429,8 @@ class SchedCollapser:
                 pairing.exit(child)
         elif (lost := LOST_RECORD.match(rest)) is not None:
             pairing.lost += int(lost.group(1))
+        elif pairing.tree is not None and (named := COMM_RECORD.match(rest)) is not None:
+            self._comm(pairing, named, ns)
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
         elif not rest.startswith(b"PERF_RECORD_"):
@@ -354,6 +438,30 @@ class SchedCollapser:
         if wait is not None:
             ready.append(wait)
         return None
+
+    def _comm(self, pairing: _Pairing, named: re.Match[bytes], ns: int) -> None:
+        """A COMM record of a system-wide recording: a thread's process; a workload's exec opens its window."""
+        assert pairing.tree is not None
+        pid, tid = int(named.group(2)), int(named.group(3))
+        pairing.tree.comm(pid, tid)
+        if not ns:
+            if pairing.tree.wants(tid):
+                pairing.alive[tid] = thread_label(named.group(1), tid)
+        elif named.group(0).startswith(b"PERF_RECORD_COMM exec") and pairing.tree.exec(pid):
+            pairing.start = ns  # before it, the workload was perf's child waiting to exec
+
+    def _wake_record(
+        self, pairing: _Pairing, which: bytes, comm: bytes, tid: int, ns: int, rest: bytes, line: bytes
+    ) -> _WakeRecord | None:
+        self.wakeups += 1
+        if which == b"waking":
+            self.waking_seen = True
+        elif self.waking_seen:
+            return None  # sched_waking runs in the waker's context; sched_wakeup may run on the wakee's CPU
+        wakee = wakee_of(rest)
+        if wakee is None or not pairing.wants(wakee):
+            return None
+        return _WakeRecord(wakee, ns, thread_label(comm, tid), tid, line.rstrip(b"\n"), [])
 
     def _sched_switch(
         self,
@@ -378,8 +486,8 @@ class SchedCollapser:
             wait = pairing.switch_in(nxt, ns, thread_label(next_comm, nxt), traced=False)
             if wait is not None:
                 ready.append(wait)
-        if prev <= 0:
-            return None  # the idle task: not a thread that waits
+        if prev <= 0 or not pairing.wants(prev):
+            return None  # the idle task (not a thread that waits), or not the target's
         if trailing.strip():  # recorded without a call graph: the one frame is on the header line
             name = self.frame(trailing)
             if name is None:

@@ -55,6 +55,7 @@ class OffCpuFolder:
         self.by_state: dict[bytes, int] = {}
         self.by_thread: dict[bytes, int] = {}
         self.by_kind: dict[str, list[int]] = {}  # kind -> [waits, ns]
+        self.by_waker: dict[bytes, int] = {}  # what ended the waits (with wakers): [timer], comm-tid... -> ns
         self.excluded: dict[str, list[int]] = {}  # reason -> [waits, ns]
         self.waits = 0
 
@@ -76,6 +77,8 @@ class OffCpuFolder:
         self.ns_by_stack[wait.stack] = self.ns_by_stack.get(wait.stack, 0) + wait.ns
         self.by_state[wait.state] = self.by_state.get(wait.state, 0) + wait.ns
         self.by_thread[wait.thread] = self.by_thread.get(wait.thread, 0) + wait.ns
+        if wait.waker:
+            self.by_waker[wait.waker] = self.by_waker.get(wait.waker, 0) + wait.ns
 
     @staticmethod
     def clip(wait: Wait, start: int, end: int) -> Wait:
@@ -108,6 +111,7 @@ class OffCpuFolder:
             window_ns,
             lost,
             tuple(silent),
+            dict(self.by_waker),
         )
 
 
@@ -123,6 +127,7 @@ class OffCpuTotals:
     window_ns: int = 0  # the recording's length
     lost: int = 0  # events perf lost
     silent: tuple[bytes, ...] = ()  # threads with no switch in the window
+    by_waker: dict[bytes, int] | None = None  # offcpu --wakers: what ended the waits -> ns
 
     THREADS_SHOWN = 8
 
@@ -143,6 +148,8 @@ class OffCpuTotals:
             "by state": _join(self.by_state, len(self.by_state)),
             "by thread": _join(self.by_thread, self.THREADS_SHOWN),
         }
+        if self.by_waker:
+            meta["woken by"] = _join(self.by_waker, self.THREADS_SHOWN)
         if self.window_ns:
             meta["window"] = format_ns(self.window_ns)
         clipped = [

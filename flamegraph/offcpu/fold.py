@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO
 
 from ..collapse.perf_sched import OffCpuOptions, SchedCollapser
@@ -20,7 +20,7 @@ from ..inputs import STDIN, label, open_stream
 from ..model import FoldedProfile
 from ..record import Recording, Status, show_progress
 from .proc import Resolver
-from .record import EVENT
+from .record import EVENT, recorded_target
 
 NO_END_NS = 2**62  # an open window's end: later than any CLOCK_MONOTONIC time (146 years)
 SCRIPT_OPTIONS = (
@@ -117,6 +117,8 @@ def fold_offcpu_recording(
         inner, seconds = resolve, recording.seconds
         resolve = lambda silent, window: inner(silent, window or int(seconds * 1e9))  # noqa: E731
     end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
+    if (target := recorded_target(recording)) is not None:  # offcpu --wakers: all CPUs were recorded
+        options = replace(options or OffCpuOptions(), target=target, wakers=True)
     fold = fold_offcpu_totals([str(recording.perf_data)], options, diagnostics, status, resolve, end)
     profile = fold.profile
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above

@@ -6,6 +6,11 @@ comm-tid, ending with the thread state), so they work on any saved .folded file.
     python-3690;clone3;start_thread;...;mxnet::engine::ThreadedEngine::ExecuteOprBlock;...;[R] 1700313
     python-3681;clone3;start_thread;blas_thread_server;pthread_cond_wait@@GLIBC_2.3.2;...;[S] 3642936
 
+With `offcpu --wakers` a stack goes on past the state, after a `--` frame, with what woke the thread:
+    python-3677;...;WaitForVar;...;schedule;[S];--;python-3690;clone3;...;ExecuteOprBlock;...;try_to_wake_up 2400
+    python-3677;...;do_nanosleep;schedule;[S];--;[timer];asm_sysvec_apic_timer_interrupt;...;hrtimer_wakeup 500
+The waker's thread (the frame after `--`) is labelled with its role as the roots are.
+
 A thread is *idle* when it was off-CPU for (nearly) the whole window, (nearly) all of it in one
 stack: a pool thread parked on its condition variable. Such threads fill an off-CPU graph without
 saying anything about the run; the renderer summarises them in one line unless asked to draw them.
@@ -18,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 SEP = ";"
+WAKER_SEP = "--"  # between the blocked stack and what woke it (offcpu --wakers), as bcc's offwaketime
+WALL_EVENT = "{oncpu} + sched:sched_switch"  # record --wall's profiles: on-CPU samples and waits in one
 IDLE_OF_WINDOW = 0.95  # off-CPU for at least this share of the window...
 IDLE_IN_ONE_STACK = 0.95  # ...and at least this share of it in its largest stack
 STATE = re.compile(r"^\[[A-Za-z?+:]{1,3}\]$")  # [S], [R], [D], [?]: the leaf offcpu adds
@@ -72,6 +79,30 @@ def is_state(frame: str) -> bool:
     return STATE.match(frame) is not None
 
 
+def is_wall(event: str | None) -> bool:
+    """Whether a profile's event says it holds on-CPU samples beside the waits (record --wall)."""
+    suffix = WALL_EVENT.format(oncpu="")
+    return event is not None and event.endswith(suffix) and len(event) > len(suffix)
+
+
+def blocked_part(frames: list[str]) -> list[str]:
+    """A stack's frames up to its `--` (what blocked), without what woke it."""
+    return frames[: frames.index(WAKER_SEP)] if WAKER_SEP in frames else frames
+
+
+def waker_part(frames: list[str]) -> tuple[str | None, list[str]]:
+    """The waking thread (comm-tid) after a stack's `--` and its frames; (None, []) for a timer, an
+    interrupt or no waker ([timer], [irq], ...: no thread)."""
+    if WAKER_SEP not in frames:
+        return None, []
+    rest = frames[frames.index(WAKER_SEP) + 1 :]
+    while rest and rest[0] == "[signal]":
+        rest = rest[1:]
+    if not rest or rest[0].startswith("["):
+        return None, []
+    return rest[0], rest[1:]
+
+
 def role_of(frames: Iterable[str]) -> str | None:
     """The role a thread's frames show (every frame of every stack of one thread), None if none."""
     seen = list(frames)
@@ -88,9 +119,15 @@ def thread_roles(counts: Mapping[str, float]) -> dict[str, str]:
     main: set[str] = set()
     for stack in counts:
         parts = stack.split(SEP)
+        waker, woke = waker_part(parts)
+        parts = blocked_part(parts)
         frames.setdefault(parts[0], set()).update(parts[1:])
         if len(parts) > 1 and parts[1].startswith(MAIN_ROOTS):
             main.add(parts[0])
+        if waker is not None:  # the waker's own stack says what it is too
+            frames.setdefault(waker, set()).update(woke)
+            if woke and woke[0].startswith(MAIN_ROOTS):
+                main.add(waker)
     roles = {}
     for root, seen in frames.items():
         role = "main" if root in main else role_of(sorted(seen))
@@ -125,6 +162,7 @@ def blocking_frame(frames: list[str]) -> str:
     user-space frame before the kernel's part of the stack (or, without kernel frames, the frame
     under the state leaf), or rather its caller while that frame is a C library wait wrapper
     (`pthread_cond_wait`, `std::condition_variable::wait`...): WaitForVar, not pthread_cond_wait."""
+    frames = blocked_part(frames)
     end = len(frames) - 1 if frames and is_state(frames[-1]) else len(frames)
     last = end - 1
     for index in range(1, end):
@@ -150,5 +188,9 @@ def label_roots(counts: Mapping[str, float], labels: Mapping[str, str]) -> dict[
     for stack, weight in counts.items():
         root, sep, rest = stack.partition(SEP)
         key = labels.get(root, root) + sep + rest
+        if ";--;" in key:  # the waking thread too
+            blocked, _, woke = key.partition(";--;")
+            waker, wsep, above = woke.partition(SEP)
+            key = f"{blocked};--;{labels.get(waker, waker)}{wsep}{above}"
         renamed[key] = renamed.get(key, 0) + weight
     return renamed

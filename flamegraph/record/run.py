@@ -193,6 +193,7 @@ def record(
     err.release()
     keep()
     recording = _recording(spec, output, metadata, seconds, captured[-1].group(2), ending, proc.returncode)
+    recording.perf_pid = proc.pid
     for hook in hooks:
         recording = hook.finish(recording)
     if typed:

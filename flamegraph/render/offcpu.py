@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..model import FoldedProfile
-from ..offcpu.threads import SEP, ThreadTotal, blocking_frame, is_state, label_roots, thread_totals
+from ..offcpu.threads import (
+    SEP,
+    ThreadTotal,
+    blocked_part,
+    blocking_frame,
+    is_state,
+    label_roots,
+    thread_roles,
+    thread_totals,
+)
 from .facts import Table
 from .text import format_duration_us, format_percent
 
@@ -80,6 +89,9 @@ def offcpu_view(profile: FoldedProfile, show_idle: bool) -> OffCpuView:
         idle = []
     hidden = {thread.thread for thread in idle}
     labels = {}
+    roles = thread_roles(profile.counts)  # wakers too: a thread that only woke others has no root
+    for waker, role in roles.items():
+        labels[waker] = f"{waker} ({role})"
     for thread in threads:
         if thread.role:
             labels[thread.thread] = f"{thread.thread} ({thread.role}{', idle' if thread.idle else ''})"
@@ -89,11 +101,13 @@ def offcpu_view(profile: FoldedProfile, show_idle: bool) -> OffCpuView:
     return OffCpuView(label_roots(kept, labels), threads, idle, window)
 
 
-def blocked_in(counts: Mapping[str, float], limit: int) -> list[tuple[str, float]]:
+def blocked_in(counts: Mapping[str, float], limit: int, wall: bool = False) -> list[tuple[str, float]]:
     """The functions that blocked, with their state ('mxnet::...::WaitForVar [S]'), heaviest first."""
     weights: dict[str, float] = {}
     for stack, weight in counts.items():
-        frames = stack.split(SEP)
+        frames = blocked_part(stack.split(SEP))
+        if wall and not is_state(frames[-1]):
+            continue  # record --wall: what ran did not block  # record --wall: an on-CPU stack, not a wait
         state = frames[-1] if is_state(frames[-1]) else ""
         name = blocking_frame(frames) + (f" {state}" if state else "")
         weights[name] = weights.get(name, 0.0) + weight

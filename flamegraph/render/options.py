@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..color import PALETTES, HighlightRule
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
+from ..offcpu.threads import is_wall
 from ..views import Applied
 from .facts import Table
 
@@ -87,7 +88,15 @@ class RenderOptions:
     def palette_for(self, profile: FoldedProfile) -> str:
         if self.colors is not None:
             return self.colors
-        return {"microseconds": "io", "bytes": "mem"}.get(profile.unit, "hot")
+        if profile.unit == "bytes":
+            return "mem"
+        if profile.unit != "microseconds":
+            return "hot"
+        # offcpu --wakers: the waker's frames (after `--`) in their own colour, as flamegraph.pl's chain graphs
+        if any(";--;" in stack for stack in profile.counts):
+            return "chain"
+        # record --wall: on-CPU stacks (no [STATE] leaf) beside the waits: on-CPU warm, waits cold
+        return "wall" if is_wall(profile.event) else "io"
 
     def count_name_for(self, profile: FoldedProfile) -> str:
         # '(' would end the frame name in titles: the script finds the name before the last " (".

@@ -30,6 +30,7 @@ from ..diagnostics import BadCounts, BadOption, NoSamples
 from ..folded import check_total
 from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from ..model import FoldedProfile
+from ..offcpu.threads import is_state, is_wall
 from .diff import DiffStacks, diff_stacks
 from .facts import Table
 from .offcpu import blocked_in, offcpu_view
@@ -289,6 +290,14 @@ def _chain(text: str) -> str:
     return ";".join(frames[:cut] + [f if f == "--" else f + "_[w]" for f in frames[cut:]])
 
 
+def _wall(text: str) -> str:
+    """`--colors wall`: the frames of an off-CPU stack (it ends with its state, [S], [R]...) get _[o]."""
+    frames = text.split(";")
+    if len(frames) < 2 or not is_state(frames[-1]):
+        return text
+    return ";".join([frames[0], *(f + "_[o]" for f in frames[1:])])
+
+
 def render_svg(
     profile: FoldedProfile, options: RenderOptions, stacks: Sequence[tuple[str, float]] | None = None
 ) -> bytes:
@@ -301,9 +310,10 @@ def render_svg(
     view = offcpu_view(profile, options.show_idle) if off_cpu else None
     if view is not None:
         source = view.counts
-    if palette == "chain":
+    if palette in ("chain", "wall"):
         pairs = source.items() if isinstance(source, Mapping) else source
-        source = [(_chain(text), weight) for text, weight in pairs]
+        mark = _chain if palette == "chain" else _wall
+        source = [(mark(text), weight) for text, weight in pairs]
     items = source.items() if isinstance(source, Mapping) else source  # (text, weight), not copied
     texts, weights = order_stacks(source, options.reverse, keep_order=options.flamechart)
     total = sum(weights)
@@ -357,7 +367,7 @@ def render_svg(
     if view is not None:
         summary += view.summary()
         tables.insert(0, view.thread_table())
-        ranked = blocked_in(view.counts, options.top)
+        ranked = blocked_in(view.counts, options.top, is_wall(profile.event))
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
     else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
         leaves = encoded.leaf_weights if not options.reverse else None
