@@ -23,6 +23,7 @@ from .recorder import (
     Output,
     PerfData,
     Pid,
+    PythonFrames,
     Png,
     Preset,
     Threads,
@@ -134,6 +135,7 @@ def record_cli(
             "--jit; the call graph default becomes dwarf,65528)",
         ),
     ] = False,
+    python: PythonFrames = None,
     mxnet: Annotated[
         bool,
         typer.Option(
@@ -173,7 +175,7 @@ def record_cli(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
         open_,
     )  # fmt: skip
-    record_and_draw(spec, span, draw, perf_data, jit, mxnet)
+    record_and_draw(spec, span, draw, perf_data, jit, mxnet, python)
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ def record_and_draw(
     perf_data: Path | None,
     jit: bool = False,
     mxnet: bool = False,
+    python: bool | None = None,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
@@ -211,7 +214,9 @@ def record_and_draw(
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
-        jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
+        jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
+        wanted = jit or python is not False  # Python frames: for a Python 3.12+ command unless --no-python
+        jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
         try:
             recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx)

@@ -48,6 +48,15 @@ Threads = Annotated[bool, typer.Option("--threads", help="one root per thread (c
 Width = Annotated[int, typer.Option("--width", metavar="PIXELS", help="image width in pixels")]
 Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
+PythonFrames = Annotated[
+    bool | None,
+    typer.Option(
+        "--python/--no-python",
+        help="the Python functions of a Python 3.12+ command as frames (PYTHONPERFSUPPORT=1, unwind info for its "
+        "perf trampolines, perf inject --jit); default: on for one",
+        show_default=False,
+    ),
+]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
 
 
