@@ -218,13 +218,14 @@ SECONDS = 4.0  # ~2,000 samples each way: a share's noise is ~1 point, the bound
 
 def _record(python: str, directory: Path) -> Counter[tuple[str, ...]]:
     from flamegraph.diagnostics import Diagnostics
-    from flamegraph.record import fold_recording, record
+    from flamegraph.record import RecordOptions, fold_recording, record
 
     script = directory / "tree.py"
     script.write_text(TREE)
     notes: list[str] = []
     hook = JitHook(directory / "perf.data.jit", note=notes.append, dnnl=False, python=None)
-    spec = RecordSpec(command=(python, str(script), str(SECONDS)), cwd=str(directory))
+    how = RecordOptions(freq=999)  # twice the default: the shares' sampling noise is what the bound must absorb
+    spec = RecordSpec(command=(python, str(script), str(SECONDS)), cwd=str(directory), options=how)
     recording = record(spec, directory / "perf.data", hooks=[hook])
     assert hook.summary.python_functions > 100, notes
     profile = fold_recording(recording, diagnostics=Diagnostics())
@@ -268,7 +269,17 @@ def test_shares_match_pyspy(recorded: tuple[str, Counter], tmp_path: Path) -> No
     pyspy = need_pyspy(need_python("3.12"))
     script = tmp_path / "tree.py"
     script.write_text(TREE)
-    raw = tmp_path / "spy.txt"
+    ours = _shares(stacks.items(), PERF_FRAME)
+    attempts = []
+    for _ in range(2):  # a second py-spy run when the first is off: sampling noise on a loaded machine
+        peer = _shares(_pyspy(pyspy, python, script, tmp_path / "spy.txt"), PYSPY_FRAME)
+        attempts.append(peer)
+        if max(abs(ours[f] - peer[f]) for f in FUNCTIONS) <= 3.0:
+            return
+    pytest.fail(f"ours {ours} vs py-spy {attempts}: more than 3 points apart")
+
+
+def _pyspy(pyspy: str, python: str, script: Path, raw: Path) -> list[tuple[tuple[str, ...], int]]:
     ran = subprocess.run([pyspy, "record", "-r", "997", "-f", "raw", "-o", str(raw), "--", python, str(script),
                           str(SECONDS)], capture_output=True, text=True)  # fmt: skip
     if ran.returncode != 0 and re.search(r"ptrace|[Pp]ermission", ran.stderr):
@@ -278,7 +289,98 @@ def test_shares_match_pyspy(recorded: tuple[str, Counter], tmp_path: Path) -> No
     for line in raw.read_text().splitlines():
         stack, n = line.rsplit(" ", 1)
         theirs.append((tuple(stack.split(";")), int(n)))
-    ours = _shares(stacks.items(), PERF_FRAME)
-    peer = _shares(theirs, PYSPY_FRAME)
-    gaps = {f: round(abs(ours[f] - peer[f]), 1) for f in FUNCTIONS}
-    assert max(gaps.values()) <= 3.0, (ours, peer)
+    return theirs
+
+
+# -- frames read as Python (no perf needed) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("symbol", "named"),
+    [
+        (b"py::train_epoch:/home/u/train_mlp.py", b"train_epoch (train_mlp.py)"),
+        (b"py::_find_and_load:<frozen importlib._bootstrap>", b"_find_and_load (<frozen importlib._bootstrap>)"),
+        (b"py::Net.forward.<locals>.<lambda>:/m/net.py", b"Net.forward.<locals>.<lambda> (net.py)"),
+        (b"py::<module>:<string>", b"<module> (<string>)"),
+        (b"py::f:C:/odd:name.py", b"f (odd:name.py)"),  # a colon in the file: the qualname has none
+        (b"py::", None),
+        (b"py::nofile", None),
+        (b"std::py::thing", None),
+        (b"_PyEval_EvalFrameDefault", None),
+    ],
+)
+def test_python_frame_names(symbol: bytes, named: bytes | None) -> None:
+    from flamegraph.collapse.tidy import python_frame
+
+    assert python_frame(symbol) == named
+
+
+def test_frame_lines_read_as_python_and_verbatim_under_compat() -> None:
+    from flamegraph.collapse.frames import name_frame
+    from flamegraph.collapse.options import FoldOptions
+
+    line = b"\t            39ed py::train_epoch:/home/u/train_mlp.py (/tmp/p.data.jit/jitted-4242-0.so)"
+    assert name_frame(line, FoldOptions.with_all()) == b"train_epoch (train_mlp.py)"  # no _[j]: not a kernel
+    assert name_frame(line, FoldOptions(compat=True)) == b"py::train_epoch:/home/u/train_mlp.py"
+    perf_map = b"\t    7f4422776102 py::_load_unlocked:<frozen importlib._bootstrap> (/tmp/perf-12178.map)"
+    assert name_frame(perf_map, FoldOptions()) == b"_load_unlocked (<frozen importlib._bootstrap>)"
+
+
+ROOT = ("python3.12", "_start", "Py_RunMain", "PyEval_EvalCode", "py_trampoline_evaluator")
+CALL = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "py_trampoline_evaluator")
+HOOKED = (
+    "<module> (hook.py)", *CALL, "main (hook.py)", *CALL, "run (hook.py)", *CALL, "run_path (<frozen runpy>)", *CALL,
+    "_run_module_code (<frozen runpy>)", *CALL, "_run_code (<frozen runpy>)", "_PyEval_EvalFrameDefault",
+    "builtin_exec", "PyEval_EvalCode", "py_trampoline_evaluator",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stack", "folded"),
+    [
+        # between two Python functions: the machinery goes; after the last one, the eval loop's own time is its
+        ((*ROOT, "main (t.py)", *CALL, "leaf (t.py)", "_PyEval_EvalFrameDefault"),
+         (*ROOT, "main (t.py)", "leaf (t.py)")),
+        ((*ROOT, "main (t.py)", *CALL, "leaf (t.py)", "_PyEval_EvalFrameDefault.cold", "_PyObject_Malloc"),
+         (*ROOT, "main (t.py)", "leaf (t.py)", "_PyObject_Malloc")),
+        # a C function that is not call machinery stays, between and after
+        ((*ROOT, "main (t.py)", "_PyEval_EvalFrameDefault", "builtin_sorted", "list_sort", *CALL, "key (t.py)"),
+         (*ROOT, "main (t.py)", "builtin_sorted", "list_sort", "key (t.py)")),
+        ((*ROOT, "nap (t.py)", "_PyEval_EvalFrameDefault", "cfunction_vectorcall_O", "time_sleep", "clock_nanosleep",
+          "[S]"), (*ROOT, "nap (t.py)", "time_sleep", "clock_nanosleep", "[S]")),
+        # our hook's frames (and runpy's exec under them) are not the program's
+        ((*ROOT, *HOOKED, "<module> (t.py)", *CALL, "main (t.py)"), (*ROOT, "<module> (t.py)", "main (t.py)")),
+        # no Python function (3.11): nothing to fold onto
+        ((*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault"),
+         (*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault")),
+        # a user's own hook.py is not ours unless it is called as ours is
+        ((*ROOT, "<module> (hook.py)", *CALL, "run (hook.py)"), (*ROOT, "<module> (hook.py)", "run (hook.py)")),
+    ],
+)  # fmt: skip
+def test_interpreter_frames_fold_onto_the_python_function(stack: tuple[str, ...], folded: tuple[str, ...]) -> None:
+    from flamegraph.collapse.python import python_stack
+
+    assert python_stack(stack) == folded
+
+
+def test_folding_merges_stacks_and_keeps_the_total() -> None:
+    from flamegraph.collapse.python import fold_interpreter
+    from flamegraph.model import FoldedProfile
+
+    a = ";".join((*ROOT, "main (t.py)", *CALL, "leaf (t.py)", "_PyEval_EvalFrameDefault"))
+    b = ";".join((*ROOT, "main (t.py)", *CALL, "leaf (t.py)"))
+    c = ";".join((*ROOT, "_PyEval_EvalFrameDefault"))
+    profile = fold_interpreter(FoldedProfile(counts={a: 3, b: 2, c: 1}))
+    assert profile.counts == {";".join((*ROOT, "main (t.py)", "leaf (t.py)")): 5, c: 1}
+
+
+def test_the_python_preset_has_the_palette_classes() -> None:
+    from flamegraph.color import PRESETS, hue_of
+
+    rules = [(rule.compiled(), rule.color, rule.label) for rule in PRESETS["python"]]
+    for name, label in [("main (tree.py)", "Python functions"), ("<lambda> (<string>)", "Python functions"),
+                        ("_PyEval_EvalFrameDefault", "CPython interpreter"), ("memcpy", None)]:  # fmt: skip
+        matched = [(color, lab) for pattern, color, lab in rules if pattern.search(name)]
+        assert [lab for _c, lab in matched[:1]] == ([label] if label else [])
+        if matched:  # the legend's hue is the palette's
+            assert matched[0][0] == hue_of("python", name)

@@ -18,6 +18,7 @@ from .recorder import (
     Duration,
     Folded,
     Highlight,
+    KeepInterpreter,
     NoSvg,
     Open,
     Output,
@@ -136,6 +137,7 @@ def record_cli(
         ),
     ] = False,
     python: PythonFrames = None,
+    keep_interpreter: KeepInterpreter = False,
     mxnet: Annotated[
         bool,
         typer.Option(
@@ -173,7 +175,7 @@ def record_cli(
     exports = ExportRequest(exports.files, options.title)
     draw = OutputRequest(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
-        open_,
+        open_, keep_interpreter,
     )  # fmt: skip
     record_and_draw(spec, span, draw, perf_data, jit, mxnet, python)
 
@@ -190,6 +192,7 @@ class OutputRequest:
     exports: ExportRequest = ExportRequest()  # --speedscope, --pprof, --chrome-trace
     png: Path | None = None  # --png: the static view as an image
     open: bool = False  # --open: the SVG in the user's browser
+    keep_interpreter: bool = False  # --keep-interpreter: CPython's frames between Python functions stay
 
 
 def record_and_draw(
@@ -236,6 +239,7 @@ def _record_and_write(
     mx: MxnetHook | None,
 ) -> Recording:
     from ..collapse.perf import FoldOptions
+    from ..collapse.python import fold_interpreter
     from ..grouping import namer_for_recording
     from ..observer import FrameObserver
     from ..oncpu import fold_with_report
@@ -252,6 +256,8 @@ def _record_and_write(
     joiner = mx.joiner(recording, window) if mx else None
     unwound = jit_hook is not None and jit_hook.unwound
     profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
+    if not draw.keep_interpreter:
+        fold_interpreter(profile)
     if mx and joiner:
         mx.report(joiner, profile)
     options = draw.options

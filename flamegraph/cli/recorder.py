@@ -39,7 +39,9 @@ Folded = Annotated[
 ]
 Pid = Annotated[int | None, typer.Option("--pid", "-p", metavar="PID", help="profile this running process instead")]
 # The graph options `record`, `offcpu` and `fleet record` share (named as `render` names them).
-Preset = Annotated[str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops")]
+Preset = Annotated[
+    str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops, python")
+]
 Highlight = Annotated[
     list[str] | None,
     typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
@@ -55,6 +57,14 @@ PythonFrames = Annotated[
         help="the Python functions of a Python 3.12+ command as frames (PYTHONPERFSUPPORT=1, unwind info for its "
         "perf trampolines, perf inject --jit); default: on for one",
         show_default=False,
+    ),
+]
+KeepInterpreter = Annotated[
+    bool,
+    typer.Option(
+        "--keep-interpreter",
+        help="keep CPython's own frames between two Python functions (_PyEval_EvalFrameDefault, "
+        "PyObject_Vectorcall...; default: folded away, their time on the Python function)",
     ),
 ]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
