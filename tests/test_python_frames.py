@@ -68,7 +68,7 @@ def tree_functions(stack: Iterable[str], pattern: re.Pattern[str] = PERF_FRAME) 
     found = []
     for frame in stack:
         match = pattern.match(frame) or READABLE_FRAME.match(frame)
-        if match and os.path.basename(match.group("file")) == "tree.py":
+        if match and os.path.basename(match.group("file")) in ("tree.py", "blocky.py", "queue.py"):
             found.append(match.group("function"))
     return tuple(found)
 
@@ -384,3 +384,58 @@ def test_the_python_preset_has_the_palette_classes() -> None:
         assert [lab for _c, lab in matched[:1]] == ([label] if label else [])
         if matched:  # the legend's hue is the palette's
             assert matched[0][0] == hue_of("python", name)
+
+
+# -- off-CPU: the Python function that blocked -----------------------------------------------------
+
+BLOCKY = textwrap.dedent(
+    """
+    import queue, threading, time
+
+    def nap():
+        time.sleep(0.05)
+
+    def wait_on_queue(q):
+        return q.get()
+
+    def main():
+        q = queue.Queue()
+        threading.Timer(0.8, q.put, args=(1,)).start()
+        for _ in range(6):
+            nap()
+        wait_on_queue(q)
+
+    main()
+    """
+)
+
+
+@pytest.mark.perf
+def test_offcpu_names_the_python_function_that_blocked(tmp_path: Path) -> None:
+    """time.sleep and queue.get of a 3.12 program: the waits sit under nap and wait_on_queue, called
+    from main, with the interpreter's machinery folded away (the C function that blocked stays)."""
+    from flamegraph.diagnostics import Diagnostics
+    from flamegraph.folded import read_folded
+
+    python = need_python("3.12")
+    program = tmp_path / "blocky.py"
+    program.write_text(BLOCKY)
+    folded = tmp_path / "waits.folded"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "offcpu", "--no-svg", "--folded", str(folded), "--", python,
+         str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Python 3.12: perf support on" in proc.stderr
+    with folded.open("rb") as lines:
+        counts = read_folded(lines, str(folded), Diagnostics(echo=False)).counts
+    waited: Counter[tuple[str, ...]] = Counter()
+    for stack, us in counts.items():
+        frames = stack.split(";")
+        waited[tree_functions(frames, PERF_FRAME) or ("<none>",)] += us
+        if "nap (blocky.py)" in frames:
+            after = frames[frames.index("nap (blocky.py)") + 1]
+            assert after == "time_sleep", frames  # the eval loop and cfunction_vectorcall_O folded away
+    blocked = {chain: us for chain, us in waited.items() if chain and chain[0] == "<module>"}
+    assert blocked.get(("<module>", "main", "nap"), 0) >= 0.8 * 6 * 50_000, waited
+    assert blocked.get(("<module>", "main", "wait_on_queue", "Queue.get"), 0) >= 0.8 * 500_000, waited
