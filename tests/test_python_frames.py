@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import subprocess
 import sys
 import textwrap
@@ -21,7 +20,6 @@ from helpers.pythons import find_python, need_pyspy, need_python, skip_or_fail
 
 from flamegraph.jit import jitdump, session, trampolines
 from flamegraph.jit.recording import HOOK, JitHook, running_python_note
-from flamegraph.jit.unwind import EH_FRAME_HDR_SIZE, build_unwind, build_unwind_table
 from flamegraph.record import RecordSpec
 from flamegraph.record.command import python_target
 
@@ -106,33 +104,65 @@ def test_runs_follow_313_padding_and_break_on_other_gaps() -> None:
     ]  # fmt: skip
 
 
-def _hdr_rows(data: bytes, hdr_size: int) -> list[tuple[int, int]]:
-    hdr = data[len(data) - hdr_size :]
-    count = struct.unpack_from("<I", hdr, 8)[0]
-    return [struct.unpack_from("<ii", hdr, 12 + 8 * i) for i in range(count)]
+def _cfa_offset(rule: bytes, rip: int) -> int:
+    """CFA - rsp for `rip`: the stack rule's DWARF expression run as libunwind runs it."""
+    from flamegraph.dwarf import read_sleb128, read_uleb128
+
+    assert rule[0] == 0x0F  # DW_CFA_def_cfa_expression
+    length, pos = read_uleb128(rule, 1)
+    code, stack, rsp = rule[pos : pos + length], [], 1 << 20
+    i = 0
+    while i < len(code):
+        op = code[i]
+        i += 1
+        if op in (0x77, 0x80):  # breg7 (rsp), breg16 (rip)
+            offset, i = read_sleb128(code, i)
+            stack.append(((rsp if op == 0x77 else rip) + offset) % (1 << 64))
+        elif op == 0x10:  # constu
+            value, i = read_uleb128(code, i)
+            stack.append(value)
+        elif 0x30 <= op < 0x50:  # lit0..31
+            stack.append(op - 0x30)
+        else:
+            b, a = stack.pop(), stack.pop()
+            stack.append(a % b if op == 0x1D else int(a < b) if op == 0x2D else a << b if op == 0x24 else a + b)
+    (cfa,) = stack
+    return cfa - rsp
 
 
-def test_one_fde_per_copy_found_by_the_sorted_table() -> None:
-    code = session.X86_64_TRAMPOLINE
-    run = trampolines.Run(tuple(trampolines.Trampoline(0x1000 + 16 * i, f"py::f{i}:x.py") for i in range(5)), 11, 16)
-    (load,) = trampolines.code_loads([run], code, session.X86_64_TRAMPOLINE_CFI)
-    assert load.address == 0x1000 and len(load.code) == 4 * 16 + 11
-    assert load.code[16:27] == code and load.code[11:16] == b"\xcc" * 5
-    unwind = load.unwind
-    assert unwind is not None and unwind.eh_frame_hdr_size == EH_FRAME_HDR_SIZE + 8 * 4
-    hdr_at = (len(load.code) + 7) // 8 * 8 + len(unwind.data) - unwind.eh_frame_hdr_size  # from .text
-    starts = [start + hdr_at for start, _fde in _hdr_rows(unwind.data, unwind.eh_frame_hdr_size)]
-    assert starts == [0, 16, 32, 48, 64]
-    # one FDE is the old single-kernel table, byte for byte
-    assert build_unwind_table(11, [(0, 11, b"\x44")]) == build_unwind(11, b"\x44")
+EXPECTED_CFA = [8] * 4 + [16] * 6 + [8]  # sub rsp, 8 (4 bytes); call rcx (2); add rsp, 8 (4); ret
 
 
-def test_the_known_trampoline_cfi_is_what_the_analyser_finds() -> None:
+@pytest.mark.parametrize("stride", [11, 16])  # 3.12, 3.13
+def test_one_stack_rule_for_every_copy(stride: int) -> None:
+    start = 0x7F4422776000
+    rule = trampolines.stack_rule(start, stride)
+    for copy in (0, 1, 2, 5956):
+        assert [_cfa_offset(rule, start + copy * stride + o) for o in range(11)] == EXPECTED_CFA
+
+
+def test_the_stack_rule_is_what_the_analyser_finds() -> None:
     need("capstone")
     from flamegraph.jit.cfi import analyse
 
     result = analyse(session.X86_64_TRAMPOLINE)
-    assert result.status == "ok" and result.program == session.X86_64_TRAMPOLINE_CFI
+    assert result.status == "ok" and result.program == bytes.fromhex("440e10460e08")  # rsp+16 at 4, rsp+8 at 10
+
+
+def test_a_run_fits_its_arena_and_is_stamped_when_the_arena_was_mapped() -> None:
+    line = ("  4242 12560.905332123: PERF_RECORD_MMAP2 4242/4242: [0x7f0274cc8000(0x10000) @ 0x7f0274cc8000 "
+            "00:00 0 0]: r-xp //anon")  # fmt: skip
+    (arena,) = trampolines.iter_arenas([line, line.replace("4242 ", "4243 ", 1)], 4242)
+    assert (arena.start, arena.end, arena.time_ns) == (0x7F0274CC8000, 0x7F0274CD8000, 12560905332123)
+    full = trampolines.Run(tuple(trampolines.Trampoline(arena.start + 11 * i, f"py::f{i}:x.py")
+                                 for i in range(65536 // 11)), 11, 11)  # fmt: skip
+    fitted = trampolines.fitted(full, arena)
+    assert 0 < len(full.trampolines) - len(fitted.trampolines) <= 12  # room for ~100 bytes of tables
+    (load,) = trampolines.code_loads([fitted], session.X86_64_TRAMPOLINE, [arena])
+    assert load.unwind is not None and load.created == arena.time_ns + 1
+    assert load.address + (len(load.code) + 7) // 8 * 8 + load.unwind.mapped_size <= arena.end
+    assert load.code[:11] == session.X86_64_TRAMPOLINE and len(load.code) == 11 * len(fitted.trampolines)
+    assert trampolines.fitted(full, None).trampolines == fitted.trampolines  # 64 KiB from its page: the same
 
 
 # -- which commands are Python 3.12+ (no perf needed) --------------------------------------------

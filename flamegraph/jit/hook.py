@@ -84,7 +84,7 @@ def parse(argv: list[str]) -> tuple[str | None, bool, bool, list[str], str | Non
 
 def finish(jit_dir: str, start_cwd: str, quiet: bool) -> None:
     """At exit: locate the kernels, write the perf map and the kernels file, keep the dumps."""
-    from flamegraph.jit import jitmap, session
+    from flamegraph.jit import jitmap, session  # imported by prepare: no import may register at exit
 
     try:
         pid = os.getpid()
@@ -173,6 +173,8 @@ def prepare(
         if os.environ.get("DNNL_JIT_DUMP", "1") == "1":
             private.check_dumps_cwd(os.getcwd())
         os.environ.setdefault("DNNL_JIT_DUMP", "1")
+        from flamegraph.jit import jitmap, session  # noqa: F401  (now: at exit, concurrent.futures could not load)
+
         if with_jitdump:
             jitdump.create_marker(jit_dir)
         atexit.register(finish, jit_dir, os.getcwd(), quiet)

@@ -29,7 +29,7 @@ from ..perf import find_perf
 from ..private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ..record.command import python_target
 from ..record.spec import Recording, RecordSpec
-from . import jitmap, session
+from . import jitmap, session, trampolines
 
 HOOK = Path(__file__).with_name("hook.py")
 JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
@@ -213,7 +213,9 @@ class JitHook:
         if recording.spec.pid is not None:
             self.name_running(recording.spec.pid)
         started = time.perf_counter()
-        completed = [c for c in session.complete(str(self.directory)) if c.kernels or c.python_functions]
+        pythons = session.python_pids(str(self.directory))
+        arenas = trampolines.read_arenas(find_perf(), str(recording.perf_data)) if pythons else None
+        completed = [c for c in session.complete(str(self.directory), arenas) if c.kernels or c.python_functions]
         unwind_seconds = time.perf_counter() - started
         failure = inject(recording.perf_data, self.directory) if completed else None
         unnamed = session.name_python(str(self.directory), completed) if completed and not failure else 0

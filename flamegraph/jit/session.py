@@ -5,6 +5,7 @@ Layout of the directory (one per recording; several processes may share it):
     jit-<pid>.kernels     a kernel a line: address size counter created(ns) name dump-file (tab-separated)
     dnnl-<pid>/           the process's DNNL_JIT_DUMP files, moved out of its working directory
     py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
+    py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
     jitted-<pid>-<n>.so   written by `perf inject --jit`
 A kernels file reads (the comment for people, the scan's time as a field):
     # 37 JIT kernels located, 0 dumps not in memory (8 anonymous executable regions, 8.7 MiB, 9 ms)
@@ -23,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..diagnostics import OutputFailed
@@ -35,10 +36,8 @@ from .unwind import build_unwind
 
 KERNELS_FILE = re.compile(r"^jit-(\d+)\.kernels$")
 TRAMPOLINE_FILE = re.compile(r"^py-(\d+)\.trampoline$")
-# CPython 3.12/3.13's x86-64 trampoline and its CFA program (after sub: rsp+16; after add: rsp+8),
-# so that Python frames need no capstone; test_python_frames checks the analyser agrees.
+# CPython 3.12/3.13's x86-64 trampoline (Python/asm_trampoline.S): the one trampolines.stack_rule describes.
 X86_64_TRAMPOLINE = bytes.fromhex("4883ec08ffd14883c408c3")
-X86_64_TRAMPOLINE_CFI = bytes.fromhex("440e10460e08")
 SCAN_MS = "#scan-ms"
 
 
@@ -152,22 +151,30 @@ class Completed:
     naming_ms: int | None = None  # the hook's scan at exit
     python_runs: list[tuple[int, trampolines.Run]] = field(default_factory=list)  # (code index, run)
     python_functions: int = 0  # Python functions given unwind info (trampolines)
+    python_left: int = 0  # trampolines left out: no room for the tables in a full arena
 
     def summary(self) -> str:
         parts = []
         if self.kernels or not self.python_functions:
             parts.append(f"{self.kernels} JIT kernels, {self.with_cfi} with unwind info")
         if self.python_functions:
-            parts.append(f"{self.python_functions} Python functions with unwind info")
+            left = f" ({self.python_left} left out: full arenas)" if self.python_left else ""
+            parts.append(f"{self.python_functions} Python functions with unwind info{left}")
         text = f"pid {self.pid}: {', '.join(parts)} ({self.seconds:.2f} s)"
         if self.unreadable:
             text += f", {self.unreadable} dump files unreadable"
         return text
 
 
-def complete(directory: str) -> list[Completed]:
+def python_pids(directory: str) -> list[int]:
+    """The processes that left the bytes of their Python trampoline (hook.py --python-dir)."""
+    return sorted(int(m.group(1)) for n in os.listdir(directory) if (m := TRAMPOLINE_FILE.match(n)))
+
+
+def complete(directory: str, arenas: Mapping[int, list[trampolines.Arena]] | None = None) -> list[Completed]:
     """Write the jitdump records (code + generated unwind info) of every process in `directory`:
-    its oneDNN kernels (jit-<pid>.kernels) and its Python trampolines (py-<pid>.trampoline)."""
+    its oneDNN kernels (jit-<pid>.kernels) and its Python trampolines (py-<pid>.trampoline), those
+    placed and stamped by `arenas` (each process's executable anonymous mappings, from perf.data)."""
     done = []
     names = sorted(os.listdir(directory))
     pids = sorted({int(m.group(1)) for n in names if (m := KERNELS_FILE.match(n) or TRAMPOLINE_FILE.match(n))})
@@ -178,14 +185,7 @@ def complete(directory: str) -> list[Completed]:
         started = time.perf_counter()
         result = Completed(pid, dump_file=dump_file)
         loads = _kernel_loads(directory, result)
-        runs = _python_runs(directory, pid)
-        if runs:
-            code = read_code(jitdump.trampoline_path(directory, pid))
-            program = _trampoline_cfi(code)
-            if program is not None:
-                result.python_runs = [(len(loads) + i, run) for i, run in enumerate(runs)]
-                result.python_functions = sum(len(run.trampolines) for run in runs)
-                loads += trampolines.code_loads(runs, code, program)
+        loads += _python_loads(directory, result, len(loads), (arenas or {}).get(pid, []))
         if not loads:
             continue
         jitdump.write_records(dump_file, loads)
@@ -220,21 +220,20 @@ def _kernel_loads(directory: str, result: Completed) -> list[jitdump.CodeLoad]:
     return loads
 
 
-def _python_runs(directory: str, pid: int) -> list[trampolines.Run]:
-    code = read_code(jitdump.trampoline_path(directory, pid))
-    if not code:
+def _python_loads(
+    directory: str, result: Completed, first_index: int, arenas: list[trampolines.Arena]
+) -> list[jitdump.CodeLoad]:
+    code = read_code(jitdump.trampoline_path(directory, result.pid))
+    if code != X86_64_TRAMPOLINE:  # another machine's (or a future CPython's) trampoline: no rule for it
         return []
-    return trampolines.runs(trampolines.read_perf_map(jitmap.perf_map_path(pid), len(code)), len(code))
-
-
-def _trampoline_cfi(code: bytes) -> bytes | None:
-    """The CFA program of the trampoline: known for x86-64, else from the analyser (capstone)."""
-    if code == X86_64_TRAMPOLINE:
-        return X86_64_TRAMPOLINE_CFI
-    try:
-        return analyse_cached([code])[code].program
-    except ImportError:
-        return None
+    found = trampolines.read_perf_map(jitmap.perf_map_path(result.pid), len(code))
+    runs = [trampolines.fitted(run, trampolines.arena_of(run.trampolines[0].address, arenas))
+            for run in trampolines.runs(found, len(code))]  # fmt: skip
+    runs = [run for run in runs if run.trampolines]
+    result.python_runs = [(first_index + i, run) for i, run in enumerate(runs)]
+    result.python_functions = sum(len(run.trampolines) for run in runs)
+    result.python_left = len(found) - result.python_functions
+    return trampolines.code_loads(runs, code, arenas)
 
 
 def name_python(directory: str, completed: Iterable[Completed]) -> int:
