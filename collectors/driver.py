@@ -26,7 +26,7 @@ def driver_parser(module: str, doc: str, epochs: int = 3, out: str = "out") -> a
     p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
     p.add_argument("--python", default=os.environ.get("WORKLOAD_PYTHON") or sys.executable,
                    help="the interpreter that trains (default $WORKLOAD_PYTHON, else this one); Python 3.12+ "
-                   "with mxnet 1.9.1 gives Python frames (make venv-312)")  # fmt: skip
+                   "with mxnet 1.9.1 gives Python frames (make workload-venv)")  # fmt: skip
     return p
 
 
