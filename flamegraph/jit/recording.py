@@ -299,12 +299,16 @@ def inject(perf_data: Path, directory: Path) -> str | None:
     # perf inject copies every jitted .so into its build-id cache (~/.debug), and perf script prefers
     # that copy: the Python functions named in the files afterwards (session.name_python) would not be
     # seen, and ~/.debug would grow by a file per kernel per run. A cache of our own, inside DIR.
-    cache = str(private_dir(directory / ".debug"))
-    proc = subprocess.run(
-        [find_perf(), "--buildid-dir", cache, "inject", "--jit", "-i", str(perf_data), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
+    # (perf script never reads it: it is removed once inject is done.)
+    cache = private_dir(directory / ".debug")
+    try:
+        proc = subprocess.run(
+            [find_perf(), "--buildid-dir", str(cache), "inject", "--jit", "-i", str(perf_data), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     if proc.returncode != 0 or not out.is_file():
         out.unlink(missing_ok=True)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
