@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -89,8 +89,21 @@ perf-deps: ## install perf with apt when missing (needs root)
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq linux-perf; }
 
+# The workload on Python 3.12 (`make workload-venv`): its Python functions are then frames (docs/python.md).
+PY312 ?= $(shell ls -d $$HOME/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1)
+VENV312 ?= .venv-312
+WORKLOAD_PYTHON ?= $(if $(wildcard $(VENV312)/bin/python),$(abspath $(VENV312))/bin/python,)
+
+$(VENV312)/.installed:
+	@test -n "$(PY312)" || { echo "workload-venv: no Python 3.12 (pyenv's, or give PY312=/path/to/python3.12)"; exit 2; }
+	$(PY312) -m venv $(VENV312)
+	$(VENV312)/bin/pip install -q "mxnet==1.9.1" "numpy==1.26.*" setuptools
+	touch $@
+
+workload-venv: $(VENV312)/.installed ## a Python 3.12 venv for the workload (mxnet 1.9.1, numpy 1.26): make flamegraph then shows Python frames
+
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	$(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
@@ -183,4 +196,4 @@ bench: bench-deps $(BENCH_INPUTS) ## fold + text->SVG benchmark: ours, stackcoll
 	  $(BENCH_FILES) $(BENCH_PERF_DATA) $(BENCH_E2E)
 
 clean: ## remove the venv, caches, the export clients and outputs
-	rm -rf $(VENV) $(BENCH_VENV) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache .fuzz
+	rm -rf $(VENV) $(BENCH_VENV) $(VENV312) $(INTEROP) out .pytest_cache .mypy_cache .ruff_cache .fuzz

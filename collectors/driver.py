@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,9 @@ def driver_parser(module: str, doc: str, epochs: int = 3, out: str = "out") -> a
     p.add_argument("--out", type=Path, default=Path(out), help=f"output directory (default {out})")
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
+    p.add_argument("--python", default=os.environ.get("WORKLOAD_PYTHON") or sys.executable,
+                   help="the interpreter that trains (default $WORKLOAD_PYTHON, else this one); Python 3.12+ "
+                   "with mxnet 1.9.1 gives Python frames (make workload-venv)")  # fmt: skip
     return p
 
 

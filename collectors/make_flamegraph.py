@@ -103,14 +103,15 @@ class OnCpuRun:
 def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     """Baseline, recording (with `hooks`: pre-/post-steps such as JIT naming), fold, render."""
     data = prepare_mnist(args.cache)
-    mlp = MlpRun(data, epochs=args.epochs)
+    mlp = MlpRun(data, epochs=args.epochs, python=args.python)
     baseline = None
     if not args.no_baseline:
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 1 of 2)", flush=True)
         baseline = train_without_perf(mlp)
     how = RecordOptions()
     if not args.no_jit and not hooks:  # named kernels, unwound through: gemm under its real callers
-        hooks = [JitHook(args.out.absolute() / "mlp-oncpu.jit", note=print)]
+        # named kernels, and Python frames when the trainer is Python 3.12+ (--python)
+        hooks = [JitHook(args.out.absolute() / "mlp-oncpu.jit", note=print, python=None)]
         how = how.replace(call_graph=JIT_CALL_GRAPH)
     if args.freq:
         how = how.replace(freq=args.freq)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flamegraph.collapse.python import fold_interpreter
 from flamegraph.diagnostics import FlamegraphError
 from flamegraph.jit.recording import JitHook
 from flamegraph.model import FoldedProfile
@@ -127,7 +128,7 @@ def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook
     profile = fold_with_report(run.recording, run.window, status, False, group_unknown, joiner, unwound)
     if mxnet is not None and joiner is not None:
         mxnet.report(joiner, profile)
-    return profile
+    return fold_interpreter(profile)  # a Python 3.12+ trainer's frames read as Python (collapse.python)
 
 
 def mxnet_hook(directory: Path) -> MxnetHook:

@@ -64,25 +64,47 @@ def build_module(mx: Any, train: Any, lr: float) -> Any:
     return mod
 
 
+def train_epoch(mx: Any, mod: Any, train_it: Any, max_batches: int) -> tuple[Any, int]:
+    """One pass over the training set (a Python 3.12+ graph shows it: train_epoch -> forward/backward)."""
+    train_it.reset()
+    metric = mx.metric.Accuracy()
+    seen = 0
+    for n, batch in enumerate(train_it):
+        if max_batches and n >= max_batches:
+            break
+        mod.forward_backward(batch)
+        mod.update()
+        mod.update_metric(metric, batch.label)
+        seen += batch.data[0].shape[0]
+    mx.nd.waitall()
+    return metric, seen
+
+
 def train(mx: Any, mod: Any, train_it: Any, val_it: Any, epochs: int, max_batches: int) -> float:
     """Runs the epochs, prints one line each; returns the last validation accuracy."""
     val_acc = 0.0
     for epoch in range(epochs):
-        train_it.reset()
-        metric = mx.metric.Accuracy()
-        started, seen = time.perf_counter(), 0
-        for n, batch in enumerate(train_it):
-            if max_batches and n >= max_batches:
-                break
-            mod.forward_backward(batch)
-            mod.update()
-            mod.update_metric(metric, batch.label)
-            seen += batch.data[0].shape[0]
-        mx.nd.waitall()
+        started = time.perf_counter()
+        metric, seen = train_epoch(mx, mod, train_it, max_batches)
         elapsed = time.perf_counter() - started
         val_acc = mod.score(val_it, mx.metric.Accuracy())[0][1]
         print(format_epoch(epoch, metric.get()[1], val_acc, elapsed, seen / elapsed), flush=True)
     return float(val_acc)
+
+
+# numpy 1.24 removed these aliases and MXNet 1.9.1 still uses them (`np.bool` at import): on Python 3.12,
+# where numpy 1.26 is the oldest with wheels, the workload puts them back before importing MXNet. The
+# library never touches numpy; only this program does, and only for names numpy no longer has.
+NUMPY_ALIASES = {"bool": bool, "int": int, "float": float, "complex": complex, "object": object, "str": str}
+
+
+def restore_numpy_aliases() -> list[str]:
+    import numpy as np
+
+    restored = [name for name in NUMPY_ALIASES if name not in np.__dict__]
+    for name in restored:
+        setattr(np, name, NUMPY_ALIASES[name])
+    return restored
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -96,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
         args.data = prepare_mnist(args.cache)
     print(f"PID {os.getpid()}", flush=True)
+    restore_numpy_aliases()
     import mxnet as mx
 
     mkldnn = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"

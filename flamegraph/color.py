@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from .diagnostics import BadOption
+from .model import PYTHON_FUNCTION
 
 RGB = tuple[int, int, int]
 
@@ -93,6 +94,9 @@ def namehash(name: str) -> float:
     return 1 - vector / maximum
 
 
+PYTHON_FUNCTION_RE = re.compile(PYTHON_FUNCTION)
+
+
 def hue_of(palette: str, name: str) -> str:
     """The multi-hue palettes pick a hue from the name and its _[k]/_[j]/_[i]/_[w] annotation."""
     if palette == "java":
@@ -126,7 +130,7 @@ def hue_of(palette: str, name: str) -> str:
     if palette == "python":  # ours: the reference has no python palette
         if name.endswith("_[k]"):
             return "orange"
-        if ".py" in name or "<module>" in name:
+        if ".py" in name or "<module>" in name or PYTHON_FUNCTION_RE.match(name):
             return "green"
         if name.startswith(("_Py", "Py", "<built-in", "<frozen")) or "libpython" in name:
             return "aqua"
@@ -326,7 +330,18 @@ MXNET_OPS_PRESET = (
     HighlightRule(r"^\[(op|dnnl)\] \(", "yellow", "outside any operator / primitive"),
     HighlightRule(r"^\[instrumentation\] ", "orange", "the tool's own instruments"),  # mxnet/instruments.py
 )
-PRESETS: dict[str, tuple[HighlightRule, ...]] = {"onednn": ONEDNN_PRESET, "mxnet-ops": MXNET_OPS_PRESET}
+PYTHON_PRESET = (
+    # The classes of the `python` palette as a legend: the program's Python functions (3.12+ perf
+    # support, named `function (file.py)` by collapse.tidy.python_frame) and CPython's own C code
+    # (seen with --keep-interpreter, and before the first Python function).
+    HighlightRule(PYTHON_FUNCTION, "green", "Python functions"),
+    HighlightRule(r"^_?Py[A-Z_]|^py_trampoline|libpython", "aqua", "CPython interpreter"),
+)
+PRESETS: dict[str, tuple[HighlightRule, ...]] = {
+    "onednn": ONEDNN_PRESET,
+    "mxnet-ops": MXNET_OPS_PRESET,
+    "python": PYTHON_PRESET,
+}
 
 COLOR_VALUE = re.compile(r"#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|" + "|".join(HUES))
 

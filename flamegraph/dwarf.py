@@ -21,6 +21,13 @@ DW_CFA_DEF_CFA_EXPRESSION = 0x0F
 DW_OP_DEREF = 0x06
 DW_OP_PLUS_UCONST = 0x23
 DW_OP_BREG7 = 0x77  # rsp + SLEB128
+DW_OP_CONSTU = 0x10  # ULEB128
+DW_OP_MOD = 0x1D
+DW_OP_PLUS = 0x22
+DW_OP_SHL = 0x24
+DW_OP_LT = 0x2D
+DW_OP_LIT0 = 0x30  # + n (n < 32)
+DW_OP_BREG0 = 0x70  # + register, then SLEB128
 
 # Pointer encodings (.eh_frame / .eh_frame_hdr, LSB 10.6).
 DW_EH_PE_ABSPTR = 0x00

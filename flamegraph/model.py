@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 Frame = str  # a function name; raw bytes survive as surrogate escapes
 Stack = tuple[Frame, ...]  # root first
 
+# How the folded text spells a Python function (collapse.tidy.python_frame writes it from perf's
+# `py::QUALNAME:FILE`): `QUALNAME (FILE.py)` or `QUALNAME (<frozen x>)`. Part of the contract between
+# stages: the interpreter folding (collapse.python) and the `python` palette and preset (color) read it.
+PYTHON_FUNCTION = r"^[^ ;]+ \((?:[^()]*\.py|<[^()]*>)\)$"
+
 
 @dataclass
 class FoldedProfile:

@@ -43,6 +43,8 @@ class FrameObserver:
             if name is not None:
                 self.grouped.add(decode(tidy.tidy_name(name, False, False)))
             return name
+        if symbol.startswith(tidy.PYTHON_PREFIX):
+            return None  # a Python function (its perf trampoline), not JIT code
         folded = decode(tidy.tidy_name(symbol, False, False))
         if in_jit_memory(dso):
             self.jit.add(folded)

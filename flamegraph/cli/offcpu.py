@@ -16,12 +16,14 @@ from .recorder import (
     Command,
     Duration,
     Highlight,
+    KeepInterpreter,
     NoSvg,
     Open,
     Output,
     PerfData,
     Png,
     Preset,
+    PythonFrames,
     Title,
     Width,
     check_outputs,
@@ -126,6 +128,8 @@ def offcpu_cli(
     chrome_trace: Annotated[
         Path | None, typer.Option("--chrome-trace", metavar="FILE", help="also write a Chrome trace of the waits")
     ] = None,
+    python: PythonFrames = None,
+    keep_interpreter: KeepInterpreter = False,
 ) -> None:
     """Record where the threads of a command (`-- CMD`) or a process (`--pid PID`) wait, and draw it.
 
@@ -147,10 +151,12 @@ def offcpu_cli(
     from dataclasses import replace
 
     from ..collapse.perf_sched import OffCpuOptions
+    from ..collapse.python import fold_interpreter
     from ..color import resolve_highlights
     from ..diagnostics import Diagnostics
     from ..export import ExportRequest
     from ..grouping import grouping_note, namer_for_recording
+    from ..jit.recording import JitHook
     from ..observer import FrameObserver
     from ..offcpu.fold import fold_offcpu_recording
     from ..offcpu.proc import snapshot_threads, whole_window_resolver
@@ -179,7 +185,9 @@ def offcpu_cli(
     check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
-        recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
+        jit_dir = session.data_path.absolute().with_name(session.data_path.name + ".jit")
+        hooks = [JitHook(jit_dir, note=status.note, dnnl=False, python=python)] if python is not False else []
+        recording = record_offcpu(spec, session.data_path, status, session.mark_recorded, hooks)
         status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
         namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
@@ -187,7 +195,7 @@ def offcpu_cli(
         fold = fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve)
         if (note := grouping_note(namer)) is not None:
             status.note(note)
-        profile = fold.profile
+        profile = fold.profile if keep_interpreter else fold_interpreter(fold.profile)
         rules = [rule for rule in render.highlights if isinstance(rule, str)]
         drawn = Context.of(
             profile, title=render.title, subtitle=render.subtitle, preset=render.preset, highlights=rules

@@ -20,6 +20,7 @@ from .recorder import (
     Duration,
     Folded,
     Highlight,
+    KeepInterpreter,
     NoSvg,
     Open,
     Output,
@@ -27,6 +28,7 @@ from .recorder import (
     Pid,
     Png,
     Preset,
+    PythonFrames,
     Threads,
     Title,
     Top,
@@ -171,6 +173,8 @@ def record_cli(
             "per thread on one axis, waits in cold colours",
         ),
     ] = False,
+    python: PythonFrames = None,
+    keep_interpreter: KeepInterpreter = False,
     mxnet: Annotated[
         bool,
         typer.Option(
@@ -228,9 +232,9 @@ def record_cli(
     exports = ExportRequest(exports.files, options.title)
     draw = OutputRequest(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
-        open_,
+        open_, keep_interpreter,
     )  # fmt: skip
-    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted)
+    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python)
 
 
 def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
@@ -288,6 +292,7 @@ class OutputRequest:
     exports: ExportRequest = ExportRequest()  # --speedscope, --pprof, --chrome-trace
     png: Path | None = None  # --png: the static view as an image
     open: bool = False  # --open: the SVG in the user's browser
+    keep_interpreter: bool = False  # --keep-interpreter: CPython's frames between Python functions stay
 
 
 def record_and_draw(
@@ -298,6 +303,7 @@ def record_and_draw(
     jit: bool = False,
     mxnet: bool = False,
     memory: MemoryRequest | None = None,
+    python: bool | None = None,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
@@ -313,7 +319,9 @@ def record_and_draw(
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
-        jit_hook = JitHook(data_path.absolute().with_name(data_path.name + ".jit"), note=status.note) if jit else None
+        jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
+        wanted = jit or python is not False  # Python frames: for a Python 3.12+ command unless --no-python
+        jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
         try:
             recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
@@ -334,6 +342,7 @@ def _record_and_write(
     memory: MemoryRequest | None = None,
 ) -> Recording:
     from ..collapse.perf import FoldOptions
+    from ..collapse.python import fold_interpreter
     from ..grouping import namer_for_recording
     from ..observer import FrameObserver
     from ..oncpu import fold_with_report
@@ -360,6 +369,8 @@ def _record_and_write(
         joiner = mx.joiner(recording, window) if mx else None
         unwound = jit_hook is not None and jit_hook.unwound
         profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
+    if not draw.keep_interpreter:
+        fold_interpreter(profile)
     if mx and joiner:
         mx.report(joiner, profile)
     options = draw.options

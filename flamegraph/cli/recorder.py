@@ -39,7 +39,9 @@ Folded = Annotated[
 ]
 Pid = Annotated[int | None, typer.Option("--pid", "-p", metavar="PID", help="profile this running process instead")]
 # The graph options `record`, `offcpu` and `fleet record` share (named as `render` names them).
-Preset = Annotated[str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops")]
+Preset = Annotated[
+    str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops, python")
+]
 Highlight = Annotated[
     list[str] | None,
     typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
@@ -48,6 +50,23 @@ Threads = Annotated[bool, typer.Option("--threads", help="one root per thread (c
 Width = Annotated[int, typer.Option("--width", metavar="PIXELS", help="image width in pixels")]
 Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
+PythonFrames = Annotated[
+    bool | None,
+    typer.Option(
+        "--python/--no-python",
+        help="the Python functions of a Python 3.12+ command as frames (PYTHONPERFSUPPORT=1, unwind info for its "
+        "perf trampolines, perf inject --jit); default: on for one",
+        show_default=False,
+    ),
+]
+KeepInterpreter = Annotated[
+    bool,
+    typer.Option(
+        "--keep-interpreter",
+        help="keep CPython's own frames between two Python functions (_PyEval_EvalFrameDefault, "
+        "PyObject_Vectorcall...; default: folded away, their time on the Python function)",
+    ),
+]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
 
 

@@ -51,7 +51,7 @@ Highlight = Annotated[
     ),
 ]
 Preset = Annotated[
-    str | None, typer.Option("--preset", metavar="NAME", help="built-in highlight classes: onednn, mxnet-ops")
+    str | None, typer.Option("--preset", metavar="NAME", help="built-in highlight classes: onednn, mxnet-ops, python")
 ]
 Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
 Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]

@@ -98,6 +98,8 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
         return b""  # the reference drops "(...)" names as process names
     if options.frame_hook is not None and not options.compat:
         raw = options.frame_hook(pc, raw, dso) or raw
+    if not options.compat and (python := tidy.python_frame(raw)) is not None:
+        return python  # perf's py::main:/x/t.py read as `main (t.py)`; not a JIT kernel (no _[j])
     pieces = raw.split(b"->")
     while pieces and not pieces[-1]:
         pieces.pop()  # as Perl's split: no trailing empty fields ("x->" is x; "->" is no frame at all)

@@ -105,6 +105,27 @@ def tidy_name(name: bytes, java: bool, compat: bool) -> bytes:
     return name
 
 
+PYTHON_PREFIX = b"py::"  # CPython's perf support (3.12+): py::QUALNAME:FILE
+
+
+def python_frame(symbol: bytes) -> bytes | None:
+    """A Python function as CPython's perf support names it, read as Python: the function and its
+    file's name; None for any other symbol.
+
+        py::train_epoch:/home/u/train_mlp.py               -> train_epoch (train_mlp.py)
+        py::_find_and_load:<frozen importlib._bootstrap>   -> _find_and_load (<frozen importlib._bootstrap>)
+        py::Net.forward.<locals>.<lambda>:/m/net.py        -> Net.forward.<locals>.<lambda> (net.py)
+    """
+    if not symbol.startswith(PYTHON_PREFIX):
+        return None
+    function, colon, file = symbol[len(PYTHON_PREFIX) :].partition(b":")  # a qualname has no colon
+    if not colon or not function or b" " in function:
+        return None
+    if not file.startswith(b"<"):
+        file = file.rsplit(b"/", 1)[-1]
+    return function + b" (" + file + b")"
+
+
 def is_kernel_dso(dso: bytes, compat: bool = False) -> bool:
     """Kernel code: the reference's rule with --compat, ours (versioned images, modules) otherwise."""
     pattern = KERNEL_DSO_REFERENCE if compat else KERNEL_DSO

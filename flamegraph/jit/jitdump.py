@@ -43,6 +43,11 @@ def dump_path(directory: str, pid: int) -> str:
     return os.path.join(directory, f"jit-{pid}.dump")
 
 
+def trampoline_path(directory: str, pid: int) -> str:
+    """Where the hook saves the bytes of the process's Python perf trampoline (trampolines.py)."""
+    return os.path.join(directory, f"py-{pid}.trampoline")
+
+
 def monotonic_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 

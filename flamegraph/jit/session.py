@@ -4,13 +4,17 @@ Layout of the directory (one per recording; several processes may share it):
     jit-<pid>.dump        jitdump marker + header, written at process start; records added by `complete`
     jit-<pid>.kernels     a kernel a line: address size counter created(ns) name dump-file (tab-separated)
     dnnl-<pid>/           the process's DNNL_JIT_DUMP files, moved out of its working directory
+    py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
+    py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
     jitted-<pid>-<n>.so   written by `perf inject --jit`
 A kernels file reads (the comment for people, the scan's time as a field):
     # 37 JIT kernels located, 0 dumps not in memory (8 anonymous executable regions, 8.7 MiB, 9 ms)
     #scan-ms\t9
     7efc88e45000\t780\t36\t1466730211034\tjit_softmax_t\t/run/jit/dnnl-4242/dnnl_dump_cpu_jit_softmax_t.36.bin
 `complete` runs after the process has ended (in the recorder): it generates CFI for each kernel
-(capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and writes the jitdump records.
+(capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and for the Python trampolines of the process's
+/tmp/perf-<pid>.map (trampolines.py), and writes the jitdump records; `name_python` then gives the
+jitted .so of each run of trampolines its functions' names, once perf inject has written it.
 """
 
 from __future__ import annotations
@@ -20,17 +24,20 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..diagnostics import OutputFailed
 from ..private import private_dir, replace_file
-from . import jitdump
+from . import jitdump, jitmap, symtab, trampolines
 from .cfi import ANALYSER_VERSION, CfiResult, analyse_all  # capstone itself is imported on first use
 from .jitmap import Dump, Kernel
 from .unwind import build_unwind
 
 KERNELS_FILE = re.compile(r"^jit-(\d+)\.kernels$")
+TRAMPOLINE_FILE = re.compile(r"^py-(\d+)\.trampoline$")
+# CPython 3.12/3.13's x86-64 trampoline (Python/asm_trampoline.S): the one trampolines.stack_rule describes.
+X86_64_TRAMPOLINE = bytes.fromhex("4883ec08ffd14883c408c3")
 SCAN_MS = "#scan-ms"
 
 
@@ -142,45 +149,101 @@ class Completed:
     dump_file: str = ""
     located: str = ""  # how the kernels were found (the hook's note)
     naming_ms: int | None = None  # the hook's scan at exit
+    python_runs: list[tuple[int, trampolines.Run]] = field(default_factory=list)  # (code index, run)
+    python_functions: int = 0  # Python functions given unwind info (trampolines)
+    python_left: int = 0  # trampolines left out: no room for the tables in a full arena
 
     def summary(self) -> str:
-        text = f"pid {self.pid}: {self.kernels} JIT kernels, {self.with_cfi} with unwind info ({self.seconds:.2f} s)"
+        parts = []
+        if self.kernels or not self.python_functions:
+            parts.append(f"{self.kernels} JIT kernels, {self.with_cfi} with unwind info")
+        if self.python_functions:
+            left = f" ({self.python_left} left out: full arenas)" if self.python_left else ""
+            parts.append(f"{self.python_functions} Python functions with unwind info{left}")
+        text = f"pid {self.pid}: {', '.join(parts)} ({self.seconds:.2f} s)"
         if self.unreadable:
             text += f", {self.unreadable} dump files unreadable"
         return text
 
 
-def complete(directory: str) -> list[Completed]:
-    """Write the jitdump records (code + generated unwind info) of every process in `directory`."""
+def python_pids(directory: str) -> list[int]:
+    """The processes that left the bytes of their Python trampoline (hook.py --python-dir)."""
+    return sorted(int(m.group(1)) for n in os.listdir(directory) if (m := TRAMPOLINE_FILE.match(n)))
+
+
+def complete(directory: str, arenas: Mapping[int, list[trampolines.Arena]] | None = None) -> list[Completed]:
+    """Write the jitdump records (code + generated unwind info) of every process in `directory`:
+    its oneDNN kernels (jit-<pid>.kernels) and its Python trampolines (py-<pid>.trampoline), those
+    placed and stamped by `arenas` (each process's executable anonymous mappings, from perf.data)."""
     done = []
-    for name in sorted(os.listdir(directory)):
-        match = KERNELS_FILE.match(name)
-        kernels_file = os.path.join(directory, name)
-        dump_file = jitdump.dump_path(directory, int(match.group(1))) if match else ""
-        if not match or not os.path.isfile(dump_file):
+    names = sorted(os.listdir(directory))
+    pids = sorted({int(m.group(1)) for n in names if (m := KERNELS_FILE.match(n) or TRAMPOLINE_FILE.match(n))})
+    for pid in pids:
+        dump_file = jitdump.dump_path(directory, pid)
+        if not os.path.isfile(dump_file):
             continue
         started = time.perf_counter()
-        located, naming_ms = read_kernels_header(kernels_file)
-        result = Completed(int(match.group(1)), dump_file=dump_file, located=located, naming_ms=naming_ms)
-        kernels, codes = [], []
-        for kernel in read_kernels(kernels_file):
-            code = read_code(kernel.path)
-            if len(code) != kernel.size:
-                result.unreadable += 1
-                continue
-            kernels.append(kernel)
-            codes.append(code)
-        cfi = analyse_cached(codes)
-        loads = []
-        for kernel, code in zip(kernels, codes, strict=True):
-            program = cfi[code].program
-            unwind = build_unwind(len(code), program) if program is not None else None
-            if unwind is None:
-                result.no_cfi.append((kernel.name, cfi[code].status))
-            loads.append(jitdump.CodeLoad(kernel.address, kernel.name, code, unwind, kernel.created))
+        result = Completed(pid, dump_file=dump_file)
+        loads = _kernel_loads(directory, result)
+        loads += _python_loads(directory, result, len(loads), (arenas or {}).get(pid, []))
+        if not loads:
+            continue
         jitdump.write_records(dump_file, loads)
-        result.kernels = len(loads)
-        result.with_cfi = sum(load.unwind is not None for load in loads)
         result.seconds = time.perf_counter() - started
         done.append(result)
     return done
+
+
+def _kernel_loads(directory: str, result: Completed) -> list[jitdump.CodeLoad]:
+    kernels_file = kernels_path(directory, result.pid)
+    if not os.path.isfile(kernels_file):
+        return []
+    result.located, result.naming_ms = read_kernels_header(kernels_file)
+    kernels, codes = [], []
+    for kernel in read_kernels(kernels_file):
+        code = read_code(kernel.path)
+        if len(code) != kernel.size:
+            result.unreadable += 1
+            continue
+        kernels.append(kernel)
+        codes.append(code)
+    cfi = analyse_cached(codes)
+    loads = []
+    for kernel, code in zip(kernels, codes, strict=True):
+        program = cfi[code].program
+        unwind = build_unwind(len(code), program) if program is not None else None
+        if unwind is None:
+            result.no_cfi.append((kernel.name, cfi[code].status))
+        loads.append(jitdump.CodeLoad(kernel.address, kernel.name, code, unwind, kernel.created))
+    result.kernels = len(loads)
+    result.with_cfi = sum(load.unwind is not None for load in loads)
+    return loads
+
+
+def _python_loads(
+    directory: str, result: Completed, first_index: int, arenas: list[trampolines.Arena]
+) -> list[jitdump.CodeLoad]:
+    code = read_code(jitdump.trampoline_path(directory, result.pid))
+    if code != X86_64_TRAMPOLINE:  # another machine's (or a future CPython's) trampoline: no rule for it
+        return []
+    found = trampolines.read_perf_map(jitmap.perf_map_path(result.pid), len(code))
+    runs = [trampolines.fitted(run, trampolines.arena_of(run.trampolines[0].address, arenas))
+            for run in trampolines.runs(found, len(code))]  # fmt: skip
+    runs = [run for run in runs if run.trampolines]
+    result.python_runs = [(first_index + i, run) for i, run in enumerate(runs)]
+    result.python_functions = sum(len(run.trampolines) for run in runs)
+    result.python_left = len(found) - result.python_functions
+    return trampolines.code_loads(runs, code, arenas)
+
+
+def name_python(directory: str, completed: Iterable[Completed]) -> int:
+    """After perf inject: each run's jitted-<pid>-<index>.so gets a symbol per Python function.
+    Returns how many files could not be rewritten (their frames keep the run's one name)."""
+    failed = 0
+    for result in completed:
+        for index, run in result.python_runs:
+            try:
+                symtab.rewrite_symbols(os.path.join(directory, f"jitted-{result.pid}-{index}.so"), run.functions())
+            except (OSError, ValueError):
+                failed += 1
+    return failed

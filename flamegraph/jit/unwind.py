@@ -12,6 +12,7 @@ layout), so every pointer below is relative and the bytes do not depend on the l
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dwarf import (
@@ -61,24 +62,34 @@ def build_cie() -> bytes:
 
 def build_unwind(code_size: int, program: bytes) -> UnwindInfo:
     """Unwind tables for code at the start of `.text`, described by one FDE running `program`."""
+    return build_unwind_table(code_size, [(0, code_size, program)])
+
+
+def build_unwind_table(code_size: int, fdes: Sequence[tuple[int, int, bytes]]) -> UnwindInfo:
+    """Unwind tables for `.text` of `code_size` bytes: one FDE per (start, size, program), starts
+    relative to `.text`, ascending and not overlapping (the header's search table is sorted)."""
     text_end = align(code_size, 8)  # .eh_frame starts here, relative to .text
     cie = build_cie()
-    fde_at = len(cie)
-    pc_begin_field = text_end + fde_at + 8  # length, CIE pointer, then pc_begin
-    fde_body = struct.pack("<I", fde_at + 4)  # CIE pointer: back from this field to the CIE
-    fde_body += struct.pack("<iI", -pc_begin_field, code_size) + uleb128(0) + program
-    eh_frame = cie + _padded(fde_body) + struct.pack("<I", 0)  # zero terminator
+    records, rows = [cie], []
+    at = len(cie)
+    for start, size, program in fdes:
+        pc_begin_field = text_end + at + 8  # length, CIE pointer, then pc_begin
+        body = struct.pack("<I", at + 4)  # CIE pointer: back from this field to the CIE
+        body += struct.pack("<iI", start - pc_begin_field, size) + uleb128(0) + program
+        rows.append((start, at))
+        records.append(_padded(body))
+        at += len(records[-1])
+    eh_frame = b"".join(records) + struct.pack("<I", 0)  # zero terminator
     hdr_at = text_end + len(eh_frame)
     hdr = struct.pack(
-        "<BBBBiIii",
+        "<BBBBiI",
         1,
         DW_EH_PE_PCREL | DW_EH_PE_SDATA4,  # eh_frame_ptr
         DW_EH_PE_UDATA4,  # fde_count
-        DW_EH_PE_DATAREL | DW_EH_PE_SDATA4,  # table
+        DW_EH_PE_DATAREL | DW_EH_PE_SDATA4,  # table: (initial location, FDE), relative to .eh_frame_hdr
         text_end - (hdr_at + 4),  # eh_frame_ptr, from its own field
-        1,
-        -hdr_at,  # initial location (.text start), relative to .eh_frame_hdr
-        text_end + fde_at - hdr_at,  # the FDE, relative to .eh_frame_hdr
+        len(rows),
     )
-    assert len(hdr) == EH_FRAME_HDR_SIZE
+    hdr += b"".join(struct.pack("<ii", start - hdr_at, text_end + fde_at - hdr_at) for start, fde_at in rows)
+    assert len(hdr) == EH_FRAME_HDR_SIZE + 8 * (len(rows) - 1)
     return UnwindInfo(eh_frame + hdr, len(hdr))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..diagnostics import NotPermitted, PerfFailed
-from ..record import Recording, RecordOptions, RecordSpec, Status, record
+from ..record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from ..record.spec import OFFCPU_CALL_GRAPH
 from ..record.tracefs import mounted_tracefs, tracepoint_problem
 
@@ -70,7 +70,11 @@ def recorded_target(recording: Recording) -> tuple[int, bool] | None:
 
 
 def record_offcpu(
-    spec: RecordSpec, output: Path, status: Status | None = None, on_recording: Callable[[], None] | None = None
+    spec: RecordSpec,
+    output: Path,
+    status: Status | None = None,
+    on_recording: Callable[[], None] | None = None,
+    hooks: Sequence[RecordHook] = (),
 ) -> Recording:
     """`perf record` of sched_switch; perf's complaints about tracepoints become one clear line."""
     events = [EVENT, *(arg for arg in spec.options.extra_args if arg in (WAKING, WAKEUP))]
@@ -79,7 +83,7 @@ def record_offcpu(
         if problem is not None:
             raise problem
     try:
-        return record(spec, output, status=status, on_recording=on_recording)
+        return record(spec, output, hooks=hooks, status=status, on_recording=on_recording)
     except (PerfFailed, NotPermitted) as err:
         problem = next(filter(None, map(tracepoint_problem, events)), None)
         raise (problem or err) from None

@@ -26,6 +26,7 @@ import re
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..diagnostics import CommandNotFound
@@ -108,8 +109,15 @@ ASK_VERSION = "import sys; print(*sys.version_info[:2])"
 def python_interpreter(program: str, env: Mapping[str, str], cwd: str | None = None) -> str | None:
     """The Python interpreter that runs `program` (absolute): itself if it is named python*, or the one
     its `#!` line names (`#!/usr/bin/python3`, `#!/usr/bin/env python3`: pytest, pip and console scripts)."""
+    found = _interpreter(program, env, cwd)
+    return found[0] if found else None
+
+
+def _interpreter(program: str, env: Mapping[str, str], cwd: str | None) -> tuple[str, bool] | None:
+    """(interpreter, whether it runs `program` as `interpreter program` exactly: a `#!` line with no
+    options), or None."""
     if PYTHON.match(os.path.basename(program)):
-        return program
+        return program, True
     try:
         with open(program, "rb") as f:
             first = f.readline(256)
@@ -118,14 +126,46 @@ def python_interpreter(program: str, env: Mapping[str, str], cwd: str | None = N
     if not first.startswith(b"#!"):
         return None
     words = first[2:].decode(errors="replace").split()
+    plain = len(words) == 1
     if words and os.path.basename(words[0]) == "env":  # the first word that is neither an option nor NAME=VALUE
+        plain = len(words) == 2
         words = [w for w in words[1:] if not w.startswith("-") and "=" not in w][:1]
     if not words or not PYTHON.match(os.path.basename(words[0])):
         return None
     try:
-        return resolve_program(words[0], env, cwd)
+        return resolve_program(words[0], env, cwd), plain
     except CommandNotFound:
         return None
+
+
+@dataclass(frozen=True)
+class PythonTarget:
+    """The Python a command runs: its interpreter, version, and the command as `python ...` (a plain
+    `#!` script run by the interpreter it names; the command itself otherwise)."""
+
+    interpreter: str
+    version: tuple[int, int]
+    command: tuple[str, ...]
+
+    @property
+    def release(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}"
+
+
+def python_target(command: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> PythonTarget | None:
+    """The Python `command` (its program absolute) runs, if it is one and its version can be told.
+    A `#!` line with options (`#!/usr/bin/python3 -u`) keeps its command: perf support then still
+    names the functions; only a plain one can run through our hook."""
+    found = _interpreter(command[0], env, cwd)
+    if found is None:
+        return None
+    interpreter, plain = found
+    version = python_version(interpreter, env, cwd)
+    if version is None:
+        return None
+    if interpreter == command[0] or not plain:
+        return PythonTarget(interpreter, version, tuple(command))
+    return PythonTarget(interpreter, version, (interpreter, *command))
 
 
 def python_version(interpreter: str, env: Mapping[str, str], cwd: str | None = None) -> tuple[int, int] | None:
@@ -159,6 +199,5 @@ def python_note(command: Sequence[str], env: Mapping[str, str], cwd: str | None 
         return None
     return (
         f"{interpreter} is Python {version[0]}.{version[1]}: its Python functions cannot appear in the graph, only "
-        "the interpreter's C functions (_PyEval_EvalFrameDefault...); for Python frames use py-spy, or Python 3.12+ "
-        "built with frame pointers, run with -X perf and recorded with --call-graph fp"
+        "the interpreter's C functions (_PyEval_EvalFrameDefault...); run it with Python 3.12+ for Python frames"
     )

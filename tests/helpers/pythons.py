@@ -1,0 +1,67 @@
+"""Python interpreters other than the one running the tests (3.12, 3.13: perf trampolines), and py-spy.
+
+`make test` runs on the Makefile's Python 3.11, so the Python-frames tests find 3.12+ in pyenv
+($PYENV_ROOT or ~/.pyenv/versions/X.Y.*) or on PATH (pythonX.Y). py-spy 0.4 (PyPI `py-spy`, the peer
+we compare with) is installed into a venv of its own under the test cache on first use. Where an
+interpreter, py-spy or ptrace is missing the test skips with one reason; $FLAMEGRAPH_REQUIRE_SHARED=1
+(CI, as for the peer corpus) turns that skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .shared import REQUIRE, required
+
+PYSPY_REQUIREMENT = "py-spy>=0.4,<0.5"
+
+
+def skip_or_fail(reason: str) -> None:
+    if required():
+        pytest.fail(f"{reason} ({REQUIRE}=1: it must be there)", pytrace=False)
+    pytest.skip(reason)
+
+
+def find_python(release: str) -> str | None:
+    """An interpreter of `release` ("3.12"): pyenv's newest, else pythonX.Y on PATH."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found = sorted(root.glob(f"{release}.*/bin/python{release}"), key=lambda p: [int(x) for x in
+                   p.parts[-3].split(".") if x.isdigit()])  # fmt: skip
+    if found:
+        return str(found[-1])
+    return shutil.which(f"python{release}")
+
+
+def need_python(release: str) -> str:
+    python = find_python(release)
+    if python is None:
+        skip_or_fail(f"needs a Python {release} interpreter (pyenv or python{release} on PATH)")
+    assert python is not None
+    return python
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "flamegraph-tests"
+
+
+def need_pyspy(python: str) -> str:
+    """py-spy 0.4's binary, installed with `python`'s pip into a venv of its own on first use."""
+    venv = cache_root() / "py-spy-0.4"
+    binary = venv / "bin" / "py-spy"
+    if not binary.is_file():
+        made = subprocess.run([python, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True)
+        pip = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", PYSPY_REQUIREMENT],
+            capture_output=True,
+            text=True,
+        ) if made.returncode == 0 else made  # fmt: skip
+        if pip.returncode != 0 or not binary.is_file():
+            last = (pip.stderr.strip().splitlines() or ["?"])[-1]
+            skip_or_fail(f"needs py-spy 0.4 from PyPI ({PYSPY_REQUIREMENT}): pip failed: {last}")
+    return str(binary)
