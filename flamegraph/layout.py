@@ -83,7 +83,7 @@ def order_stacks(
             merged[key] = merged.get(key, 0) + weight
         counts = merged
     texts = sorted(counts)
-    return texts, [counts[text] for text in texts]
+    return texts, list(map(counts.__getitem__, texts))  # a loop in C, not in Python
 
 
 def min_weight_for(min_width: str | float, total: float, plot_width: float) -> float:

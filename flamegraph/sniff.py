@@ -32,6 +32,7 @@ HEADER = re.compile(rb"^\S.*?(?<=\S)\s++-?\d+(?:/-?\d+)?\s++(?:\[\d+\]\s++)?\d+\
 FRAME = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
 LAST_COUNT = re.compile(rb" \d+(?:\.\d*)?\Z")  # one candidate only: the line's last ' N' or ' N.N'
 BLANK = re.compile(rb"\s")
+FOREIGN = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
 
 
 def is_folded_line(line: bytes) -> bool:
@@ -82,8 +83,10 @@ def looks_binary(head: bytes) -> bool:
     if b"\x00" in head:
         return True
     controls = len(head) - len(head.translate(None, CONTROLS))
-    # surrogateescape turns each byte that is not UTF-8 into one surrogate; a character cut at the end counts too
-    foreign = sum(1 for char in head.decode("utf-8", "surrogateescape") if "\udc80" <= char <= "\udcff")
+    # surrogateescape turns each byte that is not UTF-8 into one surrogate; a character cut at the end counts too.
+    # Counted by a regular expression, not a loop over 64 K characters (25 M instructions, twice per render).
+    text = head.decode("utf-8", "surrogateescape")
+    foreign = len(text) - len(FOREIGN.sub("", text))
     return controls + foreign > BINARY_SHARE * len(head)
 
 

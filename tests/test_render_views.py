@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from helpers.svg import frames, paths, texts
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flamegraph.sniff import looks_binary
 
 FOLDED = b"""python-11;main;compute;gemm 50
 python-11;main;compute;compute;compute;relu 10
@@ -274,3 +278,13 @@ def test_off_cpu_views_that_move_the_roots_drop_the_thread_view(tmp_path: Path) 
     ]
     drawn = paths(frames(result.stdout))
     assert drawn[("schedule", "poll", "main", "python-1")].width == 700000
+
+
+@given(st.binary(max_size=400), st.integers(0, 8))
+def test_the_binary_share_counts_each_byte_that_is_not_utf8(head: bytes, cut: int) -> None:
+    head += "é€😀".encode()[:cut]  # a character cut at the end counts too
+    text = head.decode("utf-8", "surrogateescape")
+    foreign = sum(1 for char in text if "\udc80" <= char <= "\udcff")  # the definition, one character at a time
+    controls = sum(1 for byte in head if byte < 32 and bytes([byte]) not in b"\t\n\r\f\v\b\x1b" or byte == 127)
+    expected = b"\x00" in head or (bool(head) and controls + foreign > 0.3 * len(head))
+    assert looks_binary(head) == expected

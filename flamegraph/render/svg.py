@@ -96,6 +96,13 @@ def _environment() -> jinja2.Environment:
 
 
 @cache
+def _template() -> jinja2.Template:
+    from . import precompiled  # not at import: `python -m flamegraph.render.precompiled` makes it
+
+    return precompiled.load(_environment())
+
+
+@cache
 def _asset(name: str) -> str:
     text = (resources.files(__package__) / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
@@ -239,7 +246,7 @@ def _document(
         "labels_markup": _labels_markup(drawing),
         "diff": diff,
     }
-    text = _environment().get_template("flamegraph.svg.j2").render(context)
+    text = _template().render(context)
     # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
     # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
     return text.encode("utf-8", "backslashreplace")
