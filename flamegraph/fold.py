@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .collapse.options import FoldOptions
 from .collapse.perf import PerfCollapser
 from .collapse.perf_blocks import fold_blocks, iter_blocks, iter_lines
+from .collapse.script import join_srclines
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
 from .inputs import STDIN, kind_of, label, open_stream
@@ -70,7 +71,7 @@ def fold_input(
     options = collapser.options
     where = label(path)
     # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
-    in_order = options.sample_hook is not None or window is not None
+    in_order = options.sample_hook is not None or window is not None or options.srcline
     processes = 1 if in_order else jobs_for(path, jobs, collapser.diagnostics.strict)
     if processes > 1:
         from .collapse.parallel import fold_parallel
@@ -84,6 +85,11 @@ def fold_input(
     with_pid = (options.pid or options.tid) and not script_args
     with open_stream(path, with_pid, script_args) as stream:
         source = stream if window is None else WindowFilter(stream, window)
+        if options.srcline:  # a frame and its source line are one line to name: the line path
+            lines = iter_lines(iter_blocks(source), progress)  # type: ignore[arg-type]
+            collapser.feed_lines(join_srclines(lines, options.compat), where)
+            collapser.end_input()
+            return
         fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
 
 

@@ -42,6 +42,10 @@ def fold(
     annotate_jit: Annotated[bool, typer.Option("--annotate-jit", help="suffix JIT functions with _[j]")] = False,
     annotate: Annotated[bool, typer.Option("--annotate", help="both: --annotate-kernel --annotate-jit")] = False,
     addrs: Annotated[bool, typer.Option("--addrs", help="include raw addresses where symbols are unknown")] = False,
+    srcline: Annotated[
+        bool,
+        typer.Option("--srcline", help="append source lines (perf script -F +srcline) to frames: func:file.c:42"),
+    ] = False,
     event: Annotated[
         str | None,
         typer.Option("-e", "--event", metavar="EVENT", help="fold this event (default: the first one seen)"),
@@ -160,6 +164,7 @@ def fold(
         event_filter=event_filter,
         per_event=per_event is not None,
         compat=compat,
+        srcline=srcline,
         frame_hook=hook,
     )
     diagnostics = Diagnostics(strict=strict)
