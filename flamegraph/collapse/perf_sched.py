@@ -25,7 +25,6 @@ records) with no record in the window are listed in `silent`: the text cannot te
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -34,22 +33,18 @@ from ..diagnostics import Diagnostics
 from ..folded import decode
 from .frames import FrameNames
 from .options import FoldOptions, FrameHook, SampleHook
+from .script import (
+    COMM_RECORD,
+    LOST_RECORD,
+    SCHED_HEADER,
+    SWITCH_FIELDS,
+    SWITCH_RECORD,
+    TASK_RECORD,
+    is_detail,
+)
+from .script import time_ns as parse_time_ns
 
-# Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
-# int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
-# `(?<=\S)\s++` and a rest that ends on a non-blank: what `\s+` and `(.*?)\s*$` matched, in
-# linear time (they rescanned a blank run from each of its positions: quadratic).
-SCHED_HEADER = re.compile(
-    rb"^\s*+(\S.*?)(?<=\S)\s++(\d{1,10})(?:/(\d{1,10}))?\s++(?:\[\d+\]\s++)?(\d{1,12})\.(\d+):\s*+(\S(?:.*\S)?|)\s*+$"
-)
-SWITCH = re.compile(
-    rb"prev_comm=(.*?) prev_pid=(-?\d{1,10}) prev_prio=-?\d+ prev_state=(\S*) ==> "
-    rb"next_comm=(.*?) next_pid=(-?\d{1,10}) next_prio=-?\d+(.*)$"
-)
-SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
-TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d{1,10}):(-?\d{1,10})\)")
-LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?<!\d)(\d{1,20})\s*$")
-COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d{1,10})$")
+# The header and record patterns are the grammar's (script.py).
 SCHED_SWITCH = b"sched:sched_switch:"
 
 SINCE_START = b"[off-CPU since recording start]"
@@ -97,11 +92,6 @@ class _OpenWait(NamedTuple):
     thread: bytes
     state: bytes
     kind: str = PAIRED
-
-
-def parse_time_ns(seconds: bytes, fraction: bytes) -> int:
-    """'680', '060804' -> 680060804000: exact integer nanoseconds, for µs and ns timestamps alike."""
-    return int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, b"0"))
 
 
 def thread_label(comm: bytes, tid: int) -> bytes:
@@ -267,6 +257,8 @@ class SchedCollapser:
         for number, line in enumerate(lines, 1):
             first = line[:1]
             if first == b"\t" or (first == b" " and SCHED_HEADER.match(line) is None):
+                if is_detail(line):
+                    continue  # a source line or the instruction (-F +srcline, +insn): not a frame
                 if out is not None:
                     name = named(line)
                     if name is None:
@@ -365,7 +357,7 @@ class SchedCollapser:
         ready: list[Wait],
         frames: list[bytes],
     ) -> _SwitchRecord | None:
-        fields = SWITCH.search(rest)
+        fields = SWITCH_FIELDS.search(rest)
         if fields is None:
             self.diagnostics.report(pairing.path, number, "bad-switch", decode(line))
             self.diagnostics.skipped_records += 1

@@ -88,13 +88,12 @@ def time_ns(seconds: bytes, fraction: bytes) -> int:
 def read_header(line: bytes) -> Header | None:
     """The facts of a sample header (leading blanks allowed: perf right-aligns comm without -g),
     or None for a line that is none: a frame, a non-sample record, a comment, damage."""
-    stripped = line.strip()
+    stripped = line.lstrip()
     ids = HEADER_OURS.match(stripped)
     if ids is None or is_non_sample(stripped):
         return None
-    comm, pid, tid = ids.group(1), ids.group(2), ids.group(3)
-    if not tid or tid == b"0":
-        pid, tid = None, pid
+    comm, first, second = ids.group(1), ids.group(2), ids.group(3)
+    pid, tid = (first, second) if second and second != b"0" else (None, first)
     timed = TIMED_EVENT.search(stripped)
     if timed is None:
         found = PERIOD_EVENT.search(stripped)
@@ -169,7 +168,8 @@ def is_srcline(line: bytes) -> bool:
     if line[:2] != b"  " or line[2:3] in (b" ", b"\t", b"") or _HEX_WORD.match(line, 2) is not None:
         return False
     body = line.rstrip()
-    return not (body.endswith(b")") and b" (" in body)  # '  [unknown] ([unknown])': a frame, damaged
+    # Not '  [unknown] ([unknown])' (a frame, damaged) nor '  prog 1 1.0: cpu-clock:' (a header, right-aligned)
+    return not (body.endswith(b")") and b" (" in body) and b": " not in body
 
 
 def srcline_suffix(line: bytes) -> bytes:
@@ -187,6 +187,25 @@ def is_detail(line: bytes) -> bool:
     return is_srcline(line) or _INSN.match(line) is not None
 
 
+_HEX_LEAD = re.compile(rb"[0-9a-fA-F]+(\s+)")
+
+
+def is_header_frame(rest: bytes) -> bool:
+    """'7f12 PyEval_Eval+0x3 (/usr/bin/python3)': an address, blanks, a name, ' (', ..., ')' at the end.
+    What `^[0-9a-fA-F]+\\s+.+ \\(.*\\)$` matches, found in linear time (that regex backtracks
+    quadratically on a long line of ' (' with no ')' at its end)."""
+    lead = _HEX_LEAD.match(rest)
+    if lead is None:
+        return False
+    end = len(rest) - rest.endswith(b"\n")  # `$` also matches before a final newline
+    # '.+' starts after at least one blank, within the blanks or where they end, past any newline
+    start = max(lead.start(1) + 1, rest.rfind(b"\n", 0, end) + 1)
+    if start > lead.end(1) or rest[end - 1 : end] != b")":
+        return False
+    opening = rest.find(b" (", start + 1)
+    return opening != -1 and opening + 2 < end
+
+
 # A frame line without its DSO (-F ip,sym): '<addr> <symbol>'. The symbol runs to the line's end.
 FRAME_WITHOUT_DSO = re.compile(rb"^\s*+([0-9a-fA-F]++)[ \t]++(\S(?:.*\S)?)\s*+$")
 # Sniffing: an indented '<addr> <something>'.
@@ -196,21 +215,26 @@ FRAME_LINE = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
 def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
     """Lines with each frame's source line joined to it ('<frame>\\n<srcline>'), for `fold --srcline`.
 
-    As stackcollapse-perf.pl --srcline reads them: the line after a frame is its source line, except
-    after a frame perf could not place at all ('[unknown] ([unknown])'). Without --compat, only a
-    line shaped as one (`is_srcline`) is taken, so a frame perf printed none for keeps the next frame."""
+    As stackcollapse-perf.pl --srcline reads them (--compat): the line after a frame is its source
+    line, whatever it is, except after a frame perf could not place at all ('[unknown] ([unknown])')
+    and after a '(...)' name the reference drops. Without --compat only a line shaped as a source
+    line is taken (`is_srcline`), so a frame perf printed none for keeps the frame after it."""
+    from .frames import match_reference  # frames.py names frames with this module's patterns
+
     frame = b""
     for line in lines:
         if frame:
-            if compat and line[:1] == b" " and not line.startswith(b" PERF_RECORD_") or is_srcline(line):
+            if compat or is_srcline(line):
                 yield frame + b"\n" + line
                 frame = b""
                 continue
             yield frame
             frame = b""
-        if line[:1] == b"\t" and not line.rstrip().endswith(b"[unknown] ([unknown])"):
-            frame = line
-        else:
-            yield line
+        if line[:1] in (b"\t", b" ") and not line.rstrip().endswith(b"[unknown] ([unknown])"):
+            parts = match_reference(line) if HEADER.match(line) is None else None
+            if parts is not None and not parts[1].startswith(b"("):
+                frame = line
+                continue
+        yield line
     if frame:
         yield frame
