@@ -22,9 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from flamegraph.collapse.script import THREAD_TIME
 from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.collapse.script import THREAD_TIME
 from flamegraph.mxnet.profile import read_profile
 from flamegraph.mxnet.recording import evidence_command, read_sidecars
 from flamegraph.perf import script_command

@@ -5,6 +5,7 @@ The texts below are cut from `perf script` of a real recording (perf 6.1, `perf 
 tests/test_perf_script_matrix.py prints one recording with every -F combination and --show-*-events
 switch this perf has and checks the same with the real tool.
 """
+# ruff: noqa: W291, E501  (the texts are as perf prints them: a blank after the event, long record lines)
 
 from __future__ import annotations
 
@@ -279,7 +280,7 @@ def test_offcpu_skips_source_lines() -> None:
 \t            11aa leaf+0x31 (/tmp/g20/prog)
   prog.c:6
 prog  8869 [000]   680.070804: PERF_RECORD_SWITCH IN
-"""  # noqa: E501
+"""
     diagnostics = Diagnostics(echo=False)
     waits = list(SchedCollapser(OffCpuOptions(), diagnostics).iter_waits(text.splitlines(), "in"))
     assert [(w.stack, w.ns) for w in waits] == [(b"prog-8869;leaf;__schedule;[S]", 10_000_000)]
