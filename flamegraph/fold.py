@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from .collapse.options import FoldOptions
 from .collapse.perf import PerfCollapser
 from .collapse.perf_blocks import fold_blocks, iter_blocks, iter_lines
-from .collapse.script import join_srclines
+from .collapse.script import join_srclines, missing_fields
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .inputs import STDIN, kind_of, label, open_stream
+from .inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
 from .window import Window, WindowFilter, describe_window
 
@@ -127,12 +127,30 @@ def finish_fold(
     folded, and the error when nothing could be folded."""
     diagnostics.finish()
     _explain_events(result, options, diagnostics)
+    profiles = (result.profile, *result.per_event.values())
+    if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
+        _refuse_missing_fields(inputs)
     if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
         if diagnostics.records == 0:
             raise NoSamples(f"{names}: no samples found (empty input, or not `perf script` output)")
         raise NoSamples(f"{names}: none of the {diagnostics.records:,} records could be folded")
     return result
+
+
+def _refuse_missing_fields(inputs: Sequence[str]) -> None:
+    """Text printed with `perf script -F` fields a fold cannot do without: say which (exit 3)."""
+    from .sniff import read_head  # a regular file's head only: a pipe is never read ahead
+
+    for path in inputs:
+        head = read_head(path)
+        missing = missing_fields(head.split(b"\n")[:-1]) if head[:2] != GZIP_MAGIC else []
+        if missing:
+            fields = ", ".join(missing)
+            raise NoSamples(
+                f"{label(path)}: perf script printed no {fields} field{'s' if len(missing) > 1 else ''}: a fold "
+                f"needs comm, tid, ip and sym (plain `perf script` prints them; or add {','.join(missing)} to -F)"
+            )
 
 
 def _result(collapser: PerfCollapser) -> FoldResult:

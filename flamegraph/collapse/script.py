@@ -238,3 +238,40 @@ def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
         yield line
     if frame:
         yield frame
+
+
+def missing_fields(lines: Iterable[bytes]) -> list[str]:
+    """The `perf script -F` fields a fold needs that the text lacks, told from its first records:
+    'comm' or 'tid' (a header without them names no thread), 'ip' (no frame lines) and 'sym' (frames
+    that are bare addresses). [] when every field is there, or the text is no perf script output."""
+    headers: list[bytes] = []
+    named = frames = bare = 0
+    for line in lines:
+        if not line.strip() or line[:1] == b"#" or is_non_sample(line):
+            continue
+        if line[:1] in (b"\t", b" ") and not is_header(line.strip()):
+            if FRAME_LINE.match(line) or _BARE_ADDRESS.match(line):
+                frames += 1
+                bare += _BARE_ADDRESS.match(line) is not None
+            if FRAME_LINE.match(line) or _BARE_ADDRESS.match(line) or is_detail(line):
+                continue  # else a header printed right-aligned (perf does without -g)
+        headers.append(line)
+        header = read_header(line)
+        named += header is not None
+        frames += header is not None and is_header_frame(header.rest)  # recorded without -g
+    missing = []
+    first = headers[0].lstrip() if headers else b""
+    if frames and not headers or _LEADING_TIME.match(first):
+        missing += ["comm", "tid"]  # -F ip,sym prints a blank line where the header would be
+    elif headers and not named:
+        missing.append("comm" if _LEADING_ID.match(first) else "tid")
+    if headers and not frames:
+        missing.append("ip")
+    elif frames and bare == frames:
+        missing.append("sym")
+    return missing
+
+
+_BARE_ADDRESS = re.compile(rb"\s*+[0-9a-fA-F]++\s*+$")
+_LEADING_ID = re.compile(rb"-?\d+(?:/\d+)?\s")
+_LEADING_TIME = re.compile(rb"\d+\.\d+:")
