@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from .collapse.script import RECORD_TIME
+from .collapse.script import RECORD_TIME, is_detail
 
 Window = tuple[float | None, float | None]
 
@@ -46,7 +46,7 @@ class WindowFilter:
 
     def _next_line(self) -> bytes | None:
         for line in self.lines:
-            if line[:1] not in (b"\t", b" ", b"\n", b"\r", b"#", b""):
+            if line[:1] not in (b"\t", b" ", b"\n", b"\r", b"#", b"") and not (line[:1] == b"|" and is_detail(line)):
                 self.records += 1
                 match = RECORD_TIME.match(line)
                 self.keep = match is not None and in_window(float(match.group(1)), self.window)

@@ -30,6 +30,7 @@ from .script import (
     HEADER,
     HEADER_OURS,
     PERIOD_EVENT,
+    PERIOD_ONLY,
     TIMED_EVENT,
     is_detail,
     is_exited_task,
@@ -109,8 +110,9 @@ class PerfCollapser:
             root = comm
         return root.replace(b" ", b"_")
 
-    def event_of(self, header: bytes) -> tuple[bytes | None, bytes | None, bytes]:
-        """(event, period, frame text after the event) of a sample header line."""
+    def event_of(self, header: bytes, ids_end: int = 0) -> tuple[bytes | None, bytes | None, bytes]:
+        """(event, period, frame text after the event) of a sample header line whose comm and ids
+        end at `ids_end`."""
         match = PERIOD_EVENT.search(header)
         if match is not None:
             return match.group(2), match.group(1), b""
@@ -118,7 +120,8 @@ class PerfCollapser:
             return None, None, b""
         timed = TIMED_EVENT.search(header)
         if timed is None:
-            return None, None, b""
+            alone = PERIOD_ONLY.match(header, ids_end) if ids_end else None  # -F comm,tid,period
+            return None, alone.group(1) if alone is not None else None, b""
         rest = timed.group(5)
         frame = FRAME_ON_HEADER.match(rest)
         # Tracepoint fields ("prev_comm=x prev_pid=1 ...") are not a frame: require '<hex> <sym> (<dso>)'.
@@ -240,6 +243,8 @@ class PerfCollapser:
             if first == 35 and (compat or not self._is_indented_header(line)):
                 continue  # "#": perf's header comments; not a sample of a thread named "#..." (the reference drops it)
 
+            if first == 124 and not compat and is_detail(line):
+                continue  # "|": the source code of the sample (-F +srccode), after its record
             stripped = line.rstrip(b"\r") if not compat else line
             if not compat and is_non_sample(stripped):  # --show-*-events: a record, never a sample
                 if state == OPEN:
@@ -284,7 +289,7 @@ class PerfCollapser:
                 state = FILTERED  # perf lost the task's name and ids: whose stack it is is unknown
                 continue
 
-            event, period_text, rest = self.event_of(stripped)
+            event, period_text, rest = self.event_of(stripped, match.end())
             if period_text is not None and not is_period(period_text):
                 diagnostics.report(path, number, "bad-header", decode(line))
                 diagnostics.skipped_records += 1

@@ -270,6 +270,8 @@ class SchedCollapser:
                 elif not skipping and line.strip():
                     diagnostics.report(path, number, "orphan-frame", decode(line))
                 continue
+            if first == b"|" and is_detail(line):
+                continue  # the source code of the sample (-F +srccode), after its record
             if out is not None:
                 self._switch_out(pairing, out, frames, ready)
                 out = None

@@ -16,6 +16,7 @@ its own. Lines perf 5.x-6.x prints, and what they are:
       dl-cacheinfo.h:831                    <- -F +srcline: the source line of the frame above it
       [kernel.kallsyms][ffffffff8135e61a]      (or its DSO and offset when perf has no line)
      ilen: 3 insn: c1 e8 0e                 <- -F +insn,+insnlen: detail of the sample, not a frame
+    |6        for (int i = 0; i < n; i++)     <- -F +srccode: the source at the sample, after its record
     prog 12440 10.687535: PERF_RECORD_COMM exec: prog:12440/12440    <- --show-*-events: a record of
     PERF_RECORD_FINISHED_ROUND                                          its own, never a sample
     # ========                              <- --header: perf's comments
@@ -41,6 +42,9 @@ PERIOD_EVENT = re.compile(rb":(?:\s*+(\d++)\s|\s)\s*+(\S+):\s*+$")
 # -g, a tracepoint's fields, or nothing. Tried where PERIOD_EVENT finds no event at the line's end.
 TIMED_EVENT = re.compile(rb"\s(\d+)\.(\d+):\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
 FRAME_ON_HEADER = re.compile(rb"^\s*([0-9a-fA-F]+)\s+(.+?)\s*$")
+# -F comm,tid,period,...: no time nor event, the period alone after the ids (and cpu), where
+# HEADER_OURS ended: "prog 12440     250000 ".
+PERIOD_ONLY = re.compile(rb"(?:\[\d+\]\s++)?(\d++)\s*+$")
 # A header of any layout with an id and a time (sniffing: is this perf script text?).
 ANY_HEADER = re.compile(rb"^\S.*?(?<=\S)\s++-?\d+(?:/-?\d+)?\s++(?:\[\d+\]\s++)?\d+\.\d+:\s")
 # The first "<seconds>.<fraction>:" of an unindented line: the record's time (`--window`).
@@ -98,7 +102,8 @@ def read_header(line: bytes) -> Header | None:
     if timed is None:
         found = PERIOD_EVENT.search(stripped)
         event, period = (found.group(2), found.group(1)) if found is not None else (None, None)
-        return Header(comm, pid, tid, None, None, period, event, b"")
+        alone = PERIOD_ONLY.match(stripped, ids.end()) if found is None else None
+        return Header(comm, pid, tid, None, None, alone.group(1) if alone else period, event, b"")
     seconds, fraction, period, event, rest = timed.groups()
     return Header(comm, pid, tid, seconds, fraction, period, event, rest.rstrip())
 
@@ -160,6 +165,7 @@ COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d
 # -- lines inside a sample record -----------------------------------------------------------------
 _HEX_WORD = re.compile(rb"[0-9a-fA-F]+[ \t]")
 _INSN = re.compile(rb" (?:ilen|insn): ")
+_SRCCODE = re.compile(rb"\|\d+(?:\s|$)")
 
 
 def is_srcline(line: bytes) -> bool:
@@ -182,8 +188,10 @@ _BRACKETS = re.compile(rb"\[[^\]\n]*\]")  # Perl's `\[.*?\]`: `.` stops at a new
 
 
 def is_detail(line: bytes) -> bool:
-    """A line perf prints inside a sample record that is no frame: a source line, or the sampled
-    instruction (-F +insn)."""
+    """A line perf prints with a sample that is no frame: a source line, the sampled instruction
+    (-F +insn), or the source code at it (-F +srccode: '|42       s += step(i);', after the record)."""
+    if line[:1] == b"|":
+        return _SRCCODE.match(line) is not None
     return is_srcline(line) or _INSN.match(line) is not None
 
 
@@ -247,9 +255,9 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
     headers: list[bytes] = []
     named = frames = bare = 0
     for line in lines:
-        if not line.strip() or line[:1] == b"#" or is_non_sample(line):
+        if not line.strip() or line[:1] == b"#" or is_non_sample(line) or line[:1] == b"|" and is_detail(line):
             continue
-        if line[:1] in (b"\t", b" ") and not is_header(line.strip()):
+        if line[:1] in (b"\t", b" ") and not is_header(line.strip()) and not _ID_TIME.match(line):
             if FRAME_LINE.match(line) or _BARE_ADDRESS.match(line):
                 frames += 1
                 bare += _BARE_ADDRESS.match(line) is not None
@@ -275,3 +283,4 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
 _BARE_ADDRESS = re.compile(rb"\s*+[0-9a-fA-F]++\s*+$")
 _LEADING_ID = re.compile(rb"-?\d+(?:/\d+)?\s")
 _LEADING_TIME = re.compile(rb"\d+\.\d+:")
+_ID_TIME = re.compile(rb"\s*+-?\d++(?:/\d++)?\s++(?:\[\d+\]\s++)?\d++\.\d++:")  # -F tid,time: right-aligned

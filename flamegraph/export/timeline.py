@@ -137,8 +137,8 @@ def read_timeline(
     reader = _Reader(path, options or FoldOptions(), diagnostics or Diagnostics())
     for number, line in enumerate(lines, 1):
         first = line[:1]
-        if first in (b"\t", b" ") and is_detail(line):
-            continue  # a source line or the instruction (-F +srcline, +insn): not a frame
+        if first in (b"\t", b" ", b"|") and is_detail(line):
+            continue  # a source line, the instruction or source code (-F +srcline, +insn, +srccode)
         if first == b"\t" or (first == b" " and line.strip() and not is_header(line.strip())):
             if not is_non_sample(line):
                 reader.frame(number, line)
