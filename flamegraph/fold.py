@@ -129,7 +129,7 @@ def finish_fold(
     _explain_events(result, options, diagnostics)
     profiles = (result.profile, *result.per_event.values())
     if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
-        _refuse_missing_fields(inputs)
+        _missing_fields(inputs, diagnostics, refuse=not any(p.counts for p in profiles))
     if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
         if diagnostics.records == 0:
@@ -138,19 +138,24 @@ def finish_fold(
     return result
 
 
-def _refuse_missing_fields(inputs: Sequence[str]) -> None:
-    """Text printed with `perf script -F` fields a fold cannot do without: say which (exit 3)."""
+def _missing_fields(inputs: Sequence[str], diagnostics: Diagnostics, refuse: bool) -> None:
+    """Text printed with `perf script -F` fields a fold cannot do without: say which; when nothing
+    could be folded, as the error (exit 3), else (stacks of threads alone: no ip) as a note."""
     from .sniff import read_head  # a regular file's head only: a pipe is never read ahead
 
     for path in inputs:
         head = read_head(path)
         missing = missing_fields(head.split(b"\n")[:-1]) if head[:2] != GZIP_MAGIC else []
-        if missing:
-            fields = ", ".join(missing)
-            raise NoSamples(
-                f"{label(path)}: perf script printed no {fields} field{'s' if len(missing) > 1 else ''}: a fold "
-                f"needs comm, tid, ip and sym (plain `perf script` prints them; or add {','.join(missing)} to -F)"
-            )
+        if not missing:
+            continue
+        fields = ", ".join(missing)
+        why = (
+            f"{label(path)}: perf script printed no {fields} field{'s' if len(missing) > 1 else ''}: a fold "
+            f"needs comm, tid, ip and sym (plain `perf script` prints them; or add {','.join(missing)} to -F)"
+        )
+        if refuse:
+            raise NoSamples(why)
+        diagnostics.note(f"note: {why}; the stacks are the threads alone")
 
 
 def _result(collapser: PerfCollapser) -> FoldResult:

@@ -142,7 +142,9 @@ class PerfCollapser:
 
     def _facts(self, header: bytes, space: int, colon: int) -> HeaderFacts | None:
         compat = self.options.compat
-        if header[:1] in (b"\t", b" ", b"#") or header.endswith(b"\r") and not compat or is_non_sample(header):
+        if header[:1] in (b"\t", b" ", b"#") or header.endswith(b"\r") and not compat:
+            return None
+        if not compat and (is_non_sample(header) or header[:1] == b"|" and is_detail(header)):
             return None
         match = self._header_re.match(header)
         found = PERIOD_EVENT.search(header)

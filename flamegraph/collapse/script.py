@@ -191,8 +191,10 @@ def is_detail(line: bytes) -> bool:
     """A line perf prints with a sample that is no frame: a source line, the sampled instruction
     (-F +insn), or the source code at it (-F +srccode: '|42       s += step(i);', after the record)."""
     if line[:1] == b"|":
-        return _SRCCODE.match(line) is not None
-    return is_srcline(line) or _INSN.match(line) is not None
+        found = _SRCCODE.match(line) is not None
+    else:
+        found = is_srcline(line) or _INSN.match(line) is not None
+    return found and not is_header(line.strip())  # a header of a thread named so is a header
 
 
 _HEX_LEAD = re.compile(rb"[0-9a-fA-F]+(\s+)")
