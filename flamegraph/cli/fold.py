@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..window import Window
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
+
+if TYPE_CHECKING:  # `flamegraph --help` imports no stage: the window reads perf script's grammar
+    from ..window import Window
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
