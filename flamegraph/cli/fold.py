@@ -123,6 +123,8 @@ def fold(
         raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
     if scheduler is not None and window is not None:
         raise typer.BadParameter("--scheduler does not combine with --window")
+    if scheduler is not None and srcline:
+        raise typer.BadParameter("--scheduler does not combine with --srcline")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics

@@ -94,7 +94,6 @@ class PerfCollapser:
         self.headers: dict[tuple[bytes, bytes], HeaderFacts | None] = {}
         self._header_re = HEADER if options.compat else HEADER_OURS
         self._record = _Record()
-        self.non_samples = 0  # records that are not samples (--show-*-events), never folded
 
     # -- headers -----------------------------------------------------------------------------
     def root_name(self, match: re.Match[bytes]) -> bytes:
@@ -253,7 +252,6 @@ class PerfCollapser:
                     self._close(counts, header, frames, period, record_bad, tail_junk)
                 frames.clear()
                 state, tail_junk, record_bad = FILTERED, False, False
-                self.non_samples += 1
                 continue
             match = header_re.match(stripped)
             if match is None:

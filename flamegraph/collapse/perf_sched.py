@@ -36,6 +36,7 @@ from .options import FoldOptions, FrameHook, SampleHook
 from .script import (
     COMM_RECORD,
     LOST_RECORD,
+    NON_SAMPLE,
     SCHED_HEADER,
     SWITCH_FIELDS,
     SWITCH_RECORD,
@@ -343,7 +344,7 @@ class SchedCollapser:
             pairing.lost += int(lost.group(1))
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
-        elif not rest.startswith(b"PERF_RECORD_"):
+        elif not rest.startswith(NON_SAMPLE):
             self.other_records += 1
         if wait is not None:
             ready.append(wait)
