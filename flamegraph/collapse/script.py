@@ -181,10 +181,18 @@ def is_srcline(line: bytes) -> bool:
 def srcline_suffix(line: bytes) -> bytes:
     """What stackcollapse-perf.pl --srcline appends of a source line: `[...]` groups removed, blanks
     trimmed ('libc.so.6[27b25]' -> 'libc.so.6', '[kernel.kallsyms][ffff]' -> '')."""
-    return _BRACKETS.sub(b"", line).strip()
-
-
-_BRACKETS = re.compile(rb"\[[^\]\n]*\]")  # Perl's `\[.*?\]`: `.` stops at a newline, and so does this
+    kept = []
+    at = 0
+    while (opening := line.find(b"[", at)) >= 0:
+        # Perl's `\[.*?\]` from each '[' to the first ']' after it (one line: `.` never meets a newline),
+        # found once: the regex rescans the rest of the line from every '[' that has no ']' after it.
+        closing = line.find(b"]", opening + 1)
+        if closing < 0:
+            break
+        kept.append(line[at:opening])
+        at = closing + 1
+    kept.append(line[at:])
+    return b"".join(kept).strip()
 
 
 def is_detail(line: bytes) -> bool:
