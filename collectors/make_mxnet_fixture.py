@@ -22,9 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from flamegraph.collapse.script import THREAD_TIME
 from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
 from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.mxnet.join import HEADER_TIME
 from flamegraph.mxnet.profile import read_profile
 from flamegraph.mxnet.recording import evidence_command, read_sidecars
 from flamegraph.perf import script_command
@@ -71,7 +71,7 @@ def in_window(text: bytes, window: tuple[float, float]) -> bytes:
     """perf script applies --time to samples, not to switch records: drop those outside too."""
     kept = []
     for record in text.split(b"\n"):
-        match = HEADER_TIME.search(record) if record[:1] != b"\t" else None
+        match = THREAD_TIME.search(record) if record[:1] != b"\t" else None
         if (
             match is not None
             and b"PERF_RECORD_SWITCH" in record

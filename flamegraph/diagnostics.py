@@ -118,6 +118,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "bad-frame-line": "expected '<addr> <symbol> (<dso>)'",
     "bad-header": "expected a sample header '<comm> <pid>[/<tid>] [<cpu>] <time>: [<period>] <event>:'",
     "orphan-frame": "frame line outside any sample (no header since the last blank line)",
+    "exited-task": "sample of a task perf could no longer name (':-1 -1': it had exited); not folded",
     "bad-folded-line": "expected '<frame>;<frame>;... <count>'",
     "bad-count": "count is not a plain number (digits, optionally '.' and digits) that fits a float",
     "bad-switch": "sched_switch fields not understood",

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from .collapse.options import FoldOptions
 from .collapse.perf import PerfCollapser
 from .collapse.perf_blocks import fold_blocks, iter_blocks, iter_lines
+from .collapse.script import join_srclines, missing_fields
 from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
-from .inputs import STDIN, kind_of, label, open_stream
+from .inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
 from .window import Window, WindowFilter, describe_window
 
@@ -70,7 +71,7 @@ def fold_input(
     options = collapser.options
     where = label(path)
     # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
-    in_order = options.sample_hook is not None or window is not None
+    in_order = options.sample_hook is not None or window is not None or options.srcline
     processes = 1 if in_order else jobs_for(path, jobs, collapser.diagnostics.strict)
     if processes > 1:
         from .collapse.parallel import fold_parallel
@@ -84,6 +85,11 @@ def fold_input(
     with_pid = (options.pid or options.tid) and not script_args
     with open_stream(path, with_pid, script_args) as stream:
         source = stream if window is None else WindowFilter(stream, window)
+        if options.srcline:  # a frame and its source line are one line to name: the line path
+            lines = iter_lines(iter_blocks(source), progress)  # type: ignore[arg-type]
+            collapser.feed_lines(join_srclines(lines, options.compat), where)
+            collapser.end_input()
+            return
         fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
 
 
@@ -121,12 +127,35 @@ def finish_fold(
     folded, and the error when nothing could be folded."""
     diagnostics.finish()
     _explain_events(result, options, diagnostics)
+    profiles = (result.profile, *result.per_event.values())
+    if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
+        _missing_fields(inputs, diagnostics, refuse=not any(p.counts for p in profiles))
     if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
         if diagnostics.records == 0:
             raise NoSamples(f"{names}: no samples found (empty input, or not `perf script` output)")
         raise NoSamples(f"{names}: none of the {diagnostics.records:,} records could be folded")
     return result
+
+
+def _missing_fields(inputs: Sequence[str], diagnostics: Diagnostics, refuse: bool) -> None:
+    """Text printed with `perf script -F` fields a fold cannot do without: say which; when nothing
+    could be folded, as the error (exit 3), else (stacks of threads alone: no ip) as a note."""
+    from .sniff import read_head  # a regular file's head only: a pipe is never read ahead
+
+    for path in inputs:
+        head = read_head(path)
+        missing = missing_fields(head.split(b"\n")[:-1]) if head[:2] != GZIP_MAGIC else []
+        if not missing:
+            continue
+        fields = ", ".join(missing)
+        why = (
+            f"{label(path)}: perf script printed no {fields} field{'s' if len(missing) > 1 else ''}: a fold "
+            f"needs comm, tid, ip and sym (plain `perf script` prints them; or add {','.join(missing)} to -F)"
+        )
+        if refuse:
+            raise NoSamples(why)
+        diagnostics.note(f"note: {why}; the stacks are the threads alone")
 
 
 def _result(collapser: PerfCollapser) -> FoldResult:

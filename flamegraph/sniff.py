@@ -14,6 +14,7 @@ import gzip
 import re
 import zlib
 
+from .collapse.script import ANY_HEADER, FRAME_LINE, is_detail, is_non_sample
 from .inputs import PERF_DATA_MAGIC
 
 PERF_SCRIPT = "perf script output"
@@ -26,10 +27,6 @@ HEAD_BYTES = 64 * 1024
 BINARY_SHARE = 0.3  # of the head's bytes: control characters or bytes that are not UTF-8
 TEXT_CONTROLS = b"\t\n\r\f\v\b\x1b"  # controls text may hold (\x1b: a terminal's colour codes)
 CONTROLS = bytes(c for c in range(32) if bytes([c]) not in TEXT_CONTROLS) + b"\x7f"
-# `(?<=\S)\s++`: a blank run is scanned once, not from each of its positions (quadratic: a 64 KB
-# line of blanks took minutes); the same lines match.
-HEADER = re.compile(rb"^\S.*?(?<=\S)\s++-?\d+(?:/-?\d+)?\s++(?:\[\d+\]\s++)?\d+\.\d+:\s")
-FRAME = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
 LAST_COUNT = re.compile(rb" \d+(?:\.\d*)?\Z")  # one candidate only: the line's last ' N' or ' N.N'
 BLANK = re.compile(rb"\s")
 FOREIGN = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
@@ -65,8 +62,8 @@ def kind_of_head(head: bytes) -> str | None:
     lines = [line for line in head.split(b"\n")[:-1] if line.strip() and not line.startswith(b"#")][:40]
     if not lines:
         return None
-    headers = sum(1 for line in lines if HEADER.match(line))
-    frames = sum(1 for line in lines if FRAME.match(line))
+    headers = sum(1 for line in lines if ANY_HEADER.match(line) or is_non_sample(line))
+    frames = sum(1 for line in lines if FRAME_LINE.match(line) or is_detail(line))
     folded = sum(1 for line in lines if is_folded_line(line.rstrip(b"\r")))
     if headers and headers + frames >= len(lines) * 0.8:
         return PERF_SCRIPT

@@ -10,10 +10,10 @@ Lines before the first header (comments) are kept; a header without a time is dr
 
 from __future__ import annotations
 
-import re
 from typing import IO
 
-TIME = re.compile(rb"^\S.*?\s(\d+\.\d+):(?:\s|$)")
+from .collapse.script import RECORD_TIME, is_detail
+
 Window = tuple[float | None, float | None]
 
 
@@ -46,9 +46,9 @@ class WindowFilter:
 
     def _next_line(self) -> bytes | None:
         for line in self.lines:
-            if line[:1] not in (b"\t", b" ", b"\n", b"\r", b"#", b""):
+            if line[:1] not in (b"\t", b" ", b"\n", b"\r", b"#", b"") and not (line[:1] == b"|" and is_detail(line)):
                 self.records += 1
-                match = TIME.match(line)
+                match = RECORD_TIME.match(line)
                 self.keep = match is not None and in_window(float(match.group(1)), self.window)
                 self.kept += self.keep
             if self.keep:

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flamegraph import sniff
-from flamegraph.collapse import frames, perf, perf_sched, tidy
+from flamegraph.collapse import frames, script, tidy
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.collapse.perf_blocks import fold_blocks
 from flamegraph.color import (
@@ -33,7 +33,6 @@ from flamegraph.color import (
     parse_palette,
 )
 from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, Diagnostics
-from flamegraph.export import timeline
 from flamegraph.inputs import parse_json
 from flamegraph.sidecar import MARKER, MARKER_KEY, NotASidecar, parse_sidecar
 
@@ -190,22 +189,23 @@ def test_a_megabyte_line_folds_in_linear_time(shape: str, compat: bool) -> None:
 
 def test_a_megabyte_sched_header_is_linear() -> None:
     started = time.perf_counter()
-    perf_sched.SCHED_HEADER.match(b"x" + b" " * (1 << 20) + b"x")
-    perf_sched.SCHED_HEADER.match(b"p 1 1.0: sched:sched_switch: a" + b" " * (1 << 20) + b"b")
+    script.SCHED_HEADER.match(b"x" + b" " * (1 << 20) + b"x")
+    script.SCHED_HEADER.match(b"p 1 1.0: sched:sched_switch: a" + b" " * (1 << 20) + b"b")
     assert time.perf_counter() - started < 1.0
 
 
 # The reference's patterns, as they were: the linear ones must give the same matches and groups.
 ORIGINAL = {
-    "HEADER": (perf.HEADER, rb"^(\S.+?)\s+(\d++)/*(\d++)?\s+", "match"),
-    "HEADER_OURS": (perf.HEADER_OURS, rb"^(\S.*?)\s+(\d++)/*(\d++)?\s+", "match"),
-    "PERIOD_EVENT": (perf.PERIOD_EVENT, rb":\s*(\d++)?\s+(\S+):\s*$", "search"),
-    "sniff.HEADER": (sniff.HEADER, rb"^\S.*?\s+-?\d+(?:/-?\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s", "match"),
+    "HEADER": (script.HEADER, rb"^(\S.+?)\s+(\d++)/*(\d++)?\s+", "match"),
+    "HEADER_OURS": (script.HEADER_OURS, rb"^(\S.*?)\s+(\d++)/*(\d++)?\s+", "match"),
+    "PERIOD_EVENT": (script.PERIOD_EVENT, rb":\s*(\d++)?\s+(\S+):\s*$", "search"),
+    "ANY_HEADER": (script.ANY_HEADER, rb"^\S.*?\s+-?\d+(?:/-?\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s", "match"),
     "SCHED_HEADER": (
-        perf_sched.SCHED_HEADER,
+        script.SCHED_HEADER,
         rb"^\s*(\S.*?)\s+(\d{1,10})(?:/(\d{1,10}))?\s+(?:\[\d+\]\s+)?(\d{1,12})\.(\d+):\s*(.*?)\s*$",
         "match",
     ),
+    "FRAME_WITHOUT_DSO": (script.FRAME_WITHOUT_DSO, rb"^\s*([0-9a-fA-F]+)[ \t]+(\S(?:.*\S)?)\s*$", "match"),
 }
 PIECES = st.lists(st.sampled_from([b"a", b"_", b"1", b"2", b" ", b"\t", b":", b"/", b"[", b"]", b".", b"(", b")",
                                    b"\n", b"\x0b", b"x"]), max_size=24).map(b"".join)  # fmt: skip
@@ -245,13 +245,13 @@ HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # export/timeline's, 
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.sampled_from([b"7", b"f", b"x", b" ", b"\t", b"\n", b"(", b")", b" ("]), max_size=16).map(b"".join))
 def test_the_timeline_header_frame_is_found_as_the_regex_finds_it(text: bytes) -> None:
-    assert timeline.is_header_frame(text) == (HEADER_FRAME.match(text) is not None)
+    assert script.is_header_frame(text) == (HEADER_FRAME.match(text) is not None)
 
 
 def test_a_megabyte_timeline_header_frame_is_linear() -> None:
     started = time.perf_counter()
-    assert not timeline.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b"x")
-    assert timeline.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b")")
+    assert not script.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b"x")
+    assert script.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b")")
     assert time.perf_counter() - started < 1.0
 
 
@@ -264,11 +264,33 @@ def test_palette_lines_are_read_as_the_reference_reads_them(line: str) -> None:
     )
 
 
+def test_the_grammars_line_classes_are_linear_on_megabyte_lines() -> None:
+    """Non-sample records, source lines and frames without a DSO: each class is told in linear time."""
+    mb = 1 << 20
+    lines = [
+        b"1" * mb + b" PERF_RECORD_COMM",
+        b"prog " + b"1 " * (mb // 2) + b"PERF_RECORD_X",
+        b"  " + b"[" * mb,
+        b"  a" + b" (" * (mb // 2),
+        b"\t7f " + b"a " * (mb // 2),
+        b"\t7f " + b" " * mb + b"x",
+        b"  [" + b"a" * mb + b"[b]" * (mb // 8),
+    ]
+    started = time.perf_counter()
+    for line in lines:
+        script.non_sample_kind(line)
+        script.is_detail(line)
+        script.srcline_suffix(line)
+        script.FRAME_WITHOUT_DSO.match(line)
+        script.read_header(line)
+    assert time.perf_counter() - started < 2.0
+
+
 def test_a_megabyte_palette_line_and_sniffed_header_are_linear() -> None:
     started = time.perf_counter()
     with pytest.raises(BadPalette):
         parse_palette("a->rgb(1,1,1)x" * 80_000)
-    sniff.HEADER.match(b"x" + b"\t" * (1 << 20) + b"x")
+    script.ANY_HEADER.match(b"x" + b"\t" * (1 << 20) + b"x")
     assert time.perf_counter() - started < 1.0
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..window import Window
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
+
+if TYPE_CHECKING:  # `flamegraph --help` imports no stage: the window reads perf script's grammar
+    from ..window import Window
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -42,6 +44,10 @@ def fold(
     annotate_jit: Annotated[bool, typer.Option("--annotate-jit", help="suffix JIT functions with _[j]")] = False,
     annotate: Annotated[bool, typer.Option("--annotate", help="both: --annotate-kernel --annotate-jit")] = False,
     addrs: Annotated[bool, typer.Option("--addrs", help="include raw addresses where symbols are unknown")] = False,
+    srcline: Annotated[
+        bool,
+        typer.Option("--srcline", help="append source lines (perf script -F +srcline) to frames: func:file.c:42"),
+    ] = False,
     event: Annotated[
         str | None,
         typer.Option("-e", "--event", metavar="EVENT", help="fold this event (default: the first one seen)"),
@@ -117,6 +123,8 @@ def fold(
         raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
     if scheduler is not None and window is not None:
         raise typer.BadParameter("--scheduler does not combine with --window")
+    if scheduler is not None and srcline:
+        raise typer.BadParameter("--scheduler does not combine with --srcline")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics
@@ -162,6 +170,7 @@ def fold(
         event_filter=event_filter,
         per_event=per_event is not None,
         compat=compat,
+        srcline=srcline,
         frame_hook=hook,
     )
     diagnostics = Diagnostics(strict=strict)

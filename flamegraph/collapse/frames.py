@@ -17,7 +17,9 @@ import re
 
 from . import tidy
 from .options import FoldOptions
+from .script import FRAME_WITHOUT_DSO, srcline_suffix
 
+UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
 # The reference's pattern, verbatim. Not run on input: backtracking its `(\w+)` against `(.+) \(`
 # is quadratic (a 64 KB frame line of one word took over a minute); `match_reference` gives the
 # same groups in linear time, and a test holds the two equal.
@@ -60,6 +62,10 @@ def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
 def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     """'<addr> <symbol> (<dso>)' -> (addr, symbol, dso); the DSO is the last balanced (...) group."""
     groups = match_reference(text)
+    if groups is None and not compat:
+        # -F ip,sym: perf printed no DSO ('<addr> <symbol>'); the reference cannot read it
+        bare = FRAME_WITHOUT_DSO.match(text)
+        return (bare.group(1), bare.group(2), UNKNOWN_DSO) if bare is not None else None
     if groups is None or compat:
         return groups
     body = text.rstrip()
@@ -88,7 +94,12 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
     """Folded text of one frame line: b'' for a frame the reference drops, None if malformed.
 
     `java`: the sample's process is a JVM (Java's tidy rules apply). Inlined frames come out
-    joined by ';', caller first, as perf lists them ('outer->inner')."""
+    joined by ';', caller first, as perf lists them ('outer->inner'). A line with its source line
+    joined to it (`script.join_srclines`, --srcline) is named with ':file:line' after the frame."""
+    source = b""
+    if b"\n" in line:
+        line, _, src = line.partition(b"\n")
+        source = srcline_suffix(src) if options.srcline else b""
     parts = split_frame(line, options.compat)
     if parts is None:
         return None
@@ -119,6 +130,9 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
         elif options.jit and tidy.is_jit_dso(dso, options.compat) and b"_[j]" not in name:
             name += b"_[j]"
         names.append(name)
+    if source:  # the reference reads one source line per inlined piece: the first piece takes it
+        index = 0 if options.compat else len(names) - 1
+        names[index] += b":" + source
     return b";".join(names)
 
 

@@ -27,6 +27,7 @@ class FoldOptions:
     event_filter: str | None = None  # fold only this event (default: the first one seen)
     per_event: bool = False  # fold every event separately (no filtering)
     compat: bool = False  # reproduce the reference byte for byte, including the records it loses
+    srcline: bool = False  # append each frame's source line (perf script -F +srcline) as ':file:line'
     frame_hook: FrameHook | None = None  # see FrameHook; ignored with compat
     sample_hook: SampleHook | None = None  # see SampleHook; ignored with compat
 

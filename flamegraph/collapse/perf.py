@@ -25,35 +25,27 @@ from ..folded import decode, encode
 from ..model import FoldedProfile
 from .frames import FrameNames, name_frame, split_frame
 from .options import FoldOptions, FrameHook, SampleHook
+from .script import (
+    FRAME_ON_HEADER,
+    HEADER,
+    HEADER_OURS,
+    PERIOD_EVENT,
+    PERIOD_ONLY,
+    TIMED_EVENT,
+    is_detail,
+    is_exited_task,
+    is_header,
+    is_non_sample,
+    is_period,
+)
 
 __all__ = [
     "FoldOptions", "FrameHook", "HeaderFacts", "Names", "PerfCollapser", "SampleHook", "Stacks", "name_frame",
     "split_frame",
 ]
 
-# The reference's patterns (what it accepts, we accept the same way), made linear. Its `(\d+)*` is written
-# `(\d++)?`: the same matches and groups, without the exponential backtracking of a repeated group
-# (a header with 40 digits where a period would be took hours).
-# Likewise linear: `\s+` may only start where a blank run starts (`(?<=\S)`; the reference's
-# comm is at least two characters, so there also right after one) and never gives back what it
-# took, as the ":" form splits `\s*(\d++)?\s+` into its two cases: the same matches and groups
-# (a test holds them equal), without rescanning a blank run from each of its positions (a header
-# with 64 KB of blanks took minutes).
-HEADER = re.compile(rb"^(\S.+?)(?:(?<=\S)|(?<=^.\s))\s++(\d++)/*+(\d++)?\s++")
-HEADER_OURS = re.compile(rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++")  # the reference needs comm >= 2 chars
-PERIOD_EVENT = re.compile(rb":(?:\s*+(\d++)\s|\s)\s*+(\S+):\s*+$")
-# Ours, tried only where the reference's fails: "<time>: [<period>] <event>: <rest>", where rest is
-# the sampled frame of a recording made without -g, or a tracepoint's fields.
-TIMED_EVENT = re.compile(rb"\s\d+\.\d+:\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)(.*)$")
-FRAME_ON_HEADER = re.compile(rb"^\s*([0-9a-fA-F]+)\s+(.+?)\s*$")
-
+# The header patterns and the line classes are the grammar's (script.py); this module folds with them.
 NONE, OPEN, FILTERED = 0, 1, 2  # record state: between records, inside one we keep, inside a skipped one
-MAX_PERIOD = 2**64 - 1  # perf's period is a u64; a longer number is damage (and int() stops at 4300 digits)
-
-
-def is_period(text: bytes) -> bool:
-    return len(text) <= 20 and int(text) <= MAX_PERIOD
-
 
 Names = tuple[bytes, ...]  # the folded names of a stack's frames below its root, leaf first
 Stacks = dict[Names, int]  # -> weight
@@ -117,8 +109,9 @@ class PerfCollapser:
             root = comm
         return root.replace(b" ", b"_")
 
-    def event_of(self, header: bytes) -> tuple[bytes | None, bytes | None, bytes]:
-        """(event, period, frame text after the event) of a sample header line."""
+    def event_of(self, header: bytes, ids_end: int = 0) -> tuple[bytes | None, bytes | None, bytes]:
+        """(event, period, frame text after the event) of a sample header line whose comm and ids
+        end at `ids_end`."""
         match = PERIOD_EVENT.search(header)
         if match is not None:
             return match.group(2), match.group(1), b""
@@ -126,12 +119,13 @@ class PerfCollapser:
             return None, None, b""
         timed = TIMED_EVENT.search(header)
         if timed is None:
-            return None, None, b""
-        rest = timed.group(3)
+            alone = PERIOD_ONLY.match(header, ids_end) if ids_end else None  # -F comm,tid,period
+            return None, alone.group(1) if alone is not None else None, b""
+        rest = timed.group(5)
         frame = FRAME_ON_HEADER.match(rest)
         # Tracepoint fields ("prev_comm=x prev_pid=1 ...") are not a frame: require '<hex> <sym> (<dso>)'.
         is_frame = frame is not None and frame.group(2).endswith(b")") and b" (" in frame.group(2)
-        return timed.group(2), timed.group(1), rest if is_frame else b""
+        return timed.group(4), timed.group(3), rest if is_frame else b""
 
     def header_facts(self, header: bytes, space: int, colon: int) -> HeaderFacts | None:
         """Facts of a record's first line for the fast path, or None: the line path must read it.
@@ -148,6 +142,8 @@ class PerfCollapser:
     def _facts(self, header: bytes, space: int, colon: int) -> HeaderFacts | None:
         compat = self.options.compat
         if header[:1] in (b"\t", b" ", b"#") or header.endswith(b"\r") and not compat:
+            return None
+        if not compat and (is_non_sample(header) or header[:1] == b"|" and is_detail(header)):
             return None
         match = self._header_re.match(header)
         found = PERIOD_EVENT.search(header)
@@ -215,7 +211,9 @@ class PerfCollapser:
                 if name is not None and state == OPEN and not tail_junk:
                     append(name)
                     continue
-                if compat or not self._is_indented_header(line):
+                if compat or not (self._is_indented_header(line) or is_non_sample(line)):
+                    if not compat and is_detail(line):
+                        continue  # a source line or the instruction (-F +srcline, +insn): not a frame
                     if state == FILTERED:
                         continue
                     if state == NONE:
@@ -246,7 +244,15 @@ class PerfCollapser:
             if first == 35 and (compat or not self._is_indented_header(line)):
                 continue  # "#": perf's header comments; not a sample of a thread named "#..." (the reference drops it)
 
+            if first == 124 and not compat and is_detail(line):
+                continue  # "|": the source code of the sample (-F +srccode), after its record
             stripped = line.rstrip(b"\r") if not compat else line
+            if not compat and is_non_sample(stripped):  # --show-*-events: a record, never a sample
+                if state == OPEN:
+                    self._close(counts, header, frames, period, record_bad, tail_junk)
+                frames.clear()
+                state, tail_junk, record_bad = FILTERED, False, False
+                continue
             match = header_re.match(stripped)
             if match is None:
                 if state == FILTERED or tail_junk:
@@ -276,8 +282,14 @@ class PerfCollapser:
                 record_bad = False
             tail_junk = False
             diagnostics.records += 1
+            if not compat and is_exited_task(match):
+                diagnostics.report(path, number, "exited-task", decode(line))
+                diagnostics.skipped_records += 1
+                frames.clear()
+                state = FILTERED  # perf lost the task's name and ids: whose stack it is is unknown
+                continue
 
-            event, period_text, rest = self.event_of(stripped)
+            event, period_text, rest = self.event_of(stripped, match.end())
             if period_text is not None and not is_period(period_text):
                 diagnostics.report(path, number, "bad-header", decode(line))
                 diagnostics.skipped_records += 1
@@ -328,16 +340,13 @@ class PerfCollapser:
 
     def _is_indented_header(self, line: bytes) -> bool:
         """A sample header printed with leading spaces (perf right-aligns comm without -g)."""
-        stripped = line.strip()
-        return HEADER_OURS.match(stripped) is not None and (
-            PERIOD_EVENT.search(stripped) is not None or TIMED_EVENT.search(stripped) is not None
-        )
+        return is_header(line.strip())
 
     def is_frame_line(self, line: bytes) -> bool:
         """An indented, non-blank line that is not an indented header: the fast path may name it."""
         if line[:1] not in (b"\t", b" ") or not line.strip():
             return False
-        return not (b": " in line and self._is_indented_header(line))
+        return not (b": " in line and self._is_indented_header(line)) and not is_non_sample(line)
 
     # -- results -----------------------------------------------------------------------------
     @property

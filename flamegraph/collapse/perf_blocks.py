@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 from .perf import Names, PerfCollapser
+from .script import is_detail
 
 # Small blocks pay: memory freed by one block's records is reused by the next (a cold process
 # spends more on page faults with 4 MiB blocks than with 256 KiB ones), and the pipe from perf
@@ -138,7 +139,12 @@ def _resolve(collapser: PerfCollapser, lines: list[bytes], table: dict[bytes, by
     (a line that is not a frame, or a frame that folds to nothing)."""
     frames = collapser.frames
     java = table is frames.java
+    details = False
     for line in [line for line in lines if line not in table]:
-        if not collapser.is_frame_line(line) or not frames.name(line, java):
+        if is_detail(line) and not collapser.options.compat:
+            details = True  # a source line or the instruction (-F +srcline, +insn): not a frame
+        elif not collapser.is_frame_line(line) or not frames.name(line, java):
             return None
+    if details:
+        return tuple(table[line] for line in lines if line in table)
     return tuple(map(table.__getitem__, lines))

@@ -35,23 +35,21 @@ from ..folded import decode
 from .frames import FrameNames
 from .options import FoldOptions, FrameHook, SampleHook
 from .process_tree import ProcessTree
+from .script import (
+    COMM_RECORD,
+    LOST_RECORD,
+    NON_SAMPLE,
+    SCHED_HEADER,
+    SWITCH_FIELDS,
+    SWITCH_RECORD,
+    TASK_RECORD,
+    is_detail,
+)
+from .script import time_ns as parse_time_ns
 from .wakers import NOT_RECORDED, SEPARATOR, is_waker_record, wakee_of, waker_frames
 
-# Numbers have the digits perf can print (ids: 10, seconds: 12, counts: 20): a longer one is damage, and
-# int() refuses more than 4,300 digits. The fraction of a second is cut to nanoseconds before int().
-# `(?<=\S)\s++` and a rest that ends on a non-blank: what `\s+` and `(.*?)\s*$` matched, in
-# linear time (they rescanned a blank run from each of its positions: quadratic).
-SCHED_HEADER = re.compile(
-    rb"^\s*+(\S.*?)(?<=\S)\s++(\d{1,10})(?:/(\d{1,10}))?\s++(?:\[\d+\]\s++)?(\d{1,12})\.(\d+):\s*+(\S(?:.*\S)?|)\s*+$"
-)
-SWITCH = re.compile(
-    rb"prev_comm=(.*?) prev_pid=(-?\d{1,10}) prev_prio=-?\d+ prev_state=(\S*) ==> "
-    rb"next_comm=(.*?) next_pid=(-?\d{1,10}) next_prio=-?\d+(.*)$"
-)
-SWITCH_RECORD = re.compile(rb"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(IN|OUT)\b")
-TASK_RECORD = re.compile(rb"^PERF_RECORD_(FORK|EXIT)\((-?\d{1,10}):(-?\d{1,10})\)(?::\((-?\d{1,10}):)?")
-LOST_RECORD = re.compile(rb"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?<!\d)(\d{1,20})\s*$")
-COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d{1,10})$")
+# The header and record patterns are the grammar's (script.py).
+
 SCHED_SWITCH = b"sched:sched_switch:"
 
 SINCE_START = b"[off-CPU since recording start]"
@@ -105,11 +103,6 @@ class _OpenWait(NamedTuple):
     thread: bytes
     state: bytes
     kind: str = PAIRED
-
-
-def parse_time_ns(seconds: bytes, fraction: bytes) -> int:
-    """'680', '060804' -> 680060804000: exact integer nanoseconds, for µs and ns timestamps alike."""
-    return int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, b"0"))
 
 
 def thread_label(comm: bytes, tid: int) -> bytes:
@@ -316,6 +309,8 @@ class SchedCollapser:
         for number, line in enumerate(lines, 1):
             first = line[:1]
             if first == b"\t" or (first == b" " and SCHED_HEADER.match(line) is None):
+                if is_detail(line):
+                    continue  # a source line or the instruction (-F +srcline, +insn): not a frame
                 if out is not None:
                     name = named(line)
                     if name is None:
@@ -329,6 +324,8 @@ class SchedCollapser:
                 elif not skipping and line.strip():
                     diagnostics.report(path, number, "orphan-frame", decode(line))
                 continue
+            if first == b"|" and is_detail(line):
+                continue  # the source code of the sample (-F +srccode), after its record
             if out is not None:
                 self._switch_out(pairing, out, frames, ready)
                 out = None
@@ -433,7 +430,7 @@ class SchedCollapser:
             self._comm(pairing, named, ns)
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
-        elif not rest.startswith(b"PERF_RECORD_"):
+        elif not rest.startswith(NON_SAMPLE):
             self.other_records += 1
         if wait is not None:
             ready.append(wait)
@@ -473,7 +470,7 @@ class SchedCollapser:
         ready: list[Wait],
         frames: list[bytes],
     ) -> _SwitchRecord | None:
-        fields = SWITCH.search(rest)
+        fields = SWITCH_FIELDS.search(rest)
         if fields is None:
             self.diagnostics.report(pairing.path, number, "bad-switch", decode(line))
             self.diagnostics.skipped_records += 1

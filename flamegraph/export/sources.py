@@ -20,15 +20,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
-from ..collapse.perf import HEADER_OURS, FoldOptions
+from ..collapse.perf import FoldOptions
 from ..collapse.perf_sched import OffCpuOptions
+from ..collapse.script import is_non_sample, read_header
 from ..diagnostics import Diagnostics, InputMissing, NoSamples
 from ..folded import parse_count
 from ..inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from ..perf import find_perf, script_command, stream_script
 from ..record import ONCPU_FIELDS, Recording, script_args
 from . import sampling_interval_ns
-from .timeline import TIMED, Timeline, read_offcpu_timeline, read_timeline
+from .timeline import Timeline, read_offcpu_timeline, read_timeline
 
 OFFCPU_EVENT = b"sched:sched_switch"
 SNIFF_LINES = 200
@@ -53,15 +54,15 @@ def sniff(path: str) -> Source:
         text = line.strip()
         if not text or text.startswith(b"#"):
             continue
-        if line[:1] in (b"\t", b" ") and HEADER_OURS.match(text) is None:
-            perf_script = True  # a frame line
-            continue
-        if b"PERF_RECORD_" in text:
+        if is_non_sample(text):
             perf_script = True  # perf's own records (COMM, FORK, SWITCH) come before the first sample
             continue
-        timed = TIMED.search(text)
-        if timed is not None and HEADER_OURS.match(text):
-            return Source(path, "offcpu" if timed.group(4) == OFFCPU_EVENT else "perf")
+        header = read_header(text)
+        if line[:1] in (b"\t", b" ") and header is None:
+            perf_script = True  # a frame line
+            continue
+        if header is not None and header.seconds is not None and header.event is not None:
+            return Source(path, "offcpu" if header.event == OFFCPU_EVENT else "perf")
         _, sep, count = text.rpartition(b" ")
         if not perf_script and sep and parse_count(count) is not None:
             return Source(path, "folded")

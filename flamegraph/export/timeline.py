@@ -15,35 +15,16 @@ Records it reads (one sample per record; the first event in the text, as `fold` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..collapse.perf import HEADER_OURS, FoldOptions, name_frame
-from ..collapse.perf_sched import OffCpuOptions, SchedCollapser, parse_time_ns
+from ..collapse.perf import FoldOptions, name_frame
+from ..collapse.perf_sched import OffCpuOptions, SchedCollapser
+from ..collapse.script import is_detail, is_header, is_header_frame, is_non_sample, read_header
 from ..diagnostics import Diagnostics
 from ..folded import decode
 
-# "<time>: [<period>] <event>: [<frame on the header line>]" after comm and pid/tid.
-TIMED = re.compile(rb"\s(\d+)\.(\d+):\s+(?:(\d+)\s+)?(\S+?):(?=\s|$)\s*(.*)$")
-HEX_LEAD = re.compile(rb"[0-9a-fA-F]+(\s+)")
-
-
-def is_header_frame(rest: bytes) -> bool:
-    """'7f12 PyEval_Eval+0x3 (/usr/bin/python3)': an address, blanks, a name, ' (', ..., ')' at the end.
-    What `^[0-9a-fA-F]+\\s+.+ \\(.*\\)$` matches, found in linear time (that regex backtracks
-    quadratically on a long line of ' (' with no ')' at its end)."""
-    lead = HEX_LEAD.match(rest)
-    if lead is None:
-        return False
-    end = len(rest) - rest.endswith(b"\n")  # `$` also matches before a final newline
-    # '.+' starts after at least one blank, within the blanks or where they end, past any newline
-    start = max(lead.start(1) + 1, rest.rfind(b"\n", 0, end) + 1)
-    if start > lead.end(1) or rest[end - 1 : end] != b")":
-        return False
-    opening = rest.find(b" (", start + 1)
-    return opening != -1 and opening + 2 < end
 CLOCK_EVENTS = (b"cpu-clock", b"task-clock")
 CONTIGUOUS = 1.5  # a gap up to 1.5 sampling intervals is the next sample, longer means the thread was off
 
@@ -119,29 +100,26 @@ class _Reader:
     def header(self, number: int, line: bytes) -> None:
         self.finish()
         self.diagnostics.records += 1
-        stripped = line.strip()
-        header, timed = HEADER_OURS.match(stripped), TIMED.search(stripped)
-        if header is None or timed is None:
+        header = read_header(line)
+        if header is None or header.time_ns is None or header.event is None:
             self.diagnostics.report(self.path, number, "bad-header", decode(line))
             self.diagnostics.skipped_records += 1
             return
-        event = timed.group(4)
+        event = header.event
         self.event = self.event or event
         if event != self.event:
             return
-        comm, pid_text = header.group(1), header.group(2)
-        pid, tid = int(pid_text), int(header.group(3) or 0)
-        if not tid:
-            pid, tid, pid_text = 0, pid, b"?"  # perf printed one id: the thread's (`fold --tid` says ?)
+        comm, pid_text = header.comm, header.pid or b"?"
+        pid, tid = int(header.pid or 0), int(header.tid)
         self.root = decode(comm.replace(b" ", b"_") + b"-" + pid_text + b"/" + str(tid).encode())
         self.timeline.threads.setdefault((pid, tid), decode(comm))
         if pid == tid or pid not in self.timeline.processes:
             self.timeline.processes[pid] = decode(comm)
-        self.current = (parse_time_ns(timed.group(1), timed.group(2)), pid, tid)
+        self.current = (header.time_ns, pid, tid)
         self.java = comm.startswith(b"java")
-        if timed.group(3) and event in CLOCK_EVENTS:
-            self.periods.append(int(timed.group(3)))  # a clock event's period is in ns
-        rest = timed.group(5).strip()
+        if header.period and event in CLOCK_EVENTS:
+            self.periods.append(int(header.period))  # a clock event's period is in ns
+        rest = header.rest.strip()
         if rest and is_header_frame(rest):  # sampled without -g: the one frame is on the header
             raw = name_frame(rest, self.options, self.java)
             if raw:
@@ -159,12 +137,16 @@ def read_timeline(
     reader = _Reader(path, options or FoldOptions(), diagnostics or Diagnostics())
     for number, line in enumerate(lines, 1):
         first = line[:1]
-        if first == b"\t" or (first == b" " and line.strip() and not _is_header(line.strip())):
-            reader.frame(number, line)
-        elif first == b"#":
+        if first in (b"\t", b" ", b"|") and is_detail(line):
+            continue  # a source line, the instruction or source code (-F +srcline, +insn, +srccode)
+        if first == b"\t" or (first == b" " and line.strip() and not is_header(line.strip())):
+            if not is_non_sample(line):
+                reader.frame(number, line)
+                continue
+        if first == b"#":
             continue  # perf's header comments
-        elif not line.strip():
-            reader.finish()
+        if not line.strip() or is_non_sample(line):
+            reader.finish()  # a blank line, or a record that is no sample (--show-*-events)
         else:
             reader.header(number, line)
     reader.finish()
@@ -173,11 +155,6 @@ def read_timeline(
     timeline.interval_ns = interval_ns or _median(reader.periods) or _gap_decile(reader.samples)
     timeline.spans = _spans(reader.samples, timeline.interval_ns)
     return timeline
-
-
-def _is_header(stripped: bytes) -> bool:
-    """A sample header printed with leading spaces (perf right-aligns comm without -g)."""
-    return HEADER_OURS.match(stripped) is not None and TIMED.search(stripped) is not None
 
 
 def _median(values: list[int]) -> int | None:

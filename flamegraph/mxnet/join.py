@@ -35,6 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..collapse.script import THREAD_TIME
 from .clock import Alignment
 from .dnnl import VerboseLog
 from .instruments import mark
@@ -48,7 +49,6 @@ COMPLETION_LIMIT_US = 10_000.0  # a completion this long after the span ended: s
 SUBMITS = (b"mxnet::MKLDNNStream::Submit", b"mxnet::DNNLStream::Submit")  # MXNet 1.x, 2.x
 JIT_SUFFIX = b"_[j]"
 THREAD_ROOTS = frozenset((b"start_thread", b"clone3", b"clone", b"_start", b"__libc_start_main"))
-HEADER_TIME = re.compile(rb"(?:^|\s)(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 OP_NONE = "[op] (none)"
 # The engine's own bulk (a Gluon CachedOp's pass under MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD/_BWD):
 # the profiler records the bulk, not its operators.
@@ -60,7 +60,7 @@ KEEP_TIMES = 50_000  # sample times kept for the clock check (every k-th beyond 
 
 
 def thread_of(header: re.Match[bytes]) -> int:
-    """The TID of a HEADER_TIME match: the id after '/', or the only one printed."""
+    """The TID of a THREAD_TIME match (collapse/script.py): the id after '/', or the only one printed."""
     return int(header.group(2) or header.group(1))
 
 
@@ -138,7 +138,7 @@ class Joiner:
     def __call__(self, header: bytes, frames: list[bytes]) -> list[bytes]:
         counts = self.counts
         counts.samples += 1
-        match = HEADER_TIME.search(header)
+        match = THREAD_TIME.search(header)
         if match is None:
             counts.no_time += 1
             return frames

@@ -13,11 +13,8 @@ Records it reads (`perf script -F tid,time,... --show-switch-events`):
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-
-SWITCH = re.compile(rb"PERF_RECORD_SWITCH(?:_CPU_WIDE)? (IN|OUT)")
 
 
 class OffCpu:

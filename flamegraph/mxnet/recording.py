@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..collapse.script import SWITCH_ANYWHERE, THREAD_TIME
 from ..inputs import parse_json
 from ..jit.recording import hook_command, user_command
 from ..model import FoldedProfile
@@ -34,8 +35,8 @@ from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .inprocess import bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, WATCH_B, instrumentation_shares
-from .join import HEADER_TIME, Joiner, thread_of
-from .oncpu import SWITCH, off_cpu_intervals
+from .join import Joiner, thread_of
+from .oncpu import off_cpu_intervals
 from .profile import ProfilerTrace, read_profile
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
 from .threads import ThreadMapping, learn_thread_map, recorded_threads
@@ -202,9 +203,9 @@ def parse_evidence(lines: Iterable[bytes], alignment: Alignment) -> Evidence:
     counted = dumped = False
     for line in lines:
         if line[:1] != b"\t":  # a sample header, a switch record, or the blank line after a record
-            header, counted, dumped = HEADER_TIME.search(line), False, False
+            header, counted, dumped = THREAD_TIME.search(line), False, False
             if header is not None and b"PERF_RECORD_SWITCH" in line:
-                if (switch := SWITCH.search(line)) is not None:
+                if (switch := SWITCH_ANYWHERE.search(line)) is not None:
                     t = alignment.realtime_us(float(header.group(3)))
                     evidence.switches.setdefault(thread_of(header), []).append((t, switch.group(1) == b"OUT"))
                     evidence.last = max(evidence.last, t)

@@ -71,7 +71,19 @@ def damaged(draw: st.DrawFn, lines: st.SearchStrategy[bytes]) -> bytes:
     return draw(st.sampled_from([b"\n", b"\r\n"])).join(out) + ending
 
 
-PERF_LINES = st.one_of(perf_header(), frame_line, st.just(b""), st.sampled_from([b"# ========", b"   ", b"junk"]))
+# What perf prints beside headers and frames (collapse/script.py): records that are no samples, source
+# lines, instructions and source code, frames without a DSO, a task that exited.
+OTHER_LINES = st.sampled_from([
+    b"prog 12440 10638.687535: PERF_RECORD_COMM exec: prog:12440/12440", b"PERF_RECORD_FINISHED_ROUND",
+    b"prog 12440 10638.687582: PERF_RECORD_MMAP2 12440/12440: [0x55(0x1000) @ 0x1000]: r-xp /tmp/prog",
+    b"12440 PERF_RECORD_FORK(12440:12442):(12440:12440)", b"  prog.c:6", b"  [kernel.kallsyms][ffffffff8135e61a]",
+    b"  libc.so.6[891f5]", b"  :0", b" ilen: 3 insn: c1 e8 0e", b" ilen: 0", b"|7        s += step(i);",
+    b"\t           162bd init_cpu_features.constprop.0", b"\t               0 [unknown]", b"\t    11aa",
+    b":-1    -1 [001] 10639.000001:     250000 cpu-clock: ", b"prog 12440     250000 ", b"prog 12440 ",
+])  # fmt: skip
+PERF_LINES = st.one_of(
+    perf_header(), frame_line, st.just(b""), st.sampled_from([b"# ========", b"   ", b"junk"]), OTHER_LINES
+)
 perf_script = damaged(PERF_LINES)
 
 # -- sched_switch text ----------------------------------------------------------------------------
@@ -238,6 +250,7 @@ INPUTS: dict[str, st.SearchStrategy[bytes]] = {
     "fold_file": with_options(perf_script, 4),
     "compat_reference": with_options(perf_script, 2),
     "perf_roundtrip": st.binary(min_size=20, max_size=400),
+    "perf_grammar": with_options(perf_script, 1),
     "offcpu_text": with_options(sched_script, 12),
     "folded_text": with_options(folded, 5),
     "palette_file": st.builds(lambda p: b"\x00" + p, palette),

@@ -17,6 +17,7 @@ from .fleet_targets import scheduler_address, scheduler_greeting
 from .fold_targets import compat_reference, fold_file, fold_text, offcpu_text, perf_roundtrip
 from .input_targets import convert_input, sidecar_file
 from .render_targets import folded_text, highlight_spec, palette_file, render_options
+from .script_targets import perf_grammar
 
 Target = Callable[[bytes], None]
 
@@ -25,6 +26,7 @@ TARGETS: dict[str, Target] = {
     "fold_file": fold_file,
     "compat_reference": compat_reference,
     "perf_roundtrip": perf_roundtrip,
+    "perf_grammar": perf_grammar,
     "offcpu_text": offcpu_text,
     "folded_text": folded_text,
     "palette_file": palette_file,

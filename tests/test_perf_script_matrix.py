@@ -1,0 +1,245 @@
+"""One real recording, printed with every `perf script` -F combination and --show-*-events switch
+this perf has: each variant folds to the stacks and weights of plain `perf script`, or says in one
+line (exit 3) which field it lacks. The same for a sched_switch recording through off-CPU's fold,
+and for --inline.
+
+A small C program (two threads, a forked child, an always-inlined function) is built and recorded
+once per session: `perf record -e cpu-clock -g` and `perf record -e sched:sched_switch -g`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flamegraph.collapse.perf import FoldOptions
+from flamegraph.diagnostics import Diagnostics
+from flamegraph.fold import fold_perf
+from flamegraph.offcpu.fold import fold_offcpu
+
+pytestmark = pytest.mark.perf
+
+PROGRAM = r"""
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/wait.h>
+static volatile double sink;
+static inline __attribute__((always_inline)) double step(int i) { return i * 0.5 + sink; }
+__attribute__((noinline)) static double leaf(int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += step(i);
+    return s;
+}
+__attribute__((noinline)) static double mid(int n) { return leaf(n) + leaf(n / 2); }
+__attribute__((noinline)) static double top(int n) { return mid(n) + 1; }
+__attribute__((noinline)) static void nap(int k) { usleep(200 + k % 3 * 100); }
+static int sleepy;
+static void *worker(void *arg) {
+    (void)arg;
+    for (int k = 0; k < (sleepy ? 150 : 250); k++) { if (sleepy) nap(k); else sink += top(150000 + k); }
+    return 0;
+}
+int main(int argc, char **argv) {
+    sleepy = argc > 1;
+    pthread_t t;
+    pthread_create(&t, 0, worker, 0);
+    for (int k = 0; k < (sleepy ? 150 : 250); k++) { if (sleepy) nap(k + 1); else sink += mid(120000 + k); }
+    pthread_join(t, 0);
+    pid_t child = fork();
+    if (child == 0) { for (int k = 0; k < 100; k++) sink += top(100000 + k); _exit(0); }
+    waitpid(child, 0, 0);
+    return 0;
+}
+"""
+
+# Printed as plain `perf script` prints it: every field folds the same.
+SAME = [
+    [], ["--ns"], ["-F", "+symoff"], ["-F", "+dso"], ["-F", "+srcline"],
+    ["-F", "+insn,+insnlen"], ["-F", "+misc"], ["-F", "+flags"], ["-F", "+callindent"], ["-F", "+ipc"],
+    ["-F", "+srccode"], ["-F", "+brstack"], ["-F", "+brstacksym"], ["-F", "+synth"], ["-F", "+machine_pid"],
+    ["-F", "+vcpu"], ["-F", "+pid"], ["-F", "+dso,+symoff,+srcline"],
+    ["-F", "comm,pid,tid,time,period,event,ip,sym,dso"],
+    ["-F", "comm,tid,time,period,event,ip,sym,dso,symoff,srcline"], ["--reltime"], ["--header"], ["--show-info"],
+    ["--show-task-events"], ["--show-mmap-events"], ["--show-switch-events"], ["--show-round-events"],
+    ["--show-lost-events"], ["--show-namespace-events"], ["--show-cgroup-events"], ["--show-bpf-events"],
+    ["--show-text-poke-events"], ["--show-on-off-events"],
+    ["--show-task-events", "--show-mmap-events", "--show-switch-events", "--show-round-events", "-F", "+srcline"],
+]  # fmt: skip
+# Fields left out that weigh or name nothing: the same stacks, weights in samples (no period) or
+# [unknown] frames not named by their DSO (no dso).
+NO_PERIOD = [["-F", "comm,tid,time,event,ip,sym,dso"], ["-F", "comm,pid,tid,ip,sym,dso,symoff"]]
+NO_DSO = [["-F", "comm,tid,time,period,event,ip,sym"], ["-F", "comm,tid,period,ip,sym,symoff", "--show-task-events"]]
+BOTH = [["-F", "comm,tid,ip,sym"]]
+# Fields a fold cannot do without: one line naming them, exit 3.
+LACKING = {
+    "comm,tid,ip": "sym", "comm,tid,sym": "ip", "tid,time,ip,sym": "comm", "ip,sym": "comm, tid",
+    "comm,time,ip,sym": "tid",
+}  # fmt: skip
+SCHED_FIELDS = "comm,tid,cpu,time,event,trace,ip,sym,dso"  # a tracepoint's: -F +srcline wants ip named
+SCHED_SAME = [
+    [], ["--show-mmap-events"], ["-F", f"{SCHED_FIELDS},symoff,srcline"], ["-F", f"{SCHED_FIELDS},insn"], ["--header"],
+    ["--ns"],
+    ["-F", "comm,pid,tid,cpu,time,event,trace,ip,sym,dso,symoff"], ["--show-switch-events", "--show-lost-events"],
+]  # fmt: skip
+# Task records tell off-CPU more (a new thread's first wait starts at its FORK): these compare with
+# plain --show-task-events, and so does the layout `offcpu` asks perf for.
+SCHED_TASKS = [
+    ["--show-task-events", "--show-mmap-events"], ["--show-task-events", "-F", f"{SCHED_FIELDS},srcline"],
+    ["-F", "comm,tid,time,event,trace,ip,sym,dso", "--show-switch-events", "--show-task-events", "--show-lost-events"],
+]  # fmt: skip
+
+
+def perf() -> str:
+    found = shutil.which("perf")
+    if found is None:
+        pytest.skip("perf is not installed")
+    return found
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler (cc) to build the recorded program")
+    where = tmp_path_factory.mktemp("matrix")
+    (where / "prog.c").write_text(PROGRAM)
+    flags = ["-O1", "-g", "-fno-omit-frame-pointer", "-pthread"]
+    subprocess.run([compiler, *flags, "-o", str(where / "prog"), str(where / "prog.c")], check=True)
+    for name, event, args in (("cpu", "cpu-clock", []), ("sched", "sched:sched_switch", ["sleep"])):
+        done = subprocess.run(
+            [perf(), "record", "-q", "-e", event, "-g", "-o", str(where / f"{name}.data"), str(where / "prog"), *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if done.returncode != 0:
+            pytest.skip(f"perf record -e {event} failed here: {done.stderr.strip()[-200:]}")
+    yield where
+
+
+def script(recordings: Path, name: str, args: list[str]) -> Path:
+    out = recordings / ("-".join([name, *args]).replace("/", "_").replace(",", "_")[:150] + ".txt")
+    if not out.exists():
+        with out.open("wb") as stream:
+            subprocess.run([perf(), "script", "-i", str(recordings / f"{name}.data"), *args], stdout=stream,
+                           stderr=subprocess.DEVNULL, check=True, timeout=120)  # fmt: skip
+    return out
+
+
+def fold(path: Path, **options: object) -> dict[str, int]:
+    diagnostics = Diagnostics(echo=False)
+    counts = fold_perf([str(path)], FoldOptions(**options), diagnostics, jobs=1).profile.counts  # type: ignore[arg-type]
+    assert diagnostics.skipped_records == 0 and not diagnostics.counts, (path.name, diagnostics.summary())
+    return counts
+
+
+def without_dso(counts: dict[str, int]) -> dict[str, int]:
+    """What a fold can name without the DSO: an [unknown] symbol is [unknown], not [libc.so.6]."""
+    result: dict[str, int] = {}
+    for stack, count in counts.items():
+        key = re.sub(r"\[[^;\]]*\]", "[unknown]", stack)
+        result[key] = result.get(key, 0) + count
+    return result
+
+
+def in_samples(counts: dict[str, int], period: int) -> dict[str, int]:
+    return {stack: count // period for stack, count in counts.items()}
+
+
+def test_every_variant_folds_as_plain_perf_script(recordings: Path) -> None:
+    plain = fold(script(recordings, "cpu", []))
+    assert any("leaf" in stack for stack in plain) and len(plain) >= 3
+    period = 250_000  # cpu-clock at perf record's default 4 kHz: every sample's period, in ns
+    samples = in_samples(plain, period)
+    assert sum(samples.values()) * period == sum(plain.values())  # so weights in samples compare exactly
+    for args in SAME:
+        assert fold(script(recordings, "cpu", args)) == plain, args
+    for args in NO_PERIOD:
+        assert fold(script(recordings, "cpu", args)) == samples, args
+    for args in NO_DSO:
+        assert without_dso(fold(script(recordings, "cpu", args))) == without_dso(plain), args
+    for args in BOTH:
+        assert without_dso(fold(script(recordings, "cpu", args))) == without_dso(samples), args
+
+
+@pytest.mark.parametrize("fields", sorted(LACKING))
+def test_a_variant_without_a_needed_field_says_which(recordings: Path, fields: str) -> None:
+    path = script(recordings, "cpu", ["-F", fields])
+    done = subprocess.run([sys.executable, "-m", "flamegraph", "fold", str(path)], capture_output=True, text=True)
+    last = done.stderr.splitlines()[-1]
+    assert done.returncode == 3 and done.stdout == ""
+    assert last.startswith(f"flamegraph: {path}: perf script printed no {LACKING[fields]} field"), done.stderr
+
+
+def test_srcline_folds_as_the_reference_does(recordings: Path, shared: Path) -> None:
+    """fold --srcline --compat is stackcollapse-perf.pl --srcline, byte for byte; without --compat
+    the same stacks (the reference's `:file:line` on every frame perf could place)."""
+    text = script(recordings, "cpu", ["-F", "+srcline", "--show-task-events"])
+    reference = shared / "peer-tests" / "flamegraph-pl" / "bin" / "stackcollapse-perf.pl"
+    expected = subprocess.run(["perl", str(reference), "--srcline", str(text)], capture_output=True, check=True)
+    ours = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "fold", "--srcline", "--compat", str(text)], capture_output=True
+    )
+    assert ours.returncode == 0 and ours.stdout == expected.stdout
+    assert b";leaf:" in expected.stdout and b"prog.c:" in expected.stdout
+    folded = fold(text, srcline=True)
+    assert {f"{stack} {count}\n".encode() for stack, count in folded.items()} == set(
+        expected.stdout.splitlines(keepends=True)
+    )
+
+
+def test_inline_variants_fold_as_plain_inline(recordings: Path) -> None:
+    """--inline adds the inlined functions perf finds (dso 'inlined', folded with _[i]); apart from
+    those every --inline variant folds as plain --inline, and plain --inline as plain perf script.
+    (perf 6.1 on Debian 12 finds none in this program: its inline unwinding needs libbfd.)"""
+    inline = fold(script(recordings, "cpu", ["--inline"]))
+    plain = fold(script(recordings, "cpu", []))
+    dropped: dict[str, int] = {}
+    for stack, count in inline.items():
+        key = ";".join(frame for frame in stack.split(";") if not frame.endswith("_[i]"))
+        dropped[key] = dropped.get(key, 0) + count
+    assert dropped == plain
+    for args in (["--inline", "-F", "+srcline"], ["--inline", "--show-task-events", "--show-mmap-events"]):
+        assert fold(script(recordings, "cpu", args)) == inline, args
+
+
+def offcpu(path: Path) -> tuple[dict[str, int], object]:
+    diagnostics = Diagnostics(echo=False)
+    profile = fold_offcpu([str(path)], diagnostics=diagnostics)
+    # Unpaired switch-outs are the recording's (a thread's switch-in is another task's record): the same
+    # in every variant. Nothing else may be reported.
+    assert set(diagnostics.counts) <= {"unpaired-switch-out"}, (path.name, diagnostics.summary())
+    return profile.counts, diagnostics.counts
+
+
+def same_waits(variant: tuple[dict[str, int], object], plain: tuple[dict[str, int], object], ns: bool) -> bool:
+    """The same waits: stacks, weights (µs) and reports. Records printed before the first switch
+    (--show-mmap-events: the exec's MMAP) open the window earlier: a wait open since the recording
+    started is then longer, or shows only then: it is left out. With --ns every wait is timed to the ns,
+    not the µs: weights agree to within a µs per wait."""
+    (counts, reports), (expected, expected_reports) = variant, plain
+    since = "[off-CPU since recording start]"
+    if {s for s in counts if since not in s} != {s for s in expected if since not in s}:
+        return False
+    if not ns and reports != expected_reports:
+        return False
+    for stack, weight in counts.items():
+        if since in stack:
+            continue
+        if weight != expected[stack] and not (ns and abs(weight - expected[stack]) <= max(1, expected[stack] // 1000)):
+            return False
+    return True
+
+
+def test_sched_switch_variants_fold_as_plain_through_offcpu(recordings: Path) -> None:
+    plain = offcpu(script(recordings, "sched", []))
+    assert any(stack.endswith(";[S]") for stack in plain[0])  # the naps: sleeping waits
+    for args in SCHED_SAME:
+        assert same_waits(offcpu(script(recordings, "sched", args)), plain, "--ns" in args), args
+    tasks = offcpu(script(recordings, "sched", ["--show-task-events"]))
+    for args in SCHED_TASKS:
+        assert same_waits(offcpu(script(recordings, "sched", args)), tasks, False), args
