@@ -101,3 +101,17 @@ def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
         for name in imports_of(path):
             top = name.split(".")[0]
             assert name in in_process or (top in sys.stdlib_module_names and top != "flamegraph"), (module, name)
+
+
+ROOT_NAMED = {".ci", ".gitignore", "Makefile", "README.md", "pyproject.toml", "bench", "collectors", "docs", "flamegraph", "sample_data", "tests"}
+
+
+def test_the_root_holds_only_what_the_layout_names() -> None:
+    """A merge once committed a wheel and a perf.data at the root; docs/development.md "Layout" names each entry."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    tracked = {line.split("/")[0] for line in listed.splitlines()}
+    assert tracked <= ROOT_NAMED, f"not named by the layout: {sorted(tracked - ROOT_NAMED)}"
+    layout = (REPO / "docs" / "development.md").read_text().split("## Layout", 1)[1]
+    assert all(name in layout for name in ROOT_NAMED), "docs/development.md Layout names every root entry"

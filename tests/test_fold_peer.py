@@ -9,7 +9,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from fold_paths import fold_file
+from helpers.fold_paths import fold_file
 from helpers.shared import shared_dir
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
