@@ -27,7 +27,8 @@ import runpy
 import sys
 
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    _here = os.path.abspath(__file__)
+    sys.path[0] = _here[: _here.rindex(f"{os.sep}flamegraph{os.sep}")]  # the package's parent, at any depth
     from flamegraph import private
     from flamegraph.jit import jitdump, jitmap, session
     from flamegraph.mxnet import inprocess
