@@ -67,13 +67,15 @@ def test_collectors_never_import_the_cli() -> None:
 
 
 def test_symbols_never_import_jit() -> None:
-    bad = {name for name in imports_of(module_file("flamegraph.symbols")) if name.startswith("flamegraph.jit")}
+    jit = "flamegraph.jit"
+    bad = {name for name in imports_of(module_file("flamegraph.symbols")) if name.startswith(jit)}
     assert not bad, f"symbols.py imports {bad}"
 
 
 def test_the_fold_time_hook_never_imports_the_post_fold_report() -> None:
     hook = module_file("flamegraph.observer")
-    bad = {name for name in imports_of(hook) if name in {"flamegraph.report", "flamegraph.oncpu"}}
+    report = {"flamegraph.report", "flamegraph.oncpu"}
+    bad = {name for name in imports_of(hook) if name in report}
     assert not bad, f"observer.py imports {bad}"
 
 
