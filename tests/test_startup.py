@@ -27,7 +27,12 @@ ONE_SAMPLE = (
     b"\n"
 )
 # The off-CPU modules, each by name (so they are followed wherever the layout puts them).
-OFFCPU = ("flamegraph.offcpu.record", "flamegraph.offcpu.proc", "flamegraph.offcpu.fold", "flamegraph.offcpu.threads")
+OFFCPU = (
+    "flamegraph.offcpu.record",
+    "flamegraph.offcpu.proc",
+    "flamegraph.offcpu.fold",
+    "flamegraph.offcpu.threads",
+)
 # Never needed to fold text: the CLI library's extras, the renderer, recording, JIT naming, worker pools.
 FOLD_NEVER = (
     "pydantic",
