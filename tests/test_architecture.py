@@ -131,3 +131,27 @@ def test_the_root_holds_only_what_the_layout_names() -> None:
     assert tracked <= ROOT_NAMED, f"not named by the layout: {sorted(tracked - ROOT_NAMED)}"
     layout = (REPO / "docs" / "development.md").read_text().split("## Layout", 1)[1]
     assert all(name in layout for name in ROOT_NAMED), "docs/development.md Layout names every root entry"
+
+
+def _defines(path: Path, name: str) -> bool:
+    return any(isinstance(n, ast.ClassDef) and n.name == name for n in ast.walk(ast.parse(path.read_text())))
+
+
+def _calls_signal_signal(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "signal":
+            if isinstance(node.func.value, ast.Name) and node.func.value.id == "signal":
+                return True
+    return False
+
+
+def test_one_stop_signal_and_one_handler_path() -> None:
+    """StopSignal is defined once, and only its module installs our handlers (`stop_on_signals`, for the
+    CLI and a fleet recording alike). Other processes have their own: the fold's workers put the default
+    back, the profiled program's SIGTERM runs its atexit (MXNet), a Dask worker drops a pending signal."""
+    defining = {path for path in PACKAGE.rglob("*.py") if _defines(path, "StopSignal")}
+    assert defining == {module_file("flamegraph.diagnostics")}, defining
+    other_processes = ("flamegraph.collapse.parallel", "flamegraph.mxnet.inprocess", "flamegraph.fleet.local_worker")
+    allowed = {module_file("flamegraph.diagnostics"), *map(module_file, other_processes)}
+    installing = {path for path in PACKAGE.rglob("*.py") if _calls_signal_signal(path)}
+    assert installing <= allowed, f"signal handlers installed outside diagnostics: {sorted(installing - allowed)}"
