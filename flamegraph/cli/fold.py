@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..diagnostics import BadOption
 from ..window import Window
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
@@ -114,9 +115,9 @@ def fold(
       flamegraph fold --offcpu --window 680.0,685.0 sched.perf.data -o waits.folded
     """
     if scheduler is not None and (offcpu or report or per_event is not None or strict):
-        raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
+        raise BadOption("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
     if scheduler is not None and window is not None:
-        raise typer.BadParameter("--scheduler does not combine with --window")
+        raise BadOption("--scheduler does not combine with --window")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics
@@ -203,7 +204,7 @@ def _window(text: str | None) -> Window | None:
     try:
         return parse_window(text)
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="'--window'") from None
+        raise BadOption(str(err)) from None
 
 
 def _fold_offcpu(

@@ -10,21 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import typer
+from ..diagnostics import BadOption
 
 
-def finite(minimum: float) -> Callable[[str | float], float]:
-    """A typer `parser=`: the option's text as a float that is a real number and at least `minimum`."""
+def finite(option: str, minimum: float) -> Callable[[str | float], float]:
+    """A typer `parser=` for `option`: its text as a float that is a real number and at least `minimum`."""
 
     def parse(value: str | float) -> float:
         try:
             number = float(value)
         except ValueError:
-            raise typer.BadParameter(f"{value!r} is not a number") from None
+            raise BadOption(f"{option} {value!r}: not a number") from None
         if not math.isfinite(number):
-            raise typer.BadParameter(f"{value!r} is not a finite number")
+            raise BadOption(f"{option} {value!r}: not a finite number")
         if number < minimum:
-            raise typer.BadParameter(f"{value!r} is less than {minimum:g}")
+            raise BadOption(f"{option} {value!r}: less than {minimum:g}")
         return number
 
     return parse

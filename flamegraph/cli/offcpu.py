@@ -9,6 +9,7 @@ import typer
 
 # Only what the command's signature needs: `flamegraph --help` imports every command module, so the
 # recording, pairing and rendering stages are imported where they run.
+from ..diagnostics import BadOption
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
 from .numbers import finite
@@ -43,7 +44,7 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     states = frozenset(part.strip() for part in text.split(",") if part.strip())
     unknown = sorted(s for s in states if s not in STATES)
     if not states or unknown:
-        raise typer.BadParameter(f"expected states among {','.join(sorted(STATES))}, got {text!r}")
+        raise BadOption(f"--state: expected states among {','.join(sorted(STATES))}, got {text!r}")
     return states
 
 
@@ -75,7 +76,10 @@ def offcpu_cli(
     min_us: Annotated[
         float,
         typer.Option(
-            "--min-us", metavar="N", parser=finite(0), help="leave out waits shorter than N µs (they are counted)"
+            "--min-us",
+            metavar="N",
+            parser=finite("--min-us", 0),
+            help="leave out waits shorter than N µs (they are counted)",
         ),
     ] = 0.0,
     state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,

@@ -8,7 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.diagnostics import BadOption, Diagnostics
 from flamegraph.folded import read_folded
 from flamegraph.record.spec import parse_call_graph, parse_window
 
@@ -72,8 +72,6 @@ def command_line(data: bytes) -> None:
 # -- --window START,END ---------------------------------------------------------------------------
 def window_spec(data: bytes) -> None:
     """`record --window` / `offcpu --window`: a usable span or a usage error, never a traceback."""
-    import typer
-
     from flamegraph.cli.offcpu import parse_window_ns
     from flamegraph.record.script import script_args
     from flamegraph.record.spec import Recording, RecordSpec
@@ -98,7 +96,7 @@ def window_spec(data: bytes) -> None:
         assert re.fullmatch(r"(\d+\.\d{6})?,(\d+\.\d{6})?", time_arg), time_arg
     try:
         span = parse_window_ns(text)
-    except typer.BadParameter:
+    except BadOption:
         assert bounds is None
         return
     assert bounds is not None and span is not None and 0 <= span[0], (text, span)
