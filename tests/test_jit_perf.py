@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.observers import observer_for
 
 from flamegraph.collapse.perf import FoldOptions
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import namer_for_recording
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver, observer_for
+from flamegraph.observer import FrameObserver
 from flamegraph.record import RecordOptions, RecordSpec, fold_recording, record
 from flamegraph.report import attribute
 

@@ -233,7 +233,6 @@ class SchedCollapser:
         self.frames = FrameNames(names, drop_kernel=not options.kernel)
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
-        self.other_records = 0  # samples of other events, not folded
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
         # Of the last recording read: its length, and the threads alive at its start that no record
         # shows (blocked, or running without a switch, for the whole window: the text cannot tell).
@@ -349,8 +348,6 @@ class SchedCollapser:
             pairing.lost += int(lost.group(1))
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
-        elif not rest.startswith(b"PERF_RECORD_"):
-            self.other_records += 1
         if wait is not None:
             ready.append(wait)
         return None

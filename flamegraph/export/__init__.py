@@ -32,7 +32,6 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "pprof": (".pb.gz", ".pprof", ".pprof.gz", ".pb"),
     "chrome-trace": (".trace.json", ".json"),
 }
-PROFILE_FORMATS = ("svg", "folded", "speedscope", "pprof")  # made from folded stacks
 ONE_COUNT_FORMATS = ("speedscope", "pprof")  # one weight per stack: no room for a differential's BEFORE
 TIMED_FORMATS = ("chrome-trace",)  # need each sample's time: made from `perf script` text
 # A thread root as the folders write it: comm-PID/TID (--tid), comm-TID (off-CPU), comm-PID (--pid).
