@@ -155,3 +155,24 @@ def test_one_stop_signal_and_one_handler_path() -> None:
     allowed = {module_file("flamegraph.diagnostics"), *map(module_file, other_processes)}
     installing = {path for path in PACKAGE.rglob("*.py") if _calls_signal_signal(path)}
     assert installing <= allowed, f"signal handlers installed outside diagnostics: {sorted(installing - allowed)}"
+
+
+def test_one_window_type() -> None:
+    """The time window has one shape (`Window`: seconds of perf's clock, either end open) with its one
+    parser and formats; no second alias, nanosecond tuple or wrapper of the parser."""
+    definitions, shapes, parsers = set(), set(), set()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef | ast.Assign) and "Window" in {
+                *([node.name] if isinstance(node, ast.ClassDef) else []),
+                *(t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)),
+            }:
+                definitions.add(path)
+            if isinstance(node, ast.FunctionDef) and ("parse_window" in node.name or "window_ns" in node.name):
+                parsers.add(f"{path.name}:{node.name}")
+        if "tuple[float | None, float | None]" in text:
+            shapes.add(path)
+    assert definitions == {module_file("flamegraph.window")}, definitions
+    assert not shapes, f"a window as a bare tuple: {sorted(shapes)}"
+    assert parsers <= {"numbers.py:parse_window_option"}, f"a second window parser: {sorted(parsers)}"

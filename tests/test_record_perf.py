@@ -27,6 +27,7 @@ from flamegraph.diagnostics import (
 from flamegraph.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.record import Recording, RecordOptions, RecordSpec, Status, fold_recording, record
+from flamegraph.window import Window
 
 pytestmark = pytest.mark.perf
 
@@ -88,8 +89,8 @@ def test_window_keeps_only_that_span(tmp_path: Path) -> None:
     recording = record(spec, tmp_path / "perf.data", on_output=tap, status=Status(err, out))
     assert recording.exit_status == 0 and len(marks) == 1
     assert out.getvalue().decode().startswith("MARK ")  # tapped lines still reach the user
-    before = fold_recording(recording, window=(None, marks[0]))
-    after = fold_recording(recording, window=(marks[0], None))
+    before = fold_recording(recording, window=Window(None, marks[0]))
+    after = fold_recording(recording, window=Window(marks[0], None))
     assert share(before, "libz") > 0.7 and share(after, "libz") == 0
     assert share(after, "libcrypto") > 0.8
     assert after.metadata["window"] == f"from {marks[0]:.3f} s of perf's clock"

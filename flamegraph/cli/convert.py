@@ -16,6 +16,7 @@ import typer
 from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest, format_of, known_endings
 from ..model import FoldedProfile
+from ..window import Window
 from .app import app
 from .describe import describe_profile
 from .inputs import refuse_binary
@@ -96,7 +97,7 @@ def write_exports(
     recording: Recording,
     note: Callable[[str], None],
     timeline_options: FoldOptions | None = None,
-    window: tuple[float | None, float | None] | None = None,
+    window: Window | None = None,
     offcpu: OffCpuOptions | None = None,
     pid: int | None = None,
 ) -> None:

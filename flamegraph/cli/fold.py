@@ -13,6 +13,7 @@ from ..diagnostics import BadOption
 from ..window import Window
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
+from .numbers import parse_window_option
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -143,7 +144,7 @@ def fold(
     kernel = annotate_kernel or annotate or old_kernel or old_all
     jit = annotate_jit or annotate or old_jit or old_all
     event_filter = event if event is not None else old_event
-    span = _window(window)
+    span = parse_window_option(window)
     paths = inputs or ["-"]
     refuse_wrong_input(paths, "perf script output", "fold")
     reading_stdin_note(paths, "perf script output")
@@ -196,17 +197,6 @@ def _note(text: str) -> None:
     typer.echo(text, err=True)
 
 
-def _window(text: str | None) -> Window | None:
-    if text is None:
-        return None
-    from ..record.spec import parse_window
-
-    try:
-        return parse_window(text)
-    except ValueError as err:
-        raise BadOption(str(err)) from None
-
-
 def _fold_offcpu(
     inputs: list[str],
     output: Path | None,
@@ -222,14 +212,14 @@ def _fold_offcpu(
     from ..folded import write_folded
     from ..grouping import grouping_note, namer_for_inputs
     from ..observer import FrameObserver
-    from ..offcpu.fold import fold_offcpu_totals, window_ns
+    from ..offcpu.fold import fold_offcpu_totals
     from ..sidecar import Context
     from ..writer import write_atomically, write_sidecar
 
     namer = namer_for_inputs(inputs, group_unknown)
     options = OffCpuOptions(
         annotate_kernel=annotate_kernel,
-        window=window_ns(window) if window is not None else None,
+        window=window,
         frame_hook=FrameObserver(namer) if namer is not None else None,
     )
     fold = fold_offcpu_totals([] if inputs == ["-"] else inputs, options, Diagnostics(strict=strict))

@@ -1,4 +1,5 @@
-"""The one parser for float options (`--duration`, `--grace`, `--min-us`): a finite number in range.
+"""The parsers of number options: floats (`--duration`, `--grace`, `--min-us`) finite and in range, and
+`--window START,END` (fold, record, offcpu) as a `Window`. Light: `fold` imports this, not the recorder.
 
 click's FloatRange lets `nan` and `inf` through (no comparison with nan is true, inf passes any
 minimum): `offcpu -p PID --duration nan` never stopped. They are refused here as a number below the
@@ -11,6 +12,7 @@ import math
 from collections.abc import Callable
 
 from ..diagnostics import BadOption
+from ..window import Window
 
 
 def finite(option: str, minimum: float) -> Callable[[str | float], float]:
@@ -28,3 +30,13 @@ def finite(option: str, minimum: float) -> Callable[[str | float], float]:
         return number
 
     return parse
+
+
+def parse_window_option(text: str | None) -> Window | None:
+    """--window START,END (seconds, either side open) of `fold`, `record` and `offcpu`, or one usage line."""
+    if text is None:
+        return None
+    try:
+        return Window.parse(text)
+    except ValueError as err:
+        raise BadOption(str(err)) from None

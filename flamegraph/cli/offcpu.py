@@ -12,7 +12,7 @@ import typer
 from ..diagnostics import BadOption
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
-from .numbers import finite
+from .numbers import finite, parse_window_option
 from .recorder import (
     Command,
     Duration,
@@ -28,7 +28,6 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_window_option,
 )
 
 if TYPE_CHECKING:
@@ -46,14 +45,6 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     if not states or unknown:
         raise BadOption(f"--state: expected states among {','.join(sorted(STATES))}, got {text!r}")
     return states
-
-
-def parse_window_ns(text: str | None) -> tuple[int, int] | None:
-    """--window 'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
-    from ..offcpu.fold import window_ns
-
-    span = parse_window_option(text)
-    return window_ns(span) if span is not None else None
 
 
 @app.command(
@@ -158,7 +149,8 @@ def offcpu_cli(
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
-    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=parse_window_ns(window))
+    span = parse_window_option(window)
+    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
     render = RenderOptions(

@@ -13,6 +13,7 @@ import typer
 from ..export import ExportRequest
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
+from .numbers import parse_window_option
 from .recorder import (
     Command,
     Duration,
@@ -32,7 +33,6 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_window_option,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..mxnet.recording import MxnetHook
     from ..record import Recording, RecordSpec, Status
     from ..render import RenderOptions
+    from ..window import Window
     from .scratch import ScratchRecording
 
 
@@ -192,7 +193,7 @@ class OutputRequest:
 
 def record_and_draw(
     spec: RecordSpec,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     draw: OutputRequest,
     perf_data: Path | None,
     jit: bool = False,
@@ -223,7 +224,7 @@ def record_and_draw(
 
 def _record_and_write(
     spec: RecordSpec,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     draw: OutputRequest,
     session: ScratchRecording,
     status: Status,

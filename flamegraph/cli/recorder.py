@@ -11,7 +11,7 @@ import typer
 
 from ..diagnostics import BadOption
 from ..export import ExportRequest
-from ..record.spec import parse_call_graph, parse_window
+from ..record.spec import parse_call_graph
 from .numbers import finite
 
 Command = Annotated[
@@ -56,16 +56,6 @@ def parse_call_graph_option(text: str) -> str:
     """--call-graph's callback: perf's spelling, or one usage line."""
     try:
         return parse_call_graph(text)
-    except ValueError as err:
-        raise BadOption(str(err)) from None
-
-
-def parse_window_option(text: str | None) -> tuple[float | None, float | None] | None:
-    """--window START,END (seconds, either side open), or one usage line."""
-    if text is None:
-        return None
-    try:
-        return parse_window(text)
     except ValueError as err:
         raise BadOption(str(err)) from None
 

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..folded import decode
+from ..window import Window
 from .frames import FrameNames
 from .options import FoldOptions, FrameHook, SampleHook
 
@@ -84,7 +85,7 @@ class OffCpuOptions:
     annotate_kernel: bool = False  # suffix kernel frames with _[k]
     states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
-    window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
+    window: Window | None = None  # keep only what falls in it (perf's clock; cut to it, not dropped)
     sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
     frame_hook: FrameHook | None = None  # as in fold: names [unknown] frames by function (--group-unknown)
 
@@ -243,7 +244,8 @@ class SchedCollapser:
         """How much of a recording spanning [start, end] the `window` option keeps."""
         if self.options.window is None:
             return end - start
-        return max(0, min(end, self.options.window[1]) - max(start, self.options.window[0]))
+        first, last = self.options.window.ns()
+        return max(0, min(end, last) - max(start, first))
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""

@@ -19,6 +19,7 @@ from flamegraph.folded import decode
 from flamegraph.offcpu.fold import fold_offcpu
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.report import FrameObserver, build_report, report_lines, report_metadata
+from flamegraph.window import Window
 
 from ..helpers.shared import shared_dir
 from .common import check_folded_round_trip, check_svg, folded_bytes, lines_of, scratch_file, small_chunks
@@ -211,7 +212,7 @@ def offcpu_options(source: Source) -> OffCpuOptions:
     picked = frozenset(s for s, keep in zip("SDRI?", source.flags(5), strict=True) if keep)
     start, length, tenths = source.integer(4) * 1000, source.integer(4) * 1000, source.integer(2)
     states = picked if with_states else None
-    window = (start, start + length) if with_window else None
+    window = Window(start / 1e9, (start + length) / 1e9) if with_window else None  # ns -> seconds
     min_us = tenths / 10 if with_min else 0.0
     return OffCpuOptions(kernel=kernel, annotate_kernel=annotate, states=states, min_us=min_us, window=window)
 
