@@ -176,3 +176,18 @@ def test_one_window_type() -> None:
     assert definitions == {module_file("flamegraph.window")}, definitions
     assert not shapes, f"a window as a bare tuple: {sorted(shapes)}"
     assert parsers <= {"numbers.py:parse_window_option"}, f"a second window parser: {sorted(parsers)}"
+
+
+def test_one_meaning_per_option_field() -> None:
+    """`kernel` meant "annotate _[k]" in FoldOptions and "keep kernel frames" in OffCpuOptions: each
+    meaning has its own name in every options class (annotate_kernel, annotate_jit, keep_kernel)."""
+    from dataclasses import fields
+
+    from flamegraph.collapse.options import FoldOptions
+    from flamegraph.collapse.perf_sched import OffCpuOptions
+
+    for options in (FoldOptions, OffCpuOptions):
+        names = {field.name for field in fields(options)}
+        assert not names & {"kernel", "jit"}, (options.__name__, names & {"kernel", "jit"})
+    assert {"annotate_kernel", "annotate_jit"} <= {field.name for field in fields(FoldOptions)}
+    assert {"annotate_kernel", "keep_kernel"} <= {field.name for field in fields(OffCpuOptions)}

@@ -20,7 +20,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "compat": {"compat": True},
     "pid": {"pid": True},
     "tid": {"tid": True},
-    "all": {"kernel": True, "jit": True},
+    "all": {"annotate_kernel": True, "annotate_jit": True},
     "addrs": {"addrs": True},
 }
 INPUTS = sorted(DIR.glob("*.perf.txt"))

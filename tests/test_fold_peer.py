@@ -23,9 +23,9 @@ OPTIONS = {
     "": {},
     "pid": {"pid": True},
     "tid": {"tid": True},
-    "kernel": {"kernel": True},
-    "jit": {"jit": True},
-    "all": {"kernel": True, "jit": True},
+    "kernel": {"annotate_kernel": True},
+    "jit": {"annotate_jit": True},
+    "all": {"annotate_kernel": True, "annotate_jit": True},
     "addrs": {"addrs": True},
 }
 

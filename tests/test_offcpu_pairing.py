@@ -216,7 +216,7 @@ def test_malformed_records_are_reported_with_their_line() -> None:
 
 def test_kernel_frames_dropped_or_annotated() -> None:
     text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
-    assert list(fold(text, OffCpuOptions(kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]
+    assert list(fold(text, OffCpuOptions(keep_kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]
     annotated = list(fold(text, OffCpuOptions(annotate_kernel=True)).counts)[0]
     assert annotated.endswith("do_syscall_64_[k];do_nanosleep_[k];__schedule_[k];[S]")
 

@@ -240,7 +240,8 @@ def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -
         from ..collapse.perf_sched import OffCpuOptions
         from ..offcpu.fold import fold_offcpu
 
-        return FoldedRead(fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics))
+        offcpu = OffCpuOptions(annotate_kernel=options.annotate_kernel)
+        return FoldedRead(fold_offcpu([found.path], offcpu, diagnostics))
     from ..fold import fold_perf
 
     return FoldedRead(fold_perf([found.path], options, diagnostics).profile)

@@ -156,8 +156,8 @@ def fold(
     options = FoldOptions(
         pid=pid,
         tid=tid,
-        kernel=kernel,
-        jit=jit,
+        annotate_kernel=kernel,
+        annotate_jit=jit,
         addrs=addrs,
         event_filter=event_filter,
         per_event=per_event is not None,

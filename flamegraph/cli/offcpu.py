@@ -150,7 +150,7 @@ def offcpu_cli(
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
     span = parse_window_option(window)
-    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
+    options = OffCpuOptions(keep_kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
     spec = offcpu_spec(pid, command or (), duration, call_graph)
     status = Status()
     render = RenderOptions(

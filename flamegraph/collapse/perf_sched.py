@@ -81,7 +81,7 @@ class Wait(NamedTuple):
 class OffCpuOptions:
     """What to keep of the waits; the folding of frames follows `flamegraph fold`'s rules."""
 
-    kernel: bool = True  # keep kernel frames (the part of the stack that says why the thread waits)
+    keep_kernel: bool = True  # keep kernel frames (the part of the stack that says why the thread waits)
     annotate_kernel: bool = False  # suffix kernel frames with _[k]
     states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
@@ -230,8 +230,8 @@ class SchedCollapser:
         self.diagnostics = diagnostics
         # Frames are named as `fold` names them ([unknown] ones grouped by `frame_hook`, as in fold);
         # kernel frames dropped unless `kernel`.
-        names = FoldOptions(kernel=options.annotate_kernel, frame_hook=options.frame_hook)
-        self.frames = FrameNames(names, drop_kernel=not options.kernel)
+        names = FoldOptions(annotate_kernel=options.annotate_kernel, frame_hook=options.frame_hook)
+        self.frames = FrameNames(names, drop_kernel=not options.keep_kernel)
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
