@@ -181,10 +181,10 @@ def offcpu_cli(
         if open_ and svg is not None:
             open_in_browser(svg)
         if exports:
-            from .convert import write_exports
+            from ..export.files import write_recording_exports
 
             request = ExportRequest(exports.files, render.title)
-            write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
+            write_recording_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
         for key, value in fold.totals.terminal().items():
             status.note(f"{key}: {value}")
     exit_like_the_command(recording, status.note)

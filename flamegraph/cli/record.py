@@ -260,13 +260,13 @@ def _record_and_write(
     if draw.open and svg is not None:
         open_in_browser(svg)
     if draw.exports:
-        from .convert import write_exports
+        from ..export.files import write_recording_exports
 
         # The trace's frames named as the fold named them (build-id checked grouping included).
         timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
         namer = namer_for_recording(str(recording.perf_data)) if timed else None
         fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
-        write_exports(draw.exports, profile, recording, status.note, fold, window)
+        write_recording_exports(draw.exports, profile, recording, status.note, fold, window)
     report_top(profile, status)
     return recording
 
