@@ -151,7 +151,11 @@ def test_one_stop_signal_and_one_handler_path() -> None:
     back, the profiled program's SIGTERM runs its atexit (MXNet), a Dask worker drops a pending signal."""
     defining = {path for path in PACKAGE.rglob("*.py") if _defines(path, "StopSignal")}
     assert defining == {module_file("flamegraph.diagnostics")}, defining
-    other_processes = ("flamegraph.collapse.parallel", "flamegraph.mxnet.inprocess", "flamegraph.fleet.local_worker")
+    other_processes = (
+        "flamegraph.collapse.parallel",
+        "flamegraph.mxnet.inprocess",
+        "flamegraph.fleet.local_worker",
+    )
     allowed = {module_file("flamegraph.diagnostics"), *map(module_file, other_processes)}
     installing = {path for path in PACKAGE.rglob("*.py") if _calls_signal_signal(path)}
     assert installing <= allowed, f"signal handlers installed outside diagnostics: {sorted(installing - allowed)}"
