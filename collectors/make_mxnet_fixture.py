@@ -29,6 +29,7 @@ from flamegraph.mxnet.profile import read_profile
 from flamegraph.mxnet.recording import evidence_command, read_sidecars
 from flamegraph.perf import script_command
 from flamegraph.record import ONCPU_FIELDS, RecordOptions
+from flamegraph.window import Window
 
 from .mnist import prepare_mnist
 from .recipe import MlpRun, mxnet_hook, record_mlp
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         run = record_mlp(mlp, scratch / "perf.data", how, [jit, mx])
         assert run.log.window is not None
         middle = sum(run.log.window) / 2
-        window = (middle, middle + args.slice_ms / 1000)
+        window = Window(middle, middle + args.slice_ms / 1000)
         (facts,) = read_sidecars(mx.directory)
         align = Alignment(ClockReading.from_list(facts["clock_start"]), ClockReading.from_list(facts["clock_end"]))
         lo, hi = align.realtime_us(window[0]) - MARGIN_US, align.realtime_us(window[1]) + MARGIN_US
@@ -107,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             if old.is_file() and not old.name.startswith("expected"):
                 old.unlink()
         pid = facts["pid"]
-        time = f"{window[0]:.6f},{window[1]:.6f}"
-        fold = script_command(str(run.recording.perf_data), extra=["-F", ONCPU_FIELDS, "--time", time])
+        fold = script_command(str(run.recording.perf_data), extra=["-F", ONCPU_FIELDS, "--time", window.perf_time()])
         (args.out / "script.txt").write_bytes(subprocess.run(fold, capture_output=True, check=True).stdout)
         first = evidence_command(run.recording, window)
         evidence = subprocess.run(first, capture_output=True, check=True).stdout

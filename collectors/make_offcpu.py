@@ -30,7 +30,7 @@ from flamegraph.model import FoldedProfile
 from flamegraph.mxnet.recording import MxnetHook, instrumentation_fact
 from flamegraph.observer import FrameObserver
 from flamegraph.offcpu import threads as offcpu_threads
-from flamegraph.offcpu.fold import fold_offcpu_recording, window_ns
+from flamegraph.offcpu.fold import fold_offcpu_recording
 from flamegraph.offcpu.record import offcpu_options, tracepoint_problem
 from flamegraph.record import Status
 
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     losses = [100.0 * (b - w) / b for b, w in zip(without, with_perf, strict=False) if b and w]
     loss = statistics.median(losses) if losses else None
     window = recorded.log.window
-    span = None if args.whole_run or window is None else window_ns(window)
+    span = None if args.whole_run else window
     joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
     namer = namer_for_recording(str(recorded.recording.perf_data))  # [unknown] frames named as on-CPU
     options = OffCpuOptions(window=span, sample_hook=joiner, frame_hook=FrameObserver(namer))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from flamegraph.window import Window
+
 EPOCH = re.compile(r"^epoch (\d+) train-acc ([0-9.]+) val-acc ([0-9.]+) time ([0-9.]+)s ([0-9.]+) samples/s\s*$")
 MARKER = re.compile(r"^(TRAIN_START|TRAIN_END|PID) ([0-9.]+)(?: \(interrupted\))?\s*$")
 
@@ -58,9 +60,9 @@ class TrainLog:
                 self.end = float(value)
 
     @property
-    def window(self) -> tuple[float, float] | None:
+    def window(self) -> Window | None:
         """The training window in CLOCK_MONOTONIC seconds, when both markers were seen."""
-        return (self.start, self.end) if self.start is not None and self.end is not None else None
+        return Window(self.start, self.end) if self.start is not None and self.end is not None else None
 
     def mean_rate(self, skip_first: bool = False) -> float | None:
         """Mean samples/s over the epochs (optionally without the warm-up epoch 0)."""

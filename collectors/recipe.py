@@ -24,6 +24,7 @@ from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, 
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
 from flamegraph.sidecar import Context
+from flamegraph.window import Window
 from flamegraph.writer import write_results
 
 from .mlp_log import TrainLog, parse_log
@@ -72,11 +73,11 @@ class RecordedRun:
     jit_unwound: bool = False  # recorded with JIT kernels given unwind info (a JitHook)
 
     @property
-    def window(self) -> tuple[float | None, float | None] | None:
+    def window(self) -> Window | None:
         """TRAIN_START..TRAIN_END; after Ctrl-C, from TRAIN_START to wherever the recording stopped."""
         if self.log.window is not None:
             return self.log.window
-        return (self.log.start, None) if self.log.start is not None else None
+        return Window(self.log.start, None) if self.log.start is not None else None
 
 
 def train_without_perf(run: MlpRun) -> TrainLog:

@@ -6,11 +6,16 @@ stderr plus the exit code below; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TextIO
+from types import FrameType
+from typing import Any, TextIO
 
 # Exit codes (documented in README "Exit codes").
 EXIT_OK = 0
@@ -111,6 +116,57 @@ class StopSignal(BaseException):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGHUP:
+        leave_hung_up_terminal()
+    raise StopSignal(signum)
+
+
+def leave_hung_up_terminal() -> None:
+    """After a hangup, writing to the terminal fails (EIO) and would turn the orderly stop into a
+    traceback: stdout and stderr that were that terminal go to /dev/null, as nohup would have sent them."""
+    for fd in (1, 2):
+        if not os.isatty(fd):
+            continue
+        try:
+            os.write(fd, b"")  # a hung-up terminal fails even this
+        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+
+
+def stop_on_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP act as Ctrl-C does: `StopSignal` in the main thread, so a recording stops
+    perf cleanly and is still drawn, temporary files go and children are ended. An ignored signal
+    (`nohup` ignores SIGHUP) stays ignored, and so does a handler the caller installed. The one path
+    for both: the CLI calls it once, a library call (fleet) for its duration (`stopping_on_signals`).
+    Returns the handlers it replaced."""
+    replaced: dict[int, Any] = {}
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            replaced[signum] = signal.signal(signum, _raise_stop)
+    return replaced
+
+
+@contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """`stop_on_signals` for a block, then the handlers as they were; outside the main thread nothing
+    (only it may handle signals: a library caller's thread leaves them to the caller)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    replaced = stop_on_signals()
+    try:
+        yield
+    finally:
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
 
 
 # The catalogue: every kind of input problem a parser may report, with what it means.

@@ -21,7 +21,7 @@ from .diagnostics import Diagnostics, InputMissing, NoSamples
 from .folded import decode
 from .inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from .model import FoldedProfile
-from .window import Window, WindowFilter, describe_window
+from .window import Window, WindowFilter
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
 
@@ -112,11 +112,11 @@ def fold_perf(
     result = _result(collapser)
     if window is not None:
         for profile in (result.profile, *result.per_event.values()):
-            profile.metadata["window"] = describe_window(window)
+            profile.metadata["window"] = window.format()
         if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
             diagnostics.finish()
             names = ", ".join(label(p) for p in inputs) or "<stdin>"
-            raise NoSamples(f"{names}: no samples in the window {describe_window(window)}")
+            raise NoSamples(f"{names}: no samples in the window {window.format()}")
     return finish_fold(result, inputs, options, diagnostics)
 
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from .model import FoldedProfile
-
 ROOT_NAME = "all"
 SEP = ";"
 AFTER_SEP = chr(ord(SEP) + 1)  # '<': the smallest character greater than ';'
@@ -92,15 +90,6 @@ def min_weight_for(min_width: str | float, total: float, plot_width: float) -> f
     if text.endswith("%"):
         return total * float(text[:-1]) / 100
     return float(text) * total / plot_width if plot_width > 0 else 0.0
-
-
-def layout_profile(
-    profile: FoldedProfile,
-    min_weight: float = 0.0,
-    reverse: bool = False,
-) -> Layout:
-    texts, weights = order_stacks(profile.counts, reverse=reverse)
-    return layout_stacks(texts, Columns(weights), min_weight)
 
 
 def layout_stacks(

@@ -10,7 +10,6 @@ the attribution report (flamegraph.report) reads that after the fold. Frame line
 
 from __future__ import annotations
 
-from .buildid import RecordedBuildIds
 from .collapse import tidy
 from .folded import decode
 from .symbols import FunctionNamer
@@ -51,9 +50,3 @@ class FrameObserver:
         elif tidy.is_kernel_dso(dso):
             self.kernel.add(folded)
         return None
-
-
-def observer_for(group_unknown: bool, recorded: RecordedBuildIds | None = None) -> FrameObserver:
-    """The frame hook for a fold: grouping by function when asked (checked against `recorded`, the
-    recording's build-ids; unverified without them), observing always. flamegraph.grouping decides."""
-    return FrameObserver(FunctionNamer(recorded) if group_unknown else None)

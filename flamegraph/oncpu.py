@@ -12,11 +12,12 @@ from .model import FoldedProfile
 from .observer import FrameObserver
 from .record import Recording, Status, fold_recording
 from .report import HowRecorded, build_report, report_lines, report_metadata
+from .window import Window
 
 
 def fold_with_report(
     recording: Recording,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     status: Status,
     threads: bool = False,
     group_unknown: bool = True,

@@ -29,6 +29,16 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
+def module_file(name: str) -> Path:
+    """A module named as imported (`flamegraph.symbols`), so the rules follow it when the layout moves it."""
+    path = REPO.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def package_files(name: str) -> list[Path]:
+    return sorted(module_file(name).parent.rglob("*.py"))
+
+
 def test_library_never_imports_collectors_or_mxnet() -> None:
     for path in PACKAGE.rglob("*.py"):
         bad = {name for name in imports_of(path) if name.split(".")[0] in {"collectors", "mxnet"}}
@@ -36,9 +46,9 @@ def test_library_never_imports_collectors_or_mxnet() -> None:
 
 
 def test_collapse_and_render_never_import_each_other() -> None:
-    for side, other in (("collapse", "render"), ("render", "collapse")):
-        for path in (PACKAGE / side).rglob("*.py"):
-            bad = {name for name in imports_of(path) if name.startswith(f"flamegraph.{other}")}
+    for side, other in (("flamegraph.collapse", "flamegraph.render"), ("flamegraph.render", "flamegraph.collapse")):
+        for path in package_files(side):
+            bad = {name for name in imports_of(path) if name == other or name.startswith(f"{other}.")}
             assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 
 
@@ -57,12 +67,15 @@ def test_collectors_never_import_the_cli() -> None:
 
 
 def test_symbols_never_import_jit() -> None:
-    bad = {name for name in imports_of(PACKAGE / "symbols.py") if name.startswith("flamegraph.jit")}
+    jit = "flamegraph.jit"
+    bad = {name for name in imports_of(module_file("flamegraph.symbols")) if name.startswith(jit)}
     assert not bad, f"symbols.py imports {bad}"
 
 
 def test_the_fold_time_hook_never_imports_the_post_fold_report() -> None:
-    bad = {name for name in imports_of(PACKAGE / "observer.py") if name in {"flamegraph.report", "flamegraph.oncpu"}}
+    hook = module_file("flamegraph.observer")
+    report = {"flamegraph.report", "flamegraph.oncpu"}
+    bad = {name for name in imports_of(hook) if name in report}
     assert not bad, f"observer.py imports {bad}"
 
 
@@ -73,8 +86,8 @@ def test_tests_share_helpers_not_other_test_modules() -> None:
 
 
 def test_model_and_diagnostics_import_no_stage() -> None:
-    for name in ("model.py", "diagnostics.py"):
-        stages = {i for i in imports_of(PACKAGE / name) if i.startswith("flamegraph.")}
+    for name in ("flamegraph.model", "flamegraph.diagnostics"):
+        stages = {i for i in imports_of(module_file(name)) if i.startswith("flamegraph.")}
         assert stages <= {"flamegraph.model", "flamegraph.diagnostics"}, (name, stages)
 
 
@@ -97,7 +110,88 @@ def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
         "flamegraph.diagnostics",
     }
     for module in sorted(in_process):
-        path = REPO / (module.replace(".", "/") + ".py")
+        path = module_file(module)
         for name in imports_of(path):
             top = name.split(".")[0]
             assert name in in_process or (top in sys.stdlib_module_names and top != "flamegraph"), (module, name)
+
+
+ROOT_NAMED = {
+    *(".ci", ".gitignore", "Makefile", "README.md", "pyproject.toml"),
+    *("bench", "collectors", "docs", "flamegraph", "sample_data", "tests"),
+}
+
+
+def test_the_root_holds_only_what_the_layout_names() -> None:
+    """A merge once committed a wheel and a perf.data at the root; docs/development.md "Layout" names each entry."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    tracked = {line.split("/")[0] for line in listed.splitlines()}
+    assert tracked <= ROOT_NAMED, f"not named by the layout: {sorted(tracked - ROOT_NAMED)}"
+    layout = (REPO / "docs" / "development.md").read_text().split("## Layout", 1)[1]
+    assert all(name in layout for name in ROOT_NAMED), "docs/development.md Layout names every root entry"
+
+
+def _defines(path: Path, name: str) -> bool:
+    return any(isinstance(n, ast.ClassDef) and n.name == name for n in ast.walk(ast.parse(path.read_text())))
+
+
+def _calls_signal_signal(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "signal":
+            if isinstance(node.func.value, ast.Name) and node.func.value.id == "signal":
+                return True
+    return False
+
+
+def test_one_stop_signal_and_one_handler_path() -> None:
+    """StopSignal is defined once, and only its module installs our handlers (`stop_on_signals`, for the
+    CLI and a fleet recording alike). Other processes have their own: the fold's workers put the default
+    back, the profiled program's SIGTERM runs its atexit (MXNet), a Dask worker drops a pending signal."""
+    defining = {path for path in PACKAGE.rglob("*.py") if _defines(path, "StopSignal")}
+    assert defining == {module_file("flamegraph.diagnostics")}, defining
+    other_processes = (
+        "flamegraph.collapse.parallel",
+        "flamegraph.mxnet.inprocess",
+        "flamegraph.fleet.local_worker",
+    )
+    allowed = {module_file("flamegraph.diagnostics"), *map(module_file, other_processes)}
+    installing = {path for path in PACKAGE.rglob("*.py") if _calls_signal_signal(path)}
+    assert installing <= allowed, f"signal handlers installed outside diagnostics: {sorted(installing - allowed)}"
+
+
+def test_one_window_type() -> None:
+    """The time window has one shape (`Window`: seconds of perf's clock, either end open) with its one
+    parser and formats; no second alias, nanosecond tuple or wrapper of the parser."""
+    definitions, shapes, parsers = set(), set(), set()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef | ast.Assign) and "Window" in {
+                *([node.name] if isinstance(node, ast.ClassDef) else []),
+                *(t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)),
+            }:
+                definitions.add(path)
+            if isinstance(node, ast.FunctionDef) and ("parse_window" in node.name or "window_ns" in node.name):
+                parsers.add(f"{path.name}:{node.name}")
+        if "tuple[float | None, float | None]" in text:
+            shapes.add(path)
+    assert definitions == {module_file("flamegraph.window")}, definitions
+    assert not shapes, f"a window as a bare tuple: {sorted(shapes)}"
+    assert parsers <= {"numbers.py:parse_window_option"}, f"a second window parser: {sorted(parsers)}"
+
+
+def test_one_meaning_per_option_field() -> None:
+    """`kernel` meant "annotate _[k]" in FoldOptions and "keep kernel frames" in OffCpuOptions: each
+    meaning has its own name in every options class (annotate_kernel, annotate_jit, keep_kernel)."""
+    from dataclasses import fields
+
+    from flamegraph.collapse.options import FoldOptions
+    from flamegraph.collapse.perf_sched import OffCpuOptions
+
+    for options in (FoldOptions, OffCpuOptions):
+        names = {field.name for field in fields(options)}
+        assert not names & {"kernel", "jit"}, (options.__name__, names & {"kernel", "jit"})
+    assert {"annotate_kernel", "annotate_jit"} <= {field.name for field in fields(FoldOptions)}
+    assert {"annotate_kernel", "keep_kernel"} <= {field.name for field in fields(OffCpuOptions)}

@@ -255,5 +255,33 @@ def test_nan_and_infinity_are_refused_as_negatives_are(command: list[str], value
     before anything is recorded."""
     result = run(*command, value, "-o", str(tmp_path / "out.svg"), "--", "true")
     assert result.returncode == 2, result.stderr
-    assert f"Invalid value for '{command[-1]}'" in result.stderr.decode()
+    said = result.stderr.decode()
+    assert said.startswith(f"flamegraph: {command[-1]} {value!r}: ") and said.count("\n") == 1, said  # one line
     assert b"Traceback" not in result.stderr and not (tmp_path / "out.svg").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record", "--no-svg", "--", "true"],
+        ["record", "--call-graph", "xx", "--", "true"],
+        ["offcpu", "--state", "S,Q", "--", "true"],
+        ["fold", "--window", "3,1", "-"],
+        ["fold", "--scheduler", "local:1", "--window", "1,2", "-"],
+        ["fleet", "record", "--scheduler", "local:1", "--no-svg", "--all-cpus"],
+        ["render", "--order", "sideways", "-"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_bad_option_is_one_line(args: list[str]) -> None:
+    """docs/exit-codes.md: a bad option is one line and exit 2, the same path (BadOption) for every
+    check: typer.BadParameter printed a usage block of four lines for some of them."""
+    result = run(*args, stdin=b"")
+    said = result.stderr.decode()
+    assert result.returncode == 2, said
+    assert said.startswith("flamegraph: ") and said.count("\n") == 1, said
+
+
+def test_no_command_raises_typer_s_bad_parameter() -> None:
+    for path in (REPO / "flamegraph").rglob("*.py"):
+        assert "BadParameter" not in path.read_text(), f"{path}: raise BadOption (one line) instead"

@@ -46,7 +46,7 @@ def test_an_ignored_sighup_stays_ignored() -> None:
     """Under `nohup` SIGHUP is ignored: flamegraph must not turn it back on."""
     code = (
         "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-        "from flamegraph.cli import stop_on_signals; stop_on_signals()\n"
+        "from flamegraph.diagnostics import stop_on_signals; stop_on_signals()\n"
         "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
         "assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL\n"
     )

@@ -423,3 +423,23 @@ def test_folded_text_states_no_total_and_is_copied_as_it_is(tmp_path: Path) -> N
     source.write_bytes(HUGE)
     result = run("convert", str(source), "-", "--to", "folded")
     assert result.returncode == 0 and result.stdout == HUGE, result.stderr
+
+
+def test_the_python_api_writes_every_profile_format(tmp_path: Path) -> None:
+    """`export.write(profile, format, path)`: the formats `convert` writes, from Python, with no CLI
+    (the export choice lived only in cli/convert.py)."""
+    from flamegraph import Diagnostics, export
+    from flamegraph.folded import read_folded
+
+    profile = FoldedProfile({"main;a": 3, "main;b": 1}, "samples", "cpu-clock")
+    files = {"folded": "p.folded", "speedscope": "p.speedscope.json", "pprof": "p.pb.gz", "svg": "p.svg"}
+    for fmt, name in files.items():
+        export.write(profile, fmt, tmp_path / name, title="api")
+    folded = read_folded((tmp_path / "p.folded").read_bytes().splitlines(), "p.folded", Diagnostics(echo=False))
+    assert folded.counts == profile.counts
+    assert json.loads((tmp_path / "p.speedscope.json").read_text())["name"].startswith("api")
+    assert gzip.decompress((tmp_path / "p.pb.gz").read_bytes())
+    assert b"main" in (tmp_path / "p.svg").read_bytes()
+    with pytest.raises(ExportError, match="differential"):
+        export.write(profile, "pprof", tmp_path / "diff.pb.gz", before=profile)
+    assert not (tmp_path / "diff.pb.gz").exists()

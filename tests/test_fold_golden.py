@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN, check_golden
-from fold_paths import fold_file, splits_in_two
+from helpers.fold_paths import fold_file, splits_in_two
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 from flamegraph.folded import iter_folded_lines
@@ -20,7 +20,7 @@ OPTIONS: dict[str, dict[str, object]] = {
     "compat": {"compat": True},
     "pid": {"pid": True},
     "tid": {"tid": True},
-    "all": {"kernel": True, "jit": True},
+    "all": {"annotate_kernel": True, "annotate_jit": True},
     "addrs": {"addrs": True},
 }
 INPUTS = sorted(DIR.glob("*.perf.txt"))

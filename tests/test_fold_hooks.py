@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import GOLDEN
-from fold_paths import fold_collapser
+from helpers.fold_paths import fold_collapser
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
 

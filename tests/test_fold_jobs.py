@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN, REPO
-from fold_paths import fold_collapser, small_chunks
+from helpers.fold_paths import fold_collapser, small_chunks
 
 import flamegraph.collapse.parallel as parallel
 from flamegraph import FoldOptions

@@ -151,7 +151,7 @@ def test_jit_and_kernel_code_are_not_subject_to_the_build_id_rule() -> None:
     )
     kernel = b"/usr/lib/debug/boot/vmlinux-6.1.0-27-amd64"
     text += b"python 100 1.000002: 1 cpu-clock:\n\tffffffff81000010 [unknown] (%s)\n\n" % kernel
-    counts = fold(text, FoldOptions(jit=True, frame_hook=FrameObserver(namer)))
+    counts = fold(text, FoldOptions(annotate_jit=True, frame_hook=FrameObserver(namer)))
     assert counts == {
         "python;[jitted-100-2.so]_[j];jit_gemm_[j];[perf-100.map]_[j]": 1,
         "python;[vmlinux-6.1.0-27-amd64]": 1,
@@ -227,8 +227,8 @@ def test_versioned_kernel_frames_are_annotated() -> None:
         b"\tffffffff81000020 ext4_read (/lib/modules/6.1.0-27-amd64/kernel/fs/ext4/ext4.ko)\n"
         b"\t4011 main (/usr/bin/prog)\n\n"
     )
-    assert fold(text, FoldOptions(kernel=True)) == {"prog;main;ext4_read_[k];do_syscall_64_[k]": 1}
-    assert fold(text, FoldOptions(kernel=True, compat=True)) == {"prog;main;ext4_read;do_syscall_64": 1}
+    assert fold(text, FoldOptions(annotate_kernel=True)) == {"prog;main;ext4_read_[k];do_syscall_64_[k]": 1}
+    assert fold(text, FoldOptions(annotate_kernel=True, compat=True)) == {"prog;main;ext4_read;do_syscall_64": 1}
 
 
 # -- Rust's legacy mangling left in names ----------------------------------------------------------

@@ -9,7 +9,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from fold_paths import fold_file
+from helpers.fold_paths import fold_file
 from helpers.shared import shared_dir
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
@@ -23,9 +23,9 @@ OPTIONS = {
     "": {},
     "pid": {"pid": True},
     "tid": {"tid": True},
-    "kernel": {"kernel": True},
-    "jit": {"jit": True},
-    "all": {"kernel": True, "jit": True},
+    "kernel": {"annotate_kernel": True},
+    "jit": {"annotate_jit": True},
+    "all": {"annotate_kernel": True, "annotate_jit": True},
     "addrs": {"addrs": True},
 }
 

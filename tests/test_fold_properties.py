@@ -6,7 +6,7 @@ import io
 from collections import Counter
 from pathlib import Path
 
-from fold_paths import fold_collapser, small_chunks
+from helpers.fold_paths import fold_collapser, small_chunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -15,15 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.observers import observer_for
 
 from flamegraph.collapse.perf import FoldOptions
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import namer_for_recording
 from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
 from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver, observer_for
+from flamegraph.observer import FrameObserver
 from flamegraph.record import RecordOptions, RecordSpec, fold_recording, record
 from flamegraph.report import attribute
+from flamegraph.window import Window
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 
@@ -80,7 +82,7 @@ def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> 
     start, end = (float(line.split()[1]) for line in lines if line.startswith(("TRAIN_START", "TRAIN_END")))
     namer = namer_for_recording(str(recording.perf_data))  # as `record` and `make flamegraph` fold
     observer = FrameObserver(namer)
-    profile = fold_recording(recording, FoldOptions.with_all(frame_hook=observer), (start, end), Diagnostics())
+    profile = fold_recording(recording, FoldOptions.with_all(frame_hook=observer), Window(start, end), Diagnostics())
     jit = jit_stacks(profile)
     figures = attribute(profile, observer)
     assert sum(jit.values()) >= 20, lines[-20:]

@@ -14,7 +14,6 @@ from flamegraph.layout import (
     Columns,
     Layout,
     Rect,
-    layout_profile,
     layout_stacks,
     min_weight_for,
     order_stacks,
@@ -23,6 +22,12 @@ from flamegraph.model import FoldedProfile
 
 # Names where one is a prefix of another, and characters sorting before and after ';'.
 NAMES = ["a", "a+b", "a b", "ab", "a<", "b", "main", "[unknown]", "std::vector<int>", "é", "z"]
+
+
+def layout_profile(profile: FoldedProfile, min_weight: float = 0.0, reverse: bool = False) -> Layout:
+    """A profile laid out as the renderer does it: its stacks ordered, then merged."""
+    texts, weights = order_stacks(profile.counts, reverse=reverse)
+    return layout_stacks(texts, Columns(weights), min_weight)
 
 
 def drawn_paths(layout: Layout) -> dict[tuple[str, ...], float]:

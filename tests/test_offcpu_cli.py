@@ -95,8 +95,8 @@ def test_usage_errors(args: list[str], message: str) -> None:
     """Each mistake is caught before anything is recorded, by the check meant for it."""
     proc = run_cli("offcpu", *args)
     assert proc.returncode == EXIT_USAGE, proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
-    assert len(errors) == 1 and message in errors[0] and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()  # one line, not a usage block (docs/exit-codes.md)
+    assert len(lines) == 1 and lines[0].startswith("flamegraph: ") and message in lines[0], proc.stderr
 
 
 def test_perf_missing(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from flamegraph.folded import write_folded
 from flamegraph.offcpu.fold import fold_offcpu
 
 INPUTS = sorted((GOLDEN / "offcpu").glob("*.perf.txt"))
-VARIANTS = {"default": OffCpuOptions(), "no-kernel": OffCpuOptions(kernel=False)}
+VARIANTS = {"default": OffCpuOptions(), "no-kernel": OffCpuOptions(keep_kernel=False)}
 
 
 def test_inputs_exist() -> None:

@@ -8,6 +8,7 @@ from flamegraph.collapse.perf_sched import NEW_THREAD, SINCE_START, OffCpuOption
 from flamegraph.collapse.sched_totals import OffCpuFolder, format_ns
 from flamegraph.diagnostics import Diagnostics, StrictFailure
 from flamegraph.model import FoldedProfile
+from flamegraph.window import Window
 
 NANOSLEEP = [
     "\tffffffff821f8298 __schedule+0x618 ([kernel.kallsyms])",
@@ -215,7 +216,7 @@ def test_malformed_records_are_reported_with_their_line() -> None:
 
 def test_kernel_frames_dropped_or_annotated() -> None:
     text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
-    assert list(fold(text, OffCpuOptions(kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]
+    assert list(fold(text, OffCpuOptions(keep_kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]
     annotated = list(fold(text, OffCpuOptions(annotate_kernel=True)).counts)[0]
     assert annotated.endswith("do_syscall_64_[k];do_nanosleep_[k];__schedule_[k];[S]")
 
@@ -364,6 +365,6 @@ def test_window_cuts_waits_to_its_span() -> None:
         + switch("app", 10, "2.000000", "R", "b", 11, NANOSLEEP[:1])  # after the window
         + record("app", 10, "2.100000", "PERF_RECORD_SWITCH IN")
     )
-    profile = fold(text, OffCpuOptions(window=(1_300_000_000, 1_600_000_000)))
+    profile = fold(text, OffCpuOptions(window=Window(1.3, 1.6)))
     assert profile.counts == {f"app-10;{NANOSLEEP_STACK};[S]": 100000, "app-10;__schedule;[D]": 100000}
     assert profile.metadata["window"] == "300.0 ms"

@@ -18,11 +18,11 @@ from flamegraph.record import (
     check_target,
     explain_failure,
     parse_call_graph,
-    parse_window,
     record_command,
     script_args,
 )
 from flamegraph.record.spec import CAP_IPC_LOCK, CAP_PERFMON, has_capability
+from flamegraph.window import Window
 
 OUT = Path("/tmp/x/perf.data")
 
@@ -84,7 +84,7 @@ def test_call_graph_rejected(text: str) -> None:
     [("1.5,2.5", (1.5, 2.5)), ("10,", (10.0, None)), (",3", (None, 3.0)), ("4,4", (4.0, 4.0))],
 )
 def test_window_accepted(text: str, expected: tuple[float | None, float | None]) -> None:
-    assert parse_window(text) == expected
+    assert Window.parse(text) == expected and Window.parse(text).format()
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_window_accepted(text: str, expected: tuple[float | None, float | None])
 def test_window_rejected(text: str) -> None:
     """Plain seconds only: no sign, exponent, inf, nan or '_' (float() takes all of them; perf takes none)."""
     with pytest.raises(ValueError, match=r"expected START,END in seconds \(0 <= START <= END\)"):
-        parse_window(text)
+        Window.parse(text)
 
 
 def test_call_graph_size_too_long_to_convert() -> None:
@@ -109,7 +109,7 @@ def recording(**kwargs: object) -> Recording:
 
 def test_script_args_window_and_hook_extras() -> None:
     assert script_args(recording()) == ["-F", "comm,pid,tid,time,event,ip,sym,dso"]
-    args = script_args(recording(script_extra=("--show-mmap-events",)), (1.25, None), "comm,tid,ip")
+    args = script_args(recording(script_extra=("--show-mmap-events",)), Window(1.25, None), "comm,tid,ip")
     assert args == ["-F", "comm,tid,ip", "--time", "1.250000,", "--show-mmap-events"]
 
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from helpers.dsos import QUADMATH, full_parse, need_quadmath
+from helpers.observers import observer_for
 
 from flamegraph.collapse.perf import FoldOptions, PerfCollapser
 from flamegraph.diagnostics import Diagnostics
 from flamegraph.grouping import UNVERIFIED
 from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver, observer_for
+from flamegraph.observer import FrameObserver
 from flamegraph.report import (
     HowRecorded,
     attribute,
@@ -25,6 +26,7 @@ from flamegraph.report import (
 )
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
 
 
 def record(tid: int, *frames: str) -> str:

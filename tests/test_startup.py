@@ -26,6 +26,13 @@ ONE_SAMPLE = (
     b"\t    7f0000000100 __libc_start_main+0x80 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
     b"\n"
 )
+# The off-CPU modules, each by name (so they are followed wherever the layout puts them).
+OFFCPU = (
+    "flamegraph.offcpu.record",
+    "flamegraph.offcpu.proc",
+    "flamegraph.offcpu.fold",
+    "flamegraph.offcpu.threads",
+)
 # Never needed to fold text: the CLI library's extras, the renderer, recording, JIT naming, worker pools.
 FOLD_NEVER = (
     "pydantic",
@@ -43,13 +50,13 @@ FOLD_NEVER = (
     "flamegraph.jit.session",
     "flamegraph.jit.recording",
     "flamegraph.record",
-    "flamegraph.offcpu",
+    *OFFCPU,
 )
 # `flamegraph --help` registers every command but runs none: no stage (the record and offcpu commands
 # read their defaults from flamegraph.record.spec, which is light).
 HELP_NEVER = (
-    *(name for name in FOLD_NEVER if name not in ("flamegraph.record", "flamegraph.offcpu")),
-    "flamegraph.offcpu",
+    *(name for name in FOLD_NEVER if name not in ("flamegraph.record", *OFFCPU)),
+    *OFFCPU,
     "flamegraph.record.run",
     "flamegraph.record.script",
     "flamegraph.collapse",

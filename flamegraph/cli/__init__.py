@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sys
-from types import FrameType
 
-from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal
+from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
 from .app import Interrupted, ReaderLeft, app
 
 __all__ = ["app", "main", "register_commands"]
@@ -35,38 +33,6 @@ def register_commands(argv: list[str] | None = None) -> None:
     wanted = COMMAND_MODULES.get(args[0]) if args else None
     for module in [wanted] if wanted else sorted(set(COMMAND_MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-def _raise_stop(signum: int, frame: FrameType | None) -> None:
-    if signum == signal.SIGHUP:
-        leave_hung_up_terminal()
-    raise StopSignal(signum)
-
-
-def leave_hung_up_terminal() -> None:
-    """After a hangup, writing to the terminal fails (EIO) and would turn the orderly stop into a
-    traceback: stdout and stderr that were that terminal go to /dev/null, as nohup would have sent them."""
-    for fd in (1, 2):
-        if not os.isatty(fd):
-            continue
-        try:
-            os.write(fd, b"")  # a hung-up terminal fails even this
-        except OSError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, fd)
-            os.close(devnull)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM and SIGHUP act as Ctrl-C does: an exception in the main thread, so a recording stops
-    perf cleanly and is still drawn, temporary files go and children are ended. An ignored signal
-    (`nohup` ignores SIGHUP) stays ignored."""
-    for signum in STOP_SIGNALS:
-        if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _raise_stop)
 
 
 def main() -> None:

@@ -6,7 +6,6 @@ Also the writers behind `render --format` and the `--speedscope/--pprof/--chrome
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +13,8 @@ import typer
 
 # The folding and export stages are imported where they run: `flamegraph --help` imports every command module.
 from ..diagnostics import BadOption, Diagnostics, NoSamples
-from ..export import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest, format_of, known_endings
+from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
+from ..export.files import render_profile_export, render_timeline_export, write, write_bytes
 from ..model import FoldedProfile
 from .app import app
 from .describe import describe_profile
@@ -22,11 +22,8 @@ from .inputs import refuse_binary
 
 if TYPE_CHECKING:
     from ..collapse.perf import FoldOptions
-    from ..collapse.perf_sched import OffCpuOptions
     from ..export.sources import Source
-    from ..export.timeline import Timeline
     from ..folded import FoldedRead
-    from ..record import Recording
     from ..symbols import FunctionNamer
 
 FormatName = Annotated[
@@ -35,92 +32,11 @@ FormatName = Annotated[
 ]
 
 
-def render_profile_export(
-    profile: FoldedProfile, fmt: str, title: str | None = None, before: FoldedProfile | None = None
-) -> bytes:
-    """The bytes of `profile` in a format made from folded stacks. With `before` (a differential
-    profile: `profile` is AFTER), svg draws the differential graph as `render` does, folded keeps both
-    counts, and a format with one count per stack refuses it (exit 3) rather than drop a side."""
-    if before is not None and fmt in ONE_COUNT_FORMATS:
-        raise ExportError(
-            f"{fmt} holds one count per stack and this profile is differential (two counts per line, "
-            "BEFORE AFTER): draw it as svg, or convert each side's folded file on its own"
-        )
-    if fmt == "speedscope":
-        from ..export.speedscope import render_speedscope
-
-        return render_speedscope(profile, title)
-    if fmt == "pprof":
-        from ..export.pprof import render_pprof
-
-        return render_pprof(profile, title)
-    if fmt == "folded":
-        from ..folded import iter_diff_folded_lines, iter_folded_lines
-
-        lines = iter_folded_lines(profile) if before is None else iter_diff_folded_lines(before, profile)
-        return b"".join(lines)
-    if fmt == "svg":
-        from ..render import RenderOptions, render_diff, render_svg
-
-        options = RenderOptions(title=title or "Flame Graph")
-        if before is None:
-            return render_svg(profile, options)
-        options.diff_width = "after"  # flamegraph.pl's geometry for difffolded input, as `render` draws it
-        return render_diff(before, profile, options)
-    if fmt in TIMED_FORMATS:
-        raise BadOption(
-            f"{fmt} needs each sample's time, which folded stacks do not have: "
-            "convert the perf script text or perf.data instead (flamegraph convert perf.data OUT.json)"
-        )
-    raise BadOption(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
-
-
-def render_timeline_export(timeline: Timeline, fmt: str, title: str | None = None) -> bytes:
-    from ..export.chrome_trace import render_chrome_trace
-
-    assert fmt == "chrome-trace", fmt
-    return render_chrome_trace(timeline, title)
-
-
 def export_profile(read: FoldedRead, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
     """`render --format FMT`: the export instead of the SVG (the same title; no PNG of it)."""
     if png is not None:
         raise BadOption("--png draws the SVG: it goes with --format svg")
-    data = render_profile_export(read.profile, fmt, None if title == "Flame Graph" else title, read.before)
-    write_bytes(output, data)
-
-
-def write_exports(
-    request: ExportRequest,
-    profile: FoldedProfile,
-    recording: Recording,
-    note: Callable[[str], None],
-    timeline_options: FoldOptions | None = None,
-    window: tuple[float | None, float | None] | None = None,
-    offcpu: OffCpuOptions | None = None,
-    pid: int | None = None,
-) -> None:
-    """`record` / `offcpu` --speedscope/--pprof/--chrome-trace: each file written atomically and announced.
-    The Chrome trace re-reads the recording in time order with the options the fold used."""
-    from ..collapse.perf import FoldOptions
-    from ..export.sources import recording_timeline
-
-    for fmt, path in request.files:
-        if fmt in TIMED_FORMATS:
-            options = timeline_options or FoldOptions.with_all(tid=True)
-            timeline = recording_timeline(recording, options, window, offcpu, pid or 0)
-            data = render_timeline_export(timeline, fmt, request.title)
-        else:
-            data = render_profile_export(profile, fmt, request.title)
-        write_bytes(path, data)
-        note(f"wrote {path} ({fmt})")
-
-
-def write_bytes(path: Path | None, data: bytes) -> None:
-    from ..writer import atomic_output  # here: `flamegraph --help` imports this module
-
-    with atomic_output(path) as out:
-        out.write(data)
+    write(read.profile, fmt, output, None if title == "Flame Graph" else title, read.before)
 
 
 def output_format(output: str, to: str | None) -> str:
@@ -239,7 +155,8 @@ def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -
         from ..collapse.perf_sched import OffCpuOptions
         from ..offcpu.fold import fold_offcpu
 
-        return FoldedRead(fold_offcpu([found.path], OffCpuOptions(annotate_kernel=options.kernel), diagnostics))
+        offcpu = OffCpuOptions(annotate_kernel=options.annotate_kernel)
+        return FoldedRead(fold_offcpu([found.path], offcpu, diagnostics))
     from ..fold import fold_perf
 
     return FoldedRead(fold_perf([found.path], options, diagnostics).profile)

@@ -38,7 +38,7 @@ def _call_graph(text: str) -> str:
     try:
         return parse_call_graph(text)
     except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
+        raise BadOption(str(err)) from None
 
 
 @fleet_app.command("record", context_settings={"allow_interspersed_args": False})
@@ -57,7 +57,10 @@ def fleet_record(
     duration: Annotated[
         float,
         typer.Option(
-            "--duration", metavar="SECONDS", parser=finite(0.1), help="seconds to record on every host, at least 0.1"
+            "--duration",
+            metavar="SECONDS",
+            parser=finite("--duration", 0.1),
+            help="seconds to record on every host, at least 0.1",
         ),
     ] = 10.0,
     grace: Annotated[
@@ -65,7 +68,7 @@ def fleet_record(
         typer.Option(
             "--grace",
             metavar="SECONDS",
-            parser=finite(0.0),
+            parser=finite("--grace", 0.0),
             help="seconds a host may take after --duration before it counts as missing",
         ),
     ] = DEFAULT_GRACE,
@@ -115,12 +118,12 @@ def fleet_record(
 
     target = _target(match, all_cpus, tuple(command or ()))
     if (jit or mxnet) and not target.command:
-        raise typer.BadParameter("--jit and --mxnet need the process launched by us: use -- COMMAND")
+        raise BadOption("--jit and --mxnet need the process launched by us: use -- COMMAND")
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
         call_graph = JIT_CALL_GRAPH
     if no_svg and folded is None:
-        raise typer.BadParameter("--no-svg needs --folded")
+        raise BadOption("--no-svg needs --folded")
     where = Scheduler.parse(scheduler)
     for path in (None if no_svg else output, folded, outlier):
         check_writable(path)  # before anything is recorded, as `flamegraph record` checks
@@ -156,7 +159,7 @@ def _target(match: str | None, all_cpus: bool, command: tuple[str, ...]) -> Targ
     from ..fleet.model import Target
 
     if sum((match is not None, all_cpus, bool(command))) != 1:
-        raise typer.BadParameter("give exactly one of --match REGEX, --all-cpus and -- COMMAND ARGS")
+        raise BadOption("give exactly one of --match REGEX, --all-cpus and -- COMMAND ARGS")
     if match is not None:
         try:
             re.compile(match)

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..diagnostics import BadOption
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
+from .numbers import parse_window_option
 
 if TYPE_CHECKING:  # `flamegraph --help` imports no stage: the window reads perf script's grammar
     from ..window import Window
@@ -120,11 +122,11 @@ def fold(
       flamegraph fold --offcpu --window 680.0,685.0 sched.perf.data -o waits.folded
     """
     if scheduler is not None and (offcpu or report or per_event is not None or strict):
-        raise typer.BadParameter("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
+        raise BadOption("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
     if scheduler is not None and window is not None:
-        raise typer.BadParameter("--scheduler does not combine with --window")
+        raise BadOption("--scheduler does not combine with --window")
     if scheduler is not None and srcline:
-        raise typer.BadParameter("--scheduler does not combine with --srcline")
+        raise BadOption("--scheduler does not combine with --srcline")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
     from ..collapse.perf import FoldOptions
     from ..diagnostics import Diagnostics
@@ -148,7 +150,7 @@ def fold(
     kernel = annotate_kernel or annotate or old_kernel or old_all
     jit = annotate_jit or annotate or old_jit or old_all
     event_filter = event if event is not None else old_event
-    span = _window(window)
+    span = parse_window_option(window)
     paths = inputs or ["-"]
     refuse_wrong_input(paths, "perf script output", "fold")
     reading_stdin_note(paths, "perf script output")
@@ -164,8 +166,8 @@ def fold(
     options = FoldOptions(
         pid=pid,
         tid=tid,
-        kernel=kernel,
-        jit=jit,
+        annotate_kernel=kernel,
+        annotate_jit=jit,
         addrs=addrs,
         event_filter=event_filter,
         per_event=per_event is not None,
@@ -208,17 +210,6 @@ def _note(text: str) -> None:
     typer.echo(text, err=True)
 
 
-def _window(text: str | None) -> Window | None:
-    if text is None:
-        return None
-    from ..record.spec import parse_window
-
-    try:
-        return parse_window(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="'--window'") from None
-
-
 def _fold_offcpu(
     inputs: list[str],
     output: Path | None,
@@ -234,14 +225,14 @@ def _fold_offcpu(
     from ..folded import write_folded
     from ..grouping import grouping_note, namer_for_inputs
     from ..observer import FrameObserver
-    from ..offcpu.fold import fold_offcpu_totals, window_ns
+    from ..offcpu.fold import fold_offcpu_totals
     from ..sidecar import Context
     from ..writer import write_atomically, write_sidecar
 
     namer = namer_for_inputs(inputs, group_unknown)
     options = OffCpuOptions(
         annotate_kernel=annotate_kernel,
-        window=window_ns(window) if window is not None else None,
+        window=window,
         frame_hook=FrameObserver(namer) if namer is not None else None,
     )
     fold = fold_offcpu_totals([] if inputs == ["-"] else inputs, options, Diagnostics(strict=strict))

@@ -1,4 +1,5 @@
-"""The one parser for float options (`--duration`, `--grace`, `--min-us`): a finite number in range.
+"""The parsers of number options: floats (`--duration`, `--grace`, `--min-us`) finite and in range, and
+`--window START,END` (fold, record, offcpu) as a `Window`. Light: `fold` imports this, not the recorder.
 
 click's FloatRange lets `nan` and `inf` through (no comparison with nan is true, inf passes any
 minimum): `offcpu -p PID --duration nan` never stopped. They are refused here as a number below the
@@ -10,21 +11,32 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import typer
+from ..diagnostics import BadOption
+from ..window import Window
 
 
-def finite(minimum: float) -> Callable[[str | float], float]:
-    """A typer `parser=`: the option's text as a float that is a real number and at least `minimum`."""
+def finite(option: str, minimum: float) -> Callable[[str | float], float]:
+    """A typer `parser=` for `option`: its text as a float that is a real number and at least `minimum`."""
 
     def parse(value: str | float) -> float:
         try:
             number = float(value)
         except ValueError:
-            raise typer.BadParameter(f"{value!r} is not a number") from None
+            raise BadOption(f"{option} {value!r}: not a number") from None
         if not math.isfinite(number):
-            raise typer.BadParameter(f"{value!r} is not a finite number")
+            raise BadOption(f"{option} {value!r}: not a finite number")
         if number < minimum:
-            raise typer.BadParameter(f"{value!r} is less than {minimum:g}")
+            raise BadOption(f"{option} {value!r}: less than {minimum:g}")
         return number
 
     return parse
+
+
+def parse_window_option(text: str | None) -> Window | None:
+    """--window START,END (seconds, either side open) of `fold`, `record` and `offcpu`, or one usage line."""
+    if text is None:
+        return None
+    try:
+        return Window.parse(text)
+    except ValueError as err:
+        raise BadOption(str(err)) from None

@@ -9,9 +9,10 @@ import typer
 
 # Only what the command's signature needs: `flamegraph --help` imports every command module, so the
 # recording, pairing and rendering stages are imported where they run.
+from ..diagnostics import BadOption
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
-from .numbers import finite
+from .numbers import finite, parse_window_option
 from .recorder import (
     Command,
     Duration,
@@ -29,7 +30,6 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_window_option,
 )
 
 if TYPE_CHECKING:
@@ -45,16 +45,8 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     states = frozenset(part.strip() for part in text.split(",") if part.strip())
     unknown = sorted(s for s in states if s not in STATES)
     if not states or unknown:
-        raise typer.BadParameter(f"expected states among {','.join(sorted(STATES))}, got {text!r}")
+        raise BadOption(f"--state: expected states among {','.join(sorted(STATES))}, got {text!r}")
     return states
-
-
-def parse_window_ns(text: str | None) -> tuple[int, int] | None:
-    """--window 'START,END' seconds (either side may be empty) -> nanoseconds; waits are cut to it, not dropped."""
-    from ..offcpu.fold import window_ns
-
-    span = parse_window_option(text)
-    return window_ns(span) if span is not None else None
 
 
 @app.command(
@@ -77,7 +69,10 @@ def offcpu_cli(
     min_us: Annotated[
         float,
         typer.Option(
-            "--min-us", metavar="N", parser=finite(0), help="leave out waits shorter than N µs (they are counted)"
+            "--min-us",
+            metavar="N",
+            parser=finite("--min-us", 0),
+            help="leave out waits shorter than N µs (they are counted)",
         ),
     ] = 0.0,
     state: Annotated[str | None, typer.Option("--state", metavar="S,D,R", help="keep only these thread states")] = None,
@@ -170,7 +165,8 @@ def offcpu_cli(
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
-    options = OffCpuOptions(kernel=kernel, states=parse_states(state), min_us=min_us, window=parse_window_ns(window))
+    span = parse_window_option(window)
+    options = OffCpuOptions(keep_kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
     spec = offcpu_spec(pid, command or (), duration, call_graph, wakers)
     status = Status()
     woken = " and who woke it" if wakers else ""
@@ -204,10 +200,10 @@ def offcpu_cli(
         if open_ and svg is not None:
             open_in_browser(svg)
         if exports:
-            from .convert import write_exports
+            from ..export.files import write_recording_exports
 
             request = ExportRequest(exports.files, render.title)
-            write_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
+            write_recording_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
         for key, value in fold.totals.terminal().items():
             status.note(f"{key}: {value}")
     exit_like_the_command(recording, status.note)

@@ -15,6 +15,7 @@ from ..export import ExportRequest
 from ..record.memory import MODES as MEMORY_MODES
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
+from .numbers import parse_window_option
 from .recorder import (
     Command,
     Duration,
@@ -36,7 +37,6 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_window_option,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..record import Recording, RecordSpec, Status
     from ..record.memory import MemoryRequest
     from ..render import RenderOptions
+    from ..window import Window
     from .scratch import ScratchRecording
 
 
@@ -244,7 +245,7 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     duration: float | None,
     freq: int,
     call_graph: str,
-    span: tuple[float | None, float | None] | None,
+    span: Window | None,
     name: str,
     title: str | None,
     preset: str | None,
@@ -297,7 +298,7 @@ class OutputRequest:
 
 def record_and_draw(
     spec: RecordSpec,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     draw: OutputRequest,
     perf_data: Path | None,
     jit: bool = False,
@@ -333,7 +334,7 @@ def record_and_draw(
 
 def _record_and_write(
     spec: RecordSpec,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     draw: OutputRequest,
     session: ScratchRecording,
     status: Status,
@@ -383,13 +384,13 @@ def _record_and_write(
     if draw.open and svg is not None:
         open_in_browser(svg)
     if draw.exports:
-        from .convert import write_exports
+        from ..export.files import write_recording_exports
 
         # The trace's frames named as the fold named them (build-id checked grouping included).
         timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
         namer = namer_for_recording(str(recording.perf_data)) if timed else None
         fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
-        write_exports(draw.exports, profile, recording, status.note, fold, window)
+        write_recording_exports(draw.exports, profile, recording, status.note, fold, window)
     report_top(profile, status)
     return recording
 

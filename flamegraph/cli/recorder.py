@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
+from ..diagnostics import BadOption
 from ..export import ExportRequest
-from ..record.spec import parse_call_graph, parse_window
+from ..record.spec import parse_call_graph
 from .numbers import finite
 
 Command = Annotated[
@@ -22,7 +23,7 @@ Duration = Annotated[
     typer.Option(
         "--duration",
         metavar="SECONDS",
-        parser=finite(0.1),
+        parser=finite("--duration", 0.1),
         help="stop after this long, at least 0.1 (default: exit/Ctrl-C)",
     ),
 ]
@@ -75,26 +76,16 @@ def parse_call_graph_option(text: str) -> str:
     try:
         return parse_call_graph(text)
     except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
-
-
-def parse_window_option(text: str | None) -> tuple[float | None, float | None] | None:
-    """--window START,END (seconds, either side open), or one usage line."""
-    if text is None:
-        return None
-    try:
-        return parse_window(text)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
+        raise BadOption(str(err)) from None
 
 
 def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, folded: Path | None,
                   exports: ExportRequest) -> None:  # fmt: skip
     """One target, and something to write: checked before anything is recorded."""
     if bool(command) == (pid is not None):
-        raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
+        raise BadOption("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None and not exports:
-        raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
+        raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
 
 
 def check_outputs(

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..record import RecordSpec
     from ..render import RenderOptions
+    from ..window import Window
 
 
 def record_wall(
     spec: RecordSpec,
-    window: tuple[float | None, float | None] | None,
+    window: Window | None,
     options: RenderOptions | None,
     svg: Path,
     folded: Path | None,
@@ -31,7 +32,6 @@ def record_wall(
     from ..export import ExportRequest
     from ..grouping import grouping_note, namer_for_recording
     from ..observer import FrameObserver
-    from ..offcpu.fold import window_ns
     from ..offcpu.record import record_offcpu
     from ..offcpu.wall import fold_wall
     from ..record import Status
@@ -51,7 +51,7 @@ def record_wall(
         status.note(f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)")
         namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
         hook = FrameObserver(namer) if namer is not None else None
-        waits = OffCpuOptions(window=window_ns(window) if window is not None else None, frame_hook=hook)
+        waits = OffCpuOptions(window=window, frame_hook=hook)
         wall = fold_wall(recording, waits, Diagnostics(), status, replace(FoldOptions(), frame_hook=hook))
         if (note := grouping_note(namer)) is not None:
             status.note(note)

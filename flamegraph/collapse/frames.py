@@ -125,9 +125,9 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
         if i > 0 or (dso == b"inlined" and not options.compat):
             if b"_[i]" not in name:
                 name += b"_[i]"
-        elif options.kernel and tidy.is_kernel_dso(dso, options.compat):
+        elif options.annotate_kernel and tidy.is_kernel_dso(dso, options.compat):
             name += b"_[k]"
-        elif options.jit and tidy.is_jit_dso(dso, options.compat) and b"_[j]" not in name:
+        elif options.annotate_jit and tidy.is_jit_dso(dso, options.compat) and b"_[j]" not in name:
             name += b"_[j]"
         names.append(name)
     if source:  # the reference reads one source line per inlined piece: the first piece takes it

@@ -21,8 +21,8 @@ class FoldOptions:
 
     pid: bool = False  # comm-PID as the root frame
     tid: bool = False  # comm-PID/TID as the root frame
-    kernel: bool = False  # annotate kernel frames with _[k]
-    jit: bool = False  # annotate JIT frames with _[j]
+    annotate_kernel: bool = False  # suffix kernel frames with _[k] (stackcollapse-perf.pl --kernel)
+    annotate_jit: bool = False  # suffix JIT frames with _[j] (stackcollapse-perf.pl --jit)
     addrs: bool = False  # [dso <addr>] instead of [dso] for unknown symbols
     event_filter: str | None = None  # fold only this event (default: the first one seen)
     per_event: bool = False  # fold every event separately (no filtering)
@@ -33,4 +33,4 @@ class FoldOptions:
 
     @classmethod
     def with_all(cls, **kwargs: object) -> FoldOptions:
-        return cls(kernel=True, jit=True, **kwargs)  # type: ignore[arg-type]
+        return cls(annotate_kernel=True, annotate_jit=True, **kwargs)  # type: ignore[arg-type]

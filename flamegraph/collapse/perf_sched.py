@@ -32,13 +32,13 @@ from typing import NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..folded import decode
+from ..window import Window
 from .frames import FrameNames
 from .options import FoldOptions, FrameHook, SampleHook
 from .process_tree import ProcessTree
 from .script import (
     COMM_RECORD,
     LOST_RECORD,
-    NON_SAMPLE,
     SCHED_HEADER,
     SWITCH_FIELDS,
     SWITCH_RECORD,
@@ -81,11 +81,11 @@ class Wait(NamedTuple):
 class OffCpuOptions:
     """What to keep of the waits; the folding of frames follows `flamegraph fold`'s rules."""
 
-    kernel: bool = True  # keep kernel frames (the part of the stack that says why the thread waits)
+    keep_kernel: bool = True  # keep kernel frames (the part of the stack that says why the thread waits)
     annotate_kernel: bool = False  # suffix kernel frames with _[k]
     states: frozenset[str] | None = None  # keep only these states (S, D, R, ...); None keeps all
     min_us: float = 0.0  # drop waits shorter than this (they are counted, never silently)
-    window: tuple[int, int] | None = None  # keep only what falls in [start, end] (perf's clock, ns)
+    window: Window | None = None  # keep only what falls in it (perf's clock; cut to it, not dropped)
     sample_hook: SampleHook | None = None  # as in fold: (switch-out header, frames leaf first) -> frames
     frame_hook: FrameHook | None = None  # as in fold: names [unknown] frames by function (--group-unknown)
     # Fold who woke each wait above it (`--` then the waker), from sched_waking/sched_wakeup records.
@@ -263,15 +263,14 @@ class SchedCollapser:
         self.diagnostics = diagnostics
         # Frames are named as `fold` names them ([unknown] ones grouped by `frame_hook`, as in fold);
         # kernel frames dropped unless `kernel`.
-        names = FoldOptions(kernel=options.annotate_kernel, frame_hook=options.frame_hook)
-        self.frames = FrameNames(names, drop_kernel=not options.kernel)
+        names = FoldOptions(annotate_kernel=options.annotate_kernel, frame_hook=options.frame_hook)
+        self.frames = FrameNames(names, drop_kernel=not options.keep_kernel)
         # A waker's kernel frames say whether a task, a timer or an interrupt woke: named even when dropped.
-        self.waker_names = FrameNames(names) if not options.kernel else self.frames
+        self.waker_names = FrameNames(names) if not options.keep_kernel else self.frames
         self.wakeups = 0  # wakeup records read
         self.waking_seen = False  # sched_waking records present: sched_wakeup ones are then ignored
         self.switches = 0  # sched_switch records read
         self.lost = 0  # events perf reported lost
-        self.other_records = 0  # samples of other events, not folded
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
         # Of the last recording read: its length, and the threads alive at its start that no record
         # shows (blocked, or running without a switch, for the whole window: the text cannot tell).
@@ -282,7 +281,8 @@ class SchedCollapser:
         """How much of a recording spanning [start, end] the `window` option keeps."""
         if self.options.window is None:
             return end - start
-        return max(0, min(end, self.options.window[1]) - max(start, self.options.window[0]))
+        first, last = self.options.window.ns()
+        return max(0, min(end, last) - max(start, first))
 
     def frame(self, line: bytes) -> bytes | None:
         """Folded name of a frame line (cached), b'' for frames we drop, None if malformed."""
@@ -430,8 +430,6 @@ class SchedCollapser:
             self._comm(pairing, named, ns)
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
-        elif not rest.startswith(NON_SAMPLE):
-            self.other_records += 1
         if wait is not None:
             ready.append(wait)
         return None

@@ -61,7 +61,7 @@ class OffCpuFolder:
 
     def add(self, wait: Wait) -> None:
         if self.options.window is not None:
-            wait = self.clip(wait, *self.options.window)
+            wait = self.clip(wait, *self.options.window.ns())
             if not wait.ns:
                 return  # outside the window asked for
         if self.states is not None and wait.state not in self.states:

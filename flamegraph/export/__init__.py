@@ -9,8 +9,9 @@ One module per format, each a pure function from our types to bytes:
 
 Frame names go through `names.export_name` (bytes that are not UTF-8 as `\\xNN`, reversibly).
 The formats and the file names they are known by live here, so `flamegraph convert` and
-`render --format` agree. Nothing here imports json or protobuf at module level: the CLI pays for
-a format only when it writes one.
+`render --format` agree; `write(profile, format, path)` (export/files.py) writes any of them.
+Nothing here imports json or protobuf at module level: the CLI pays for a format only when it
+writes one.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "pprof": (".pb.gz", ".pprof", ".pprof.gz", ".pb"),
     "chrome-trace": (".trace.json", ".json"),
 }
-PROFILE_FORMATS = ("svg", "folded", "speedscope", "pprof")  # made from folded stacks
 ONE_COUNT_FORMATS = ("speedscope", "pprof")  # one weight per stack: no room for a differential's BEFORE
 TIMED_FORMATS = ("chrome-trace",)  # need each sample's time: made from `perf script` text
 # A thread root as the folders write it: comm-PID/TID (--tid), comm-TID (off-CPU), comm-PID (--pid).
@@ -108,3 +108,6 @@ def threaded(profile: FoldedProfile) -> bool:
     """Every stack is rooted at a thread (or process): exports then keep one view per thread."""
     roots = {stack.split(";", 1)[0] for stack in profile.counts}
     return bool(roots) and all(THREAD_ROOT.match(root) for root in roots)
+
+
+from .files import write as write  # noqa: E402  (after the tables it reads: `export.write(profile, format, path)`)

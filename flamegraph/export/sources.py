@@ -28,6 +28,7 @@ from ..folded import parse_count
 from ..inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from ..perf import find_perf, script_command, stream_script
 from ..record import ONCPU_FIELDS, Recording, script_args
+from ..window import Window
 from . import sampling_interval_ns
 from .timeline import Timeline, read_offcpu_timeline, read_timeline
 
@@ -145,7 +146,7 @@ def read_source_timeline(
 def recording_timeline(
     recording: Recording,
     options: FoldOptions,
-    window: tuple[float | None, float | None] | None = None,
+    window: Window | None = None,
     offcpu: OffCpuOptions | None = None,
     pid: int = 0,
 ) -> Timeline:

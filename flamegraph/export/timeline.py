@@ -199,7 +199,7 @@ def read_offcpu_timeline(
     timeline = Timeline(unit="microseconds", event="sched:sched_switch")
     # What the off-CPU folder (collapse.sched_totals.OffCpuFolder) keeps, the trace draws.
     states = {state.encode() for state in options.states} if options.states else None
-    first, last = options.window or (0, 2**63)
+    first, last = options.window.ns() if options.window else (0, 2**63)
     untimed = 0
     for wait in collapser.iter_waits(lines, path):
         if not wait.end:

@@ -20,17 +20,15 @@ import logging
 import shutil
 import signal
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from ..diagnostics import ClusterUnavailable
+from ..diagnostics import ClusterUnavailable, StopSignal, stopping_on_signals
 from .hosts import host_identity, installed_version
 from .model import FAILED, MISSING, HostIdentity, HostRequest, HostResult
 from .scheduler import Scheduler, check_scheduler, cores
@@ -264,23 +262,15 @@ def record_fleet(
     return FleetRecording([watch.results[host] for host in sorted(watch.results)], signum)
 
 
-class StopSignal(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, handled as Ctrl-C is."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
 def _watch(client: Any, distributed: Any, watch: _Watch, duration: float, event: Any, note: Note) -> int | None:
     """Polls until every host answered or is missing; returns the signal that stopped them early, if any."""
     stopping_since: float | None = None
     signum: int | None = None
-    with _terminate_as_interrupt():
+    with stopping_on_signals():  # the one path: SIGTERM and SIGHUP stop the hosts as Ctrl-C does
         while watch.pending:
             try:
                 _poll(client, distributed, watch, duration, stopping_since)
-            except KeyboardInterrupt as stop:
+            except (KeyboardInterrupt, StopSignal) as stop:
                 name = "Ctrl-C" if not isinstance(stop, StopSignal) else signal.Signals(stop.signum).name
                 if stopping_since is not None:
                     for host in list(watch.pending):
@@ -327,21 +317,3 @@ def _outcome(watch: _Watch, host: str, future: Any) -> HostResult:
         kind = type(err).__name__
         reason = f"its worker died while recording ({kind})" if kind == "KilledWorker" else f"{kind}: {err}"
         return HostResult(host, FAILED, worker=worker, simulated=identity.simulated, reason=reason)
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the hosts as Ctrl-C does (then the graph is still drawn)."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise StopSignal(signum)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may handle signals (a library caller's thread: theirs to handle)
-        return
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

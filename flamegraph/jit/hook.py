@@ -33,7 +33,8 @@ import sys
 # Only what every run needs is imported before the program; the rest when it is used (the JIT scan's
 # modules cost ~0.2 s of start-up, time the program's own first samples would wait for).
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    _here = os.path.abspath(__file__)
+    sys.path[0] = _here[: _here.rindex(f"{os.sep}flamegraph{os.sep}")]  # the package's parent, at any depth
     from flamegraph import private
     from flamegraph.jit import jitdump
 else:

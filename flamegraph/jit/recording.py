@@ -14,6 +14,7 @@ finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -31,7 +32,14 @@ from ..record.command import python_target
 from ..record.spec import Recording, RecordSpec
 from . import jitmap, session, trampolines
 
-HOOK = Path(__file__).with_name("hook.py")
+
+def _module_file(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None, name
+    return Path(spec.origin)
+
+
+HOOK = _module_file("flamegraph.jit.hook")  # named as a module, so it is found wherever the layout puts it
 JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 OPTION_WITH_VALUE = ("-X", "-W")

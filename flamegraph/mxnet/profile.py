@@ -80,19 +80,6 @@ class SpanIndex:
     def last(self) -> float:
         return self.reach[-1] if self.spans else 0.0
 
-    def busy(self, start: float, end: float) -> float:
-        """Microseconds of [start, end] covered by at least one span."""
-        covered, cursor = 0.0, start
-        for span in self.spans:
-            if span.end <= cursor or span.start >= end:
-                continue
-            lo = max(span.start, cursor)
-            hi = min(span.end, end)
-            if hi > lo:
-                covered += hi - lo
-                cursor = hi
-        return covered
-
 
 @dataclass
 class ProfilerTrace:

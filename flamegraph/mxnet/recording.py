@@ -31,6 +31,7 @@ from ..model import FoldedProfile
 from ..perf import script_command, stream_script
 from ..private import private_dir
 from ..record.spec import Recording, RecordSpec
+from ..window import Window
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .inprocess import bulk_settings, environment_to_set
@@ -175,16 +176,16 @@ class Evidence:
     last: float = 0.0  # the last time seen
 
 
-def evidence_command(recording: Recording, window: tuple[float | None, float | None] | None) -> list[str]:
+def evidence_command(recording: Recording, window: Window | None) -> list[str]:
     """The first `perf script` pass: sample times and stacks (for ExecuteOprBlock) and the switches."""
     extra = ["-F", "tid,time,ip,sym", "--show-switch-events"]
     if window is not None:
-        extra += ["--time", ",".join("" if b is None else f"{b:.6f}" for b in window)]
+        extra += ["--time", window.perf_time()]
     return script_command(str(recording.perf_data), extra=extra)
 
 
 def read_evidence(
-    recording: Recording, window: tuple[float | None, float | None] | None, alignment: Alignment
+    recording: Recording, window: Window | None, alignment: Alignment
 ) -> Evidence:
     """A first `perf script` pass over the same window, read for the thread map's evidence only
     (it must be complete before the fold adds the first frame) and the context switches."""
@@ -268,7 +269,7 @@ class MxnetHook:
         recording.metadata.update(self.summary)
         return recording
 
-    def joiner(self, recording: Recording, window: tuple[float | None, float | None] | None) -> Joiner | None:
+    def joiner(self, recording: Recording, window: Window | None) -> Joiner | None:
         """The fold's sample hook, or None (with one line saying why) when nothing can be joined."""
         started = time.perf_counter()
         candidates = [load_process(facts, self.directory) for facts in self.processes]

@@ -22,7 +22,6 @@ from ..record import Recording, Status, show_progress
 from .proc import Resolver
 from .record import EVENT, recorded_target
 
-NO_END_NS = 2**62  # an open window's end: later than any CLOCK_MONOTONIC time (146 years)
 SCRIPT_OPTIONS = (
     "-F",
     "comm,tid,time,event,trace,ip,sym,dso",
@@ -30,12 +29,6 @@ SCRIPT_OPTIONS = (
     "--show-task-events",
     "--show-lost-events",
 )
-
-
-def window_ns(window: tuple[float | None, float | None]) -> tuple[int, int]:
-    """(start, end) in seconds of perf's clock, either open (None) -> the ns span `OffCpuOptions.window` takes."""
-    start, end = window
-    return (0 if start is None else round(start * 1e9), NO_END_NS if end is None else round(end * 1e9))
 
 
 @contextmanager

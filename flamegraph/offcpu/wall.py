@@ -24,7 +24,7 @@ from ..fold import fold_input
 from ..model import FoldedProfile
 from ..record import Recording, RecordOptions, Status, show_progress
 from ..record.spec import OFFCPU_CALL_GRAPH
-from .fold import NO_END_NS, OffCpuFold, fold_offcpu_recording
+from .fold import OffCpuFold, fold_offcpu_recording
 from .record import EVENT
 from .threads import WALL_EVENT
 
@@ -64,12 +64,11 @@ def fold_wall(
     diagnostics = diagnostics or Diagnostics()
     off = fold_offcpu_recording(recording, options, diagnostics, status)  # the samples are not its records
     event = recording.spec.options.event
-    folding = replace(fold or FoldOptions(), tid=True, event_filter=event, kernel=options.annotate_kernel)
+    folding = replace(fold or FoldOptions(), tid=True, event_filter=event, annotate_kernel=options.annotate_kernel)
     collapser = PerfCollapser(folding, diagnostics)
     args = ["-F", FIELDS, "--no-inline"]
     if options.window is not None:
-        start, end = options.window
-        args += ["--time", f"{start / 1e9:.6f}," + (f"{end / 1e9:.6f}" if end < NO_END_NS else "")]
+        args += ["--time", options.window.perf_time()]
     progress = show_progress(status, "folding on-CPU") if status else None
     fold_input(collapser, str(recording.perf_data), script_args=args, progress=progress)
     if status:

@@ -50,7 +50,6 @@ if TYPE_CHECKING:
         check_target,
         explain_failure,
         parse_call_graph,
-        parse_window,
         record_command,
     )
     from .status import Status
@@ -75,7 +74,6 @@ __getattr__ = lazy_exports(
         "fold_recording": ".script",
         "show_progress": ".script",
         "parse_call_graph": ".spec",
-        "parse_window": ".spec",
         "record": ".run",
         "record_command": ".spec",
         "script_args": ".script",
@@ -98,7 +96,6 @@ __all__ = [
     "explain_failure",
     "fold_recording",
     "parse_call_graph",
-    "parse_window",
     "record",
     "record_command",
     "script_args",

@@ -14,7 +14,7 @@ from ..fold import open_lines
 from ..grouping import grouping_note, namer_for_recording
 from ..model import FoldedProfile
 from ..observer import FrameObserver
-from ..window import describe_window
+from ..window import Window
 from .memory import MemoryProbes
 from .script import script_args, show_progress
 from .spec import Recording
@@ -27,7 +27,7 @@ UNIT = "bytes"
 def fold_memory_recording(
     recording: Recording,
     probes: MemoryProbes,
-    window: tuple[float | None, float | None] | None = None,
+    window: Window | None = None,
     status: Status | None = None,
     threads: bool = False,
     group_unknown: bool = True,
@@ -63,7 +63,7 @@ def fold_memory_recording(
     profile.metadata.update(probes.facts())
     profile.metadata.update(memory_facts(totals, recording.seconds, request.mode))
     if window is not None:
-        profile.metadata["window"] = describe_window(window)
+        profile.metadata["window"] = window.format()
     return profile
 
 

@@ -10,25 +10,17 @@ from ..collapse.perf import PerfCollapser
 from ..diagnostics import Diagnostics, NoSamples
 from ..fold import fold_input
 from ..model import FoldedProfile
-from ..window import describe_window
+from ..window import Window
 from .spec import ONCPU_FIELDS, Recording
 from .status import Status
 
 
-def script_args(
-    recording: Recording, window: tuple[float | None, float | None] | None = None, fields: str = ONCPU_FIELDS
-) -> list[str]:
+def script_args(recording: Recording, window: Window | None = None, fields: str = ONCPU_FIELDS) -> list[str]:
     """`perf script` options: the fields to print, the --time window, and what hooks asked for."""
     extra = ["-F", fields]
     if window is not None:
-        extra += ["--time", time_option(window)]
+        extra += ["--time", window.perf_time()]
     return [*extra, *recording.script_extra]
-
-
-def time_option(window: tuple[float | None, float | None]) -> str:
-    """perf script's --time value: 'START,END' in seconds, microsecond precision, a side left open empty."""
-    start, end = ("" if bound is None else f"{bound:.6f}" for bound in window)
-    return f"{start},{end}"
 
 
 def show_progress(status: Status, label: str) -> Callable[[int], None]:
@@ -46,7 +38,7 @@ def show_progress(status: Status, label: str) -> Callable[[int], None]:
 def fold_recording(
     recording: Recording,
     options: FoldOptions | None = None,
-    window: tuple[float | None, float | None] | None = None,
+    window: Window | None = None,
     diagnostics: Diagnostics | None = None,
     status: Status | None = None,
 ) -> FoldedProfile:
@@ -63,9 +55,9 @@ def fold_recording(
     diagnostics.finish()
     profile = collapser.profile()
     if not profile.counts:
-        where = f" in the window {time_option(window)}" if window else ""
+        where = f" in the window {window.perf_time()}" if window else ""
         raise NoSamples(f"{label}: no samples{where}")
     profile.metadata.update(recording.metadata)
     if window is not None:
-        profile.metadata["window"] = describe_window(window)
+        profile.metadata["window"] = window.format()
     return profile

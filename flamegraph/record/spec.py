@@ -45,23 +45,6 @@ def parse_call_graph(text: str) -> str:
     return text.strip()
 
 
-# Plain digits (no sign, exponent, inf or nan), at most 12 before the point: perf's clock in seconds.
-SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]*)?|\.[0-9]+")
-
-
-def parse_window(text: str) -> tuple[float | None, float | None]:
-    """'START,END' in perf's clock seconds ('START,' or ',END' leave that side open)."""
-    start, sep, end = text.partition(",")
-    parts = [part.strip() for part in (start, end)]
-    if not sep or not all(SECONDS.fullmatch(part) for part in parts if part):
-        bounds: tuple[float | None, ...] = ()
-    else:
-        bounds = tuple(float(part) if part else None for part in parts)
-    if len(bounds) != 2 or (None not in bounds and bounds[0] > bounds[1]):  # type: ignore[operator]
-        raise ValueError(f"window {text!r}: expected START,END in seconds (0 <= START <= END)")
-    return bounds  # type: ignore[return-value]
-
-
 @dataclass(frozen=True)
 class RecordOptions:
     """How to record, whatever the target: the event, how often, the call graph, buffers, how long."""

@@ -37,10 +37,6 @@ class OffCpuView:
     idle: list[ThreadTotal] = field(default_factory=list)  # left out of the drawing
     window: float | None = None
 
-    @property
-    def drawn_total(self) -> float:
-        return sum(self.counts.values())
-
     def summary(self) -> list[str]:
         """The idle line for the header (empty when nothing was left out)."""
         if not self.idle:

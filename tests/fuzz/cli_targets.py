@@ -8,9 +8,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.diagnostics import BadOption, Diagnostics
 from flamegraph.folded import read_folded
-from flamegraph.record.spec import parse_call_graph, parse_window
+from flamegraph.record.spec import parse_call_graph
+from flamegraph.window import Window
 
 from .common import lines_of, run_cli, scratch_file
 from .source import Source
@@ -72,9 +73,7 @@ def command_line(data: bytes) -> None:
 # -- --window START,END ---------------------------------------------------------------------------
 def window_spec(data: bytes) -> None:
     """`record --window` / `offcpu --window`: a usable span or a usage error, never a traceback."""
-    import typer
-
-    from flamegraph.cli.offcpu import parse_window_ns
+    from flamegraph.cli.numbers import parse_window_option
     from flamegraph.record.script import script_args
     from flamegraph.record.spec import Recording, RecordSpec
 
@@ -86,7 +85,7 @@ def window_spec(data: bytes) -> None:
     else:
         assert graph == text.strip() and graph.split(",")[0] in ("fp", "lbr", "dwarf"), graph
     try:
-        bounds = parse_window(text)
+        bounds = Window.parse(text)
     except ValueError:
         bounds = None
     if bounds is not None:
@@ -97,9 +96,10 @@ def window_spec(data: bytes) -> None:
         time_arg = script_args(recording, bounds)[3]
         assert re.fullmatch(r"(\d+\.\d{6})?,(\d+\.\d{6})?", time_arg), time_arg
     try:
-        span = parse_window_ns(text)
-    except typer.BadParameter:
+        window = parse_window_option(text)
+    except BadOption:
         assert bounds is None
         return
-    assert bounds is not None and span is not None and 0 <= span[0], (text, span)
-    assert span[0] <= span[1] or bounds[1] is None, (text, span)  # a start past 2**62 ns keeps nothing
+    assert window == bounds and window is not None, (text, window)
+    span = window.ns()  # what off-CPU's folder clips to
+    assert 0 <= span[0] and (span[0] <= span[1] or bounds[1] is None), (text, span)  # a start past 2**62 ns: nothing

@@ -19,6 +19,7 @@ from flamegraph.folded import decode
 from flamegraph.offcpu.fold import fold_offcpu
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.report import FrameObserver, build_report, report_lines, report_metadata
+from flamegraph.window import Window
 
 from ..helpers.shared import shared_dir
 from .common import check_folded_round_trip, check_svg, folded_bytes, lines_of, scratch_file, small_chunks
@@ -35,8 +36,8 @@ def fold_options(source: Source) -> tuple[FoldOptions, bool, bool, int]:
     options = FoldOptions(
         pid=pid,
         tid=tid,
-        kernel=kernel,
-        jit=jit,
+        annotate_kernel=kernel,
+        annotate_jit=jit,
         addrs=addrs,
         event_filter=event,
         per_event=per_event,
@@ -181,7 +182,9 @@ def compat_reference(data: bytes) -> None:
     text = source.rest()
     if text[:8] in (b"PERFILE2", b"2ELIFREP") or text[:2] == b"\x1f\x8b":
         text = b"#" + text  # perf.data and gzip are opened by us, never by the reference
-    options = FoldOptions(pid=pid, tid=tid, kernel=kernel, jit=jit, addrs=addrs, event_filter=event, compat=True)
+    options = FoldOptions(
+        pid=pid, tid=tid, annotate_kernel=kernel, annotate_jit=jit, addrs=addrs, event_filter=event, compat=True
+    )
     path = scratch_file("compat.txt", text)
     try:
         ours = folded_bytes(fold_perf([str(path)], options, Diagnostics(echo=False)).profile)
@@ -211,9 +214,9 @@ def offcpu_options(source: Source) -> OffCpuOptions:
     picked = frozenset(s for s, keep in zip("SDRI?", source.flags(5), strict=True) if keep)
     start, length, tenths = source.integer(4) * 1000, source.integer(4) * 1000, source.integer(2)
     states = picked if with_states else None
-    window = (start, start + length) if with_window else None
+    window = Window(start / 1e9, (start + length) / 1e9) if with_window else None  # ns -> seconds
     min_us = tenths / 10 if with_min else 0.0
-    return OffCpuOptions(kernel=kernel, annotate_kernel=annotate, states=states, min_us=min_us, window=window)
+    return OffCpuOptions(keep_kernel=kernel, annotate_kernel=annotate, states=states, min_us=min_us, window=window)
 
 
 def offcpu_text(data: bytes) -> None:

@@ -1,0 +1,11 @@
+"""The fold-time frame hook as a fold builds it, for tests that fold text themselves."""
+
+from __future__ import annotations
+
+from flamegraph.observer import FrameObserver
+from flamegraph.symbols import FunctionNamer
+
+
+def observer_for(group_unknown: bool) -> FrameObserver:
+    """Grouping [unknown] frames by function when asked (unverified: text holds no build-ids), observing always."""
+    return FrameObserver(FunctionNamer() if group_unknown else None)
