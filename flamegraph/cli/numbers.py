@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..diagnostics import BadOption
-from ..window import Window
+
+if TYPE_CHECKING:  # `--help` imports no stage: the window module reads perf script's grammar
+    from ..window import Window
 
 
 def finite(option: str, minimum: float) -> Callable[[str | float], float]:
@@ -37,6 +40,8 @@ def parse_window_option(text: str | None) -> Window | None:
     if text is None:
         return None
     try:
+        from ..window import Window
+
         return Window.parse(text)
     except ValueError as err:
         raise BadOption(str(err)) from None
