@@ -140,8 +140,7 @@ def offcpu_cli(
     Examples:
       flamegraph offcpu -o waits.svg -- python train.py --epochs 1
       flamegraph offcpu --pid 4242 --duration 5 --folded waits.folded -o waits.svg --open
-      flamegraph offcpu --state S,D --min-us 100 --show-idle -o waits.svg -- ./server
-      flamegraph offcpu --wakers -o wakers.svg -- ./server
+      flamegraph offcpu --wakers --state S,D --min-us 100 -o wakers.svg -- ./server
     """
     from dataclasses import replace
 

@@ -202,9 +202,8 @@ def record_cli(
     \b
     Examples:
       flamegraph record -o train.svg -- python train.py --epochs 1
-      flamegraph record --pid 4242 --duration 10 --folded app.folded -o app.svg --open
       flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
-      flamegraph record --memory -o bytes.svg -- ./server          (--memory live: what is still allocated)
+      flamegraph record --memory live -o leaks.svg -- ./server
     """
     from ..jit.recording import JIT_CALL_GRAPH
     from ..record import RecordOptions, RecordSpec

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import BadOption
 from ..model import FoldedProfile
-from ..window import Window
 from . import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest
 
 if TYPE_CHECKING:
     from ..collapse.perf import FoldOptions
     from ..collapse.perf_sched import OffCpuOptions
     from ..record import Recording
+    from ..window import Window  # reads perf script's grammar: not imported by `--help`
     from .timeline import Timeline
 
 
