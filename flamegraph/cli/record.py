@@ -16,8 +16,10 @@ from .app import app
 from .recorder import (
     Command,
     Duration,
+    Every,
     Folded,
     Highlight,
+    MaxSpool,
     NoSvg,
     Open,
     Output,
@@ -32,6 +34,7 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
+    parse_spool_option,
     parse_window_option,
 )
 
@@ -100,6 +103,8 @@ def record_cli(
     output: Output = Path("flamegraph.svg"),
     folded: Folded = None,
     perf_data: PerfData = None,
+    max_spool: MaxSpool = None,
+    every: Every = None,
     title: Title = None,
     preset: Preset = None,
     highlight: Highlight = None,
@@ -173,7 +178,30 @@ def record_cli(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
         open_,
     )  # fmt: skip
+    spool = parse_spool_option(max_spool, every)
+    if spool is not None:
+        whole_file = [name for name, on in (("--perf-data", perf_data), ("--jit", jit), ("--mxnet", mxnet),
+                      ("--speedscope/--pprof/--chrome-trace", bool(exports))) if on]  # fmt: skip
+        if whole_file:  # (they read the whole perf.data after the run: not streamed yet)
+            raise typer.BadParameter(f"--max-spool/--every fold while recording: not yet with {', '.join(whole_file)}")
+        record_streaming(spec, span, draw, spool, every)
+        return
     record_and_draw(spec, span, draw, perf_data, jit, mxnet)
+
+
+def record_streaming(
+    spec: RecordSpec, window: tuple[float | None, float | None] | None, draw: OutputRequest, spool: int,
+    every: float | None,
+) -> None:  # fmt: skip
+    """--max-spool / --every: folded while perf records (flamegraph.cli.streamed)."""
+    from ..record import Status
+    from .scratch import exit_like_the_command
+    from .streamed import record_streamed
+
+    status = Status()
+    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, None, draw.png)
+    recording = record_streamed(spec, window, draw, spool, every, status)
+    exit_like_the_command(recording, status.note)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,24 @@ Duration = Annotated[
         help="stop after this long, at least 0.1 (default: exit/Ctrl-C)",
     ),
 ]
+Every = Annotated[
+    float | None,
+    typer.Option(
+        "--every",
+        metavar="SECONDS",
+        parser=finite(1.0),
+        help="also a graph per interval of this long (STEM-001.svg, .folded) and STEM-trend.svg; folds as it "
+        "records (as --max-spool)",
+    ),
+]
+MaxSpool = Annotated[
+    str | None,
+    typer.Option(
+        "--max-spool",
+        metavar="SIZE",
+        help="fold while recording, at most SIZE of raw data on disk (e.g. 256M; default with --every: 256M)",
+    ),
+]
 PerfData = Annotated[
     Path | None,
     typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
@@ -76,6 +94,21 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise typer.BadParameter("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None and not exports:
         raise typer.BadParameter("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
+
+
+def parse_spool_option(text: str | None, every: float | None) -> int | None:
+    """--max-spool SIZE in bytes (None: the whole-file recording), at least the spool's minimum."""
+    from ..record.spool import MIN_CAP, parse_size
+
+    if text is None and every is None:
+        return None
+    try:
+        size = parse_size(text or "256M")
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--max-spool") from None
+    if size < MIN_CAP:
+        raise typer.BadParameter(f"{text!r} is less than {MIN_CAP >> 20}M", param_hint="--max-spool")
+    return size
 
 
 def check_outputs(
