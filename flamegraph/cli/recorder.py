@@ -107,7 +107,7 @@ def parse_spool_option(text: str | None, every: float | None) -> int | None:
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--max-spool") from None
     if size < MIN_CAP:
-        raise typer.BadParameter(f"{text!r} is less than {MIN_CAP >> 20}M", param_hint="--max-spool")
+        raise typer.BadParameter(f"{text!r} is less than {MIN_CAP // 10**6}M", param_hint="--max-spool")
     return size
 
 

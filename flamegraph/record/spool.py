@@ -255,8 +255,8 @@ class Spool:
 
     def _drop_over_cap(self) -> None:
         """Drop the newest waiting chunks (never one that ends an interval: the interval would lose its
-        window) while the spool would pass its cap with the open chunk at its full size."""
-        while self.size() + self.chunk > self.cap:
+        window) while those waiting, the one being folded and the open one at its full size pass the cap."""
+        while self._waiting_bytes() + max(self.chunk, _size(self.data)) > self.cap:
             victims = [c for c in self._queue if not c.closes]
             if not victims:
                 return
@@ -270,3 +270,14 @@ class Spool:
                 f"warning: folding is behind perf: dropped a chunk of {counts.samples:,} samples unfolded to keep "
                 f"the raw data under --max-spool {self.cap / 1e6:.0f} MB ({self.dropped.samples:,} so far)"
             )
+
+    def _waiting_bytes(self) -> int:
+        folding = [self._folding] if self._folding is not None else []
+        return sum(_size(chunk.path) for chunk in (*folding, *self._queue))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,275 @@
+"""`record --max-spool/--every`: folded while perf records, raw data on disk bounded, a graph per interval,
+the trend page; the spool's chunk counting and drop policy without perf; the trend page's escaping."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import xml.dom.minidom
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import EXIT_USAGE, Diagnostics
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.record.spool import (
+    EVENT_HEADER,
+    HEADER,
+    RECORD_LOST,
+    RECORD_LOST_SAMPLES,
+    RECORD_SAMPLE,
+    ChunkCounts,
+    Spool,
+    parse_size,
+    read_chunk_counts,
+)
+from flamegraph.render.trend import render_trend, trend_rows
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+# Phase A for the first argv[1] seconds, then phase B: the intervals must tell them apart.
+PHASES_C = r"""
+#include <stdlib.h>
+#include <time.h>
+static volatile double sink;
+__attribute__((noinline)) void phase_a(void) { for (int i = 0; i < 200000; i++) sink += i * 0.5; }
+__attribute__((noinline)) void phase_b(void) { for (int i = 0; i < 200000; i++) sink += i * 0.25; }
+int main(int argc, char **argv) {
+    double switch_at = atof(argv[1]);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double elapsed = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+        if (elapsed < switch_at) phase_a(); else phase_b();
+    }
+}
+"""
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def self_share(profile: FoldedProfile, leaf: str) -> float:
+    return sum(w for s, w in profile.counts.items() if s.rpartition(";")[2] == leaf) / profile.total
+
+
+# -- the spool without perf ---------------------------------------------------------------------
+
+
+def write_perf_data(path: Path, records: list[tuple[int, bytes]], pad: int = 0) -> None:
+    """A minimal perf.data: the file header, then records (type, body); `pad` bytes of zeros after."""
+    body = b"".join(EVENT_HEADER.pack(kind, 0, EVENT_HEADER.size + len(data)) + data for kind, data in records)
+    offset = HEADER.size + 104  # a header as long as perf's (the feature bitmap after ours)
+    header = HEADER.pack(b"PERFILE2", offset, 0, offset, len(body)).ljust(offset, b"\0")
+    path.write_bytes(header + body + b"\0" * pad)
+
+
+def test_chunk_counts_read_samples_and_both_kinds_of_lost(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data.1"
+    lost = struct.pack("<QQ", 7, 40)  # {id, lost}
+    write_perf_data(
+        data,
+        [(RECORD_SAMPLE, b"x" * 24), (3, b"comm"), (RECORD_SAMPLE, b""), (RECORD_LOST, lost),
+         (RECORD_LOST_SAMPLES, struct.pack("<Q", 5)), (RECORD_SAMPLE, b"y" * 8)],
+    )  # fmt: skip
+    assert read_chunk_counts(data) == ChunkCounts(samples=3, lost=45, lost_records=1)
+
+
+def test_chunk_counts_stop_at_a_torn_record_and_never_raise(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data.1"
+    write_perf_data(data, [(RECORD_SAMPLE, b"")])
+    raw = bytearray(data.read_bytes())
+    struct.pack_into("<Q", raw, 48, 64)  # the data section says 64 bytes: the rest is a zero-sized record
+    data.write_bytes(bytes(raw) + b"\0" * 64)
+    assert read_chunk_counts(data).samples == 1
+    (tmp_path / "junk").write_bytes(b"not perf")
+    assert read_chunk_counts(tmp_path / "junk") == ChunkCounts()
+    assert read_chunk_counts(tmp_path / "missing") == ChunkCounts()
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("256M", 256_000_000), ("1g", 1_000_000_000), ("64k", 64_000), ("1000", 1000), ("1.5MB", 1_500_000)],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "M", "lots", "-1M", "nan", "1T"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(ValueError, match="expected a number"):
+        parse_size(text)
+
+
+def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_path: Path) -> None:
+    notes: list[str] = []
+    spool = Spool(tmp_path, cap=16_000_000, note=notes.append)  # chunks of 4 MB
+    for i in range(1, 5):  # four finished chunks of ~5 MB, 10 samples each, none folded yet
+        write_perf_data(tmp_path / f"perf.data.{i:04d}", [(RECORD_SAMPLE, b"")] * 10, pad=5_000_000)
+    spool.ended()  # perf is done: the chunks are queued, over the cap
+    kept = []
+    while (chunk := spool.next_chunk()) is not None:
+        kept.append(chunk.path.name)
+        spool.done(chunk)
+    # 5 + 5 MB waiting and the open chunk's 4 MB fit in 16 MB; the third waits past it (dropped); the last
+    # ends the recording (kept), so the newest waiting one before it goes.
+    assert kept == ["perf.data.0001", "perf.data.0004"]
+    assert spool.dropped == ChunkCounts(samples=20) and spool.dropped_chunks == 2
+    assert len(notes) == 2 and "dropped a chunk of 10 samples unfolded" in notes[0] and "16 MB" in notes[0]
+    assert "(20 so far)" in notes[1]
+    assert not list(tmp_path.iterdir())
+
+
+# -- the trend page -----------------------------------------------------------------------------
+
+
+def test_trend_rows_are_self_shares_per_interval() -> None:
+    one = FoldedProfile({"main;a": 3, "main;b": 1})
+    two = FoldedProfile({"main;b": 2, "main;b;c": 2})
+    rows = {name: (selfs, totals) for name, selfs, totals in trend_rows([(1, one), (2, two)])}
+    assert rows["a"] == ([0.75, 0.0], [0.75, 0.0])
+    assert rows["b"] == ([0.25, 0.5], [0.25, 1.0])
+    assert rows["c"] == ([0.0, 0.5], [0.0, 0.5])
+    assert list(rows)[:2] == ["a", "b"]  # the most self time over the run first (0.75 each, then by name)
+
+
+def test_trend_page_is_escaped_svg_without_script() -> None:
+    hostile = "std::vector<int>::at&</text><script>alert(1)</script>"
+    image = render_trend(
+        [(1, FoldedProfile({f"main;{hostile}": 5})), (2, FoldedProfile({"main;other": 5}))],
+        "t<&>", "flamegraph diff a-001.folded a-002.folded",
+    )  # fmt: skip
+    document = xml.dom.minidom.parseString(image)
+    assert not document.getElementsByTagName("script")
+    text = image.decode()
+    assert "std::vector&lt;int&gt;::at&amp;&lt;/text&gt;" in text and "t&lt;&amp;&gt;" in text
+    assert "flamegraph diff a-001.folded a-002.folded" in text
+    assert "100.0" in text  # the share printed in its cell: readable as an image
+
+
+# -- the CLI's mistakes (no perf) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--every", "5", "--jit"], "not yet with --jit"),
+        (["--max-spool", "64M", "--perf-data", "x.data"], "not yet with --perf-data"),
+        (["--max-spool", "1M"], "less than 16M"),
+        (["--max-spool", "lots"], "expected a number"),
+        (["--every", "0.5"], "less than 1"),
+    ],
+)
+def test_streamed_mistakes_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "x.svg"), "--", "true"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- with perf ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def phases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("phases")
+    (where / "phases.c").write_text(PHASES_C)
+    subprocess.run(["cc", "-O1", "-g", "-o", str(where / "phases"), str(where / "phases.c")], check=True)
+    return where / "phases"
+
+
+class DiskWatch:
+    """Polls the bytes under a directory (the spool's $TMPDIR) every 20 ms; `peak` is the largest seen."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.peak, self.polls = root, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            total = 0
+            for dirpath, _, names in os.walk(self.root):
+                for name in names:
+                    try:
+                        total += os.lstat(os.path.join(dirpath, name)).st_size
+                    except OSError:
+                        pass
+            self.peak, self.polls = max(self.peak, total), self.polls + 1
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+@pytest.mark.perf
+def test_every_interval_drawn_disk_bounded_totals_add_up(phases: Path, tmp_path: Path) -> None:
+    """15 s at dwarf,65528 -F 499 (~30 MB/s of raw data, ~450 MB unbounded) under a 32 MB spool."""
+    spool_root = tmp_path / "tmp"
+    spool_root.mkdir()
+    watch = DiskWatch(spool_root)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", "--every", "5", "--duration", "15", "--max-spool", "32M",
+         "--call-graph", "dwarf,65528", "-F", "499", "-o", str(out / "run.svg"), "--folded", str(out / "run.folded"),
+         "--", str(phases), "7.5"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(spool_root)},
+    )  # fmt: skip
+    peak = watch.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert watch.polls > 100 and 0 < peak <= 32_000_000, (peak, proc.stderr)
+    assert not list(spool_root.iterdir())  # nothing raw outlives the run
+    intervals = [load(out / f"run-{n:03d}.folded") for n in (1, 2, 3)]
+    assert not (out / "run-004.folded").exists()
+    assert all((out / f"run-{n:03d}.svg").is_file() for n in (1, 2, 3))
+    whole = load(out / "run.folded")
+    assert sum(p.total for p in intervals) == whole.total > 15 * 100
+    recorded = int(proc.stderr.split("recorded ")[1].split(" samples")[0].replace(",", ""))
+    assert recorded == whole.total and "dropped" not in proc.stderr  # every sample folded
+    # Phase A until 7.5 s: interval 1 is all A, interval 3 all B, interval 2 both.
+    assert self_share(intervals[0], "phase_a") > 0.9 and self_share(intervals[2], "phase_b") > 0.9
+    assert 0.2 < self_share(intervals[1], "phase_a") < 0.8
+    facts = json.loads((out / "run-002.folded.json").read_text())["metadata"]
+    assert facts["interval"].startswith("2 (every 5 s): 5.0 s to 10.0 s of the recording")
+    start, end = (float(t) for t in facts["window"].split(" ")[0].split(","))
+    assert end - start == pytest.approx(5.0, abs=0.3)
+    whole_facts = json.loads((out / "run.folded.json").read_text())["metadata"]
+    assert whole_facts["raw data on disk"].startswith("at most ")
+    trend = (out / "run-trend.svg").read_text()
+    assert "phase_a" in trend and "phase_b" in trend
+    assert "flamegraph diff run-001.folded run-003.folded" in trend
+
+
+@pytest.mark.perf
+def test_ctrl_c_leaves_the_finished_intervals_and_the_whole_run(phases: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "--every", "2", "--call-graph", "dwarf,8192", "-o", str(out / "run.svg"),
+         "--folded", str(out / "run.folded"), "--", str(phases), "100"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (out / "run-002.folded").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    written = sorted(p.name for p in out.glob("run-0*.folded"))
+    assert written[:2] == ["run-001.folded", "run-002.folded"]
+    whole = load(out / "run.folded")
+    assert sum(load(out / name).total for name in written) == whole.total
+    assert (out / "run.svg").is_file() and (out / "run-trend.svg").is_file()
+    assert "stopping the recording (Ctrl-C received)" in err
