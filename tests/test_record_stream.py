@@ -163,7 +163,7 @@ def test_trend_page_is_escaped_svg_without_script() -> None:
     ("args", "message"),
     [
         (["--every", "5", "--jit"], "not yet with --jit"),
-        (["--max-spool", "64M", "--perf-data", "x.data"], "not yet with --perf-data"),
+        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not yet with --perf-data, --mxnet"),
         (["--max-spool", "1M"], "less than 16M"),
         (["--max-spool", "lots"], "expected a number"),
         (["--every", "0.5"], "less than 1"),
@@ -273,3 +273,18 @@ def test_ctrl_c_leaves_the_finished_intervals_and_the_whole_run(phases: Path, tm
     assert sum(load(out / name).total for name in written) == whole.total
     assert (out / "run.svg").is_file() and (out / "run-trend.svg").is_file()
     assert "stopping the recording (Ctrl-C received)" in err
+
+
+@pytest.mark.perf
+def test_max_spool_with_perf_data_records_the_whole_file_and_says_so(phases: Path, tmp_path: Path) -> None:
+    data = tmp_path / "keep.data"
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", "--max-spool", "64M", "--perf-data", str(data), "--duration", "1",
+         "-o", str(tmp_path / "x.svg"), "--", str(phases), "100"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "note: --perf-data read the whole perf.data after the run: recorded whole, --max-spool not applied" in (
+        proc.stderr
+    )
+    assert data.is_file() and (tmp_path / "x.svg").is_file()

@@ -160,7 +160,7 @@ def record_cli(
       flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
     """
     from ..jit.recording import JIT_CALL_GRAPH
-    from ..record import RecordOptions, RecordSpec
+    from ..record import RecordOptions, RecordSpec, Status
 
     source = ctx.get_parameter_source("call_graph")
     if jit and (source is None or source.name == "DEFAULT"):
@@ -182,10 +182,13 @@ def record_cli(
     if spool is not None:
         whole_file = [name for name, on in (("--perf-data", perf_data), ("--jit", jit), ("--mxnet", mxnet),
                       ("--speedscope/--pprof/--chrome-trace", bool(exports))) if on]  # fmt: skip
-        if whole_file:  # (they read the whole perf.data after the run: not streamed yet)
-            raise typer.BadParameter(f"--max-spool/--every fold while recording: not yet with {', '.join(whole_file)}")
-        record_streaming(spec, span, draw, spool, every)
-        return
+        if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
+            raise typer.BadParameter(f"--every folds while recording: not yet with {', '.join(whole_file)}")
+        if not whole_file:
+            record_streaming(spec, span, draw, spool, every)
+            return
+        note = f"note: {', '.join(whole_file)} read the whole perf.data after the run: recorded whole, --max-spool"
+        Status().note(f"{note} not applied (the disk is not bounded)")
     record_and_draw(spec, span, draw, perf_data, jit, mxnet)
 
 
