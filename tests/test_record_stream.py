@@ -288,3 +288,69 @@ def test_max_spool_with_perf_data_records_the_whole_file_and_says_so(phases: Pat
         proc.stderr
     )
     assert data.is_file() and (tmp_path / "x.svg").is_file()
+
+
+# -- off-CPU: one pairing across chunks ---------------------------------------------------------
+
+WAITER = """
+import threading, time, sys
+done = threading.Event()
+def waiter():
+    while not done.wait(1.5):  # waits of 1.5 s: each spans several chunks switched every 0.3 s
+        pass
+threading.Thread(target=waiter, daemon=True).start()
+time.sleep(float(sys.argv[1]))
+done.set()
+"""
+
+
+@pytest.mark.perf
+def test_offcpu_pairs_a_wait_across_chunks_as_one_wait(tmp_path: Path) -> None:
+    from flamegraph.collapse.sched_totals import OPEN_AT_START
+    from flamegraph.offcpu.fold import SCRIPT_OPTIONS, fold_offcpu_sources, fold_offcpu_totals
+    from flamegraph.offcpu.stream import STREAM_LABEL
+    from flamegraph.record.stream import iter_chunk_lines
+
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    perf = subprocess.Popen(
+        ["perf", "record", "-e", "sched:sched_switch", "--switch-events", "--call-graph", "dwarf,8192", "-k",
+         "CLOCK_MONOTONIC", "--switch-output", "-o", str(spool_dir / "perf.data"), "--", sys.executable, str(script),
+         "4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    while perf.poll() is None:  # a chunk every 0.3 s, as the spool switches a busy recording
+        time.sleep(0.3)
+        if (spool_dir / "perf.data").exists():
+            perf.send_signal(signal.SIGUSR2)
+    chunks = sorted(str(p) for p in spool_dir.glob("perf.data.*"))
+    assert len(chunks) >= 8
+    alone = fold_offcpu_totals(chunks).totals  # each chunk paired by itself: waits cut at every switch
+    spool = Spool(spool_dir, cap=10**12)
+    spool.ended()
+    chained = fold_offcpu_sources([(STREAM_LABEL, iter_chunk_lines(spool, SCRIPT_OPTIONS))], STREAM_LABEL).totals
+    assert not list(spool_dir.iterdir())  # each chunk deleted once read
+    # Two threads blocked ~4 s each (the main thread's sleep, the waiter's 1.5 s waits): paired across the
+    # chunks, ~8 s, none cut; each chunk alone sees only the waits that end within it, clipped to its records.
+    assert OPEN_AT_START not in chained.by_kind and chained.window_ns > 3.5e9
+    assert chained.total_ns > 7e9
+    assert alone.total_ns < chained.total_ns / 4 and OPEN_AT_START in alone.by_kind
+
+
+@pytest.mark.perf
+def test_offcpu_max_spool_draws_the_waits_with_the_disk_bounded(tmp_path: Path) -> None:
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "offcpu", "--max-spool", "16M", "--folded", str(tmp_path / "w.folded"),
+         "-o", str(tmp_path / "w.svg"), "--", sys.executable, str(script), "3"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "paired as recorded (raw data on disk at most" in proc.stderr
+    facts = json.loads((tmp_path / "w.folded.json").read_text())["metadata"]
+    assert facts["raw data on disk"].startswith("at most ") and "--max-spool 16.0 MB" in facts["raw data on disk"]
+    assert load(tmp_path / "w.folded").total > 5e6  # µs: two threads blocked ~3 s each
+    assert not list(tmp_path.glob("flamegraph-spool-*"))

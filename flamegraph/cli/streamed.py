@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..collapse.perf_sched import OffCpuOptions
     from ..model import FoldedProfile
+    from ..offcpu.fold import OffCpuFold
+    from ..offcpu.proc import Resolver
     from ..record import Recording, RecordSpec, Status
     from ..record.spool import Spool
     from ..record.stream import Interval, StreamedFold
+    from ..symbols import FunctionNamer
     from .record import OutputRequest
 
 DEFAULT_MAX_SPOOL = "256M"
@@ -227,3 +231,53 @@ def _write_trend(intervals: list[Interval], base: Path, draw: OutputRequest, sta
     path = trend_path(base)
     write_atomically(path, lambda out: _put(out, image))
     status.note(f"wrote {path}")
+
+
+def pair_spooled(
+    spec: RecordSpec,
+    options: OffCpuOptions,
+    group_unknown: bool,
+    status: Status,
+    cap: int,
+    resolve: Resolver | None,
+) -> tuple[OffCpuFold, Recording, FunctionNamer | None]:
+    """`offcpu --max-spool`: recorded into a bounded spool and paired meanwhile; the capture facts as
+    a whole recording's, with the spool's instead of the file's size."""
+    from ..buildid import RecordedBuildIds
+    from ..observer import FrameObserver
+    from ..offcpu.stream import record_and_pair
+    from ..private import scratch_dir
+    from ..record.lost import LostSamples
+    from ..record.spool import Spool
+    from ..symbols import FunctionNamer
+
+    directory = scratch_dir("flamegraph-spool-")
+    try:
+        spool = Spool(directory, cap, None, status.note)
+        namer = FunctionNamer(RecordedBuildIds()) if group_unknown else None
+        grouped = dataclasses.replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
+        fold, recording, counts = record_and_pair(spec, grouped, spool, status, namer, resolve)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    chunks = spool.chunks
+    status.note(
+        f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
+        f"--max-spool {cap / 1e6:.1f} MB)"
+    )
+    captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
+    fold.profile.metadata.update(captured)
+    fold.profile.metadata["raw data on disk"] = (
+        f"at most {spool.peak / 1e6:.1f} MB (--max-spool {cap / 1e6:.1f} MB; polled every 50 ms), {chunks} chunks"
+    )
+    if counts.lost:
+        recording.lost = LostSamples(counts.samples, counts.lost, counts.lost_records)
+        fold.profile.metadata["lost samples"] = recording.lost.fact()
+        status.note(f"note: {recording.lost.line()}")
+    if spool.dropped_chunks:
+        fact = f"{spool.dropped.samples:,} sched_switch records in {spool.dropped_chunks} chunks"
+        fold.profile.metadata["records dropped unpaired"] = fact
+        status.note(
+            f"warning: pairing could not keep up with perf: {fact} were dropped unread to keep the raw data under "
+            "--max-spool; the waits across them are drawn as long as the gap (a larger --max-spool, --duration)"
+        )
+    return fold, recording, namer

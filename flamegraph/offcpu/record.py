@@ -14,6 +14,7 @@ from pathlib import Path
 from ..diagnostics import NotPermitted, PerfFailed
 from ..record import Recording, RecordOptions, RecordSpec, Status, record
 from ..record.spec import OFFCPU_CALL_GRAPH
+from ..record.spool import Spool
 from ..record.tracefs import mounted_tracefs, tracepoint_problem
 
 __all__ = ["EVENT", "mounted_tracefs", "offcpu_options", "offcpu_spec", "record_offcpu", "tracepoint_problem"]
@@ -43,7 +44,11 @@ def offcpu_spec(
 
 
 def record_offcpu(
-    spec: RecordSpec, output: Path, status: Status | None = None, on_recording: Callable[[], None] | None = None
+    spec: RecordSpec,
+    output: Path,
+    status: Status | None = None,
+    on_recording: Callable[[], None] | None = None,
+    spool: Spool | None = None,
 ) -> Recording:
     """`perf record` of sched_switch; perf's complaints about tracepoints become one clear line."""
     if os.geteuid() != 0:  # as root, perf mounts a missing tracefs itself: let it try first
@@ -51,7 +56,7 @@ def record_offcpu(
         if problem is not None:
             raise problem
     try:
-        return record(spec, output, status=status, on_recording=on_recording)
+        return record(spec, output, status=status, on_recording=on_recording, spool=spool)
     except (PerfFailed, NotPermitted) as err:
         problem = tracepoint_problem(EVENT)
         raise (problem or err) from None

@@ -145,6 +145,11 @@ class Spool:
         self.dropped_chunks = 0
 
     @property
+    def chunks(self) -> int:
+        """Chunks perf has finished so far (folded, waiting or dropped)."""
+        return self._number
+
+    @property
     def args(self) -> tuple[str, ...]:
         """perf record's options for the spool: switch on SIGUSR2."""
         return ("--switch-output",)

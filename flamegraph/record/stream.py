@@ -9,17 +9,20 @@ stacks of the whole run and of the interval being folded, whatever the number of
     fold.start()
     recording = record(spec, spool.data, spool=spool)   # perf runs; chunks are folded meanwhile
     whole = fold.finish()                              # the last chunks folded; the whole run's profile
+
+    for line in iter_chunk_lines(spool, script_args, namer, counted):   # the chunks' text as one stream
+        ...                                                              # (off-CPU pairing across chunks)
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..buildid import read_recorded_build_ids
 from ..collapse.perf import PerfCollapser
-from ..fold import fold_input
+from ..fold import fold_input, open_lines
 from ..model import FoldedProfile
 from ..symbols import FunctionNamer
 from .spool import Chunk, ChunkCounts, Spool, read_chunk_counts
@@ -81,12 +84,7 @@ class StreamedFold:
                 self._close(self.spool.ended_ns)
         except BaseException as error:  # handed to finish(): the main thread says it
             self._error = error
-            self._drain()
-
-    def _drain(self) -> None:
-        """After a failure: the chunks still coming are deleted unfolded, so that perf never waits on us."""
-        while (chunk := self.spool.next_chunk()) is not None:
-            self.spool.done(chunk)
+            drain(self.spool)
 
     def _fold(self, chunk: Chunk) -> None:
         if not self._interval_start:
@@ -116,3 +114,30 @@ class StreamedFold:
         self._interval_start, self._interval_samples, self._interval_chunks = end_ns, 0, 0
         if self._on_interval is not None:
             self._on_interval(interval)
+
+
+def iter_chunk_lines(
+    spool: Spool,
+    script_args: Sequence[str],
+    namer: FunctionNamer | None = None,
+    counted: Callable[[ChunkCounts], None] | None = None,
+) -> Iterator[bytes]:
+    """The `perf script` lines of every chunk in order, as one stream (a reader that keeps state from
+    record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
+    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
+    while (chunk := spool.next_chunk()) is not None:
+        try:
+            if counted is not None:
+                counted(read_chunk_counts(chunk.path))
+            if namer is not None and namer.recorded is not None:
+                namer.recorded = namer.recorded.merge(read_recorded_build_ids(str(chunk.path)))
+            with open_lines(str(chunk.path), script_args) as lines:
+                yield from lines
+        finally:
+            spool.done(chunk)
+
+
+def drain(spool: Spool) -> None:
+    """After a reader failed: the chunks still coming are deleted unread, so that the spool empties."""
+    while (chunk := spool.next_chunk()) is not None:
+        spool.done(chunk)
