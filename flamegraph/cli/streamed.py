@@ -82,8 +82,8 @@ def record_streamed(
             spool.ended()
             fold.finish()
             raise
+        profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
         status.note(_streamed_summary(recording, fold, spool))
-        profile = fold.finish()
         diagnostics.finish()
         _finish(recording, fold, spool, status)
         _write_whole(profile, recording, draw, hook, status, window)

@@ -33,7 +33,9 @@ CHUNKS_PER_CAP = 4  # the open chunk, the one being folded and two waiting fit u
 POLL_SECONDS = 0.05  # perf writes ~33 MB/s at dwarf,65528 -F 499: ~1.7 MB past the chunk size per poll
 HEADER = struct.Struct("<8sQQ16xQQ")  # perf_file_header: magic, size, attr_size, attrs, data {offset, size}
 EVENT_HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
-RECORD_LOST, RECORD_SAMPLE, RECORD_LOST_SAMPLES = 2, 9, 13  # linux/perf_event.h
+RECORD_LOST, RECORD_SAMPLE, RECORD_MMAP2, RECORD_LOST_SAMPLES = 2, 9, 10, 13  # linux/perf_event.h
+MISC_MMAP_BUILD_ID = 1 << 14  # an MMAP2 record with a build-id in place of the device and inode
+MMAP2_FILENAME = 72  # header, pid, tid, start, len, pgoff, {build_id_size, 3 reserved, build_id[20]}, prot, flags
 
 
 @dataclass(frozen=True)
@@ -51,21 +53,28 @@ class ChunkCounts:
 
 
 def read_chunk_counts(path: Path) -> ChunkCounts:
-    """Samples and lost samples in a finished perf.data, read from its record headers (a seek per record:
-    ~1,000 records in a 64 MB chunk of DWARF stacks). An unreadable file counts nothing."""
+    """Samples and lost samples in a finished perf.data (see `read_chunk`)."""
+    return read_chunk(path)[0]
+
+
+def read_chunk(path: Path) -> tuple[ChunkCounts, dict[bytes, frozenset[str]]]:
+    """Samples, lost samples and the build-ids of the mapped files (MMAP2 records, `--buildid-mmap`) in a
+    finished perf.data, read from its record headers (a seek per record: ~1,000 records in a 64 MB chunk
+    of DWARF stacks). An unreadable file counts nothing."""
     samples = lost = lost_records = 0
+    build_ids: dict[bytes, set[str]] = {}
     try:
         with open(path, "rb") as data:
             magic, _, _, offset, size = HEADER.unpack(data.read(HEADER.size))
             if magic != b"PERFILE2":
-                return ChunkCounts()
+                return ChunkCounts(), {}
             position, end = offset, offset + size
             while position + EVENT_HEADER.size <= end:
                 data.seek(position)
                 head = data.read(EVENT_HEADER.size + 16)
                 if len(head) < EVENT_HEADER.size:
                     break
-                kind, _, length = EVENT_HEADER.unpack_from(head)
+                kind, misc, length = EVENT_HEADER.unpack_from(head)
                 if length < EVENT_HEADER.size:
                     break  # a torn record: what follows cannot be walked
                 if kind == RECORD_SAMPLE:
@@ -75,10 +84,23 @@ def read_chunk_counts(path: Path) -> ChunkCounts:
                     lost_records += 1
                 elif kind == RECORD_LOST_SAMPLES and len(head) >= 16:  # {header; u64 lost}
                     lost += struct.unpack_from("<Q", head, 8)[0]
+                elif kind == RECORD_MMAP2 and misc & MISC_MMAP_BUILD_ID and length > MMAP2_FILENAME:
+                    data.seek(position)
+                    _add_build_id(data.read(length), build_ids)
                 position += length
     except (OSError, struct.error):
-        return ChunkCounts()
-    return ChunkCounts(samples, lost, lost_records)
+        return ChunkCounts(), {}
+    return ChunkCounts(samples, lost, lost_records), {name: frozenset(ids) for name, ids in build_ids.items()}
+
+
+def _add_build_id(record: bytes, build_ids: dict[bytes, set[str]]) -> None:
+    """An MMAP2 record's file (as perf script names it) and its build-id."""
+    id_size = min(record[40], 20)
+    name = record[MMAP2_FILENAME:].split(b"\0", 1)[0]
+    if name.startswith(b"[kernel.kallsyms]"):
+        name = b"[kernel.kallsyms]"  # the kernel's text map (`[kernel.kallsyms]_text`)
+    if id_size and name:
+        build_ids.setdefault(name, set()).add(record[44 : 44 + id_size].hex())
 
 
 def parse_size(text: str) -> int:
@@ -151,8 +173,10 @@ class Spool:
 
     @property
     def args(self) -> tuple[str, ...]:
-        """perf record's options for the spool: switch on SIGUSR2."""
-        return ("--switch-output",)
+        """perf record's options for the spool: switch on SIGUSR2; build-ids in the MMAP2 records instead
+        of perf's build-id pass at each switch, which in perf 6.1 leaves each finished chunk mapped
+        (measured: 5 deleted chunks still mapped after 15 s, their disk space held, perf's RSS +8 MB/s)."""
+        return ("--switch-output", "--buildid-mmap")
 
     def started(self, pid: int) -> None:
         """perf runs as `pid`: the watcher starts."""

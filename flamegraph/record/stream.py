@@ -20,12 +20,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..buildid import read_recorded_build_ids
+from ..buildid import RecordedBuildIds
 from ..collapse.perf import PerfCollapser
 from ..fold import fold_input, open_lines
 from ..model import FoldedProfile
 from ..symbols import FunctionNamer
-from .spool import Chunk, ChunkCounts, Spool, read_chunk_counts
+from .spool import Chunk, ChunkCounts, Spool, read_chunk
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,7 @@ class StreamedFold:
     def _fold(self, chunk: Chunk) -> None:
         if not self._interval_start:
             self._interval_start = self.spool.started_ns
-        counts = read_chunk_counts(chunk.path)
-        if self._namer is not None and self._namer.recorded is not None:
-            self._namer.recorded = self._namer.recorded.merge(read_recorded_build_ids(str(chunk.path)))
+        counts = _read_and_merge(chunk, self._namer)
         try:
             fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
         finally:
@@ -127,10 +125,9 @@ def iter_chunk_lines(
     deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
     while (chunk := spool.next_chunk()) is not None:
         try:
+            counts = _read_and_merge(chunk, namer)
             if counted is not None:
-                counted(read_chunk_counts(chunk.path))
-            if namer is not None and namer.recorded is not None:
-                namer.recorded = namer.recorded.merge(read_recorded_build_ids(str(chunk.path)))
+                counted(counts)
             with open_lines(str(chunk.path), script_args) as lines:
                 yield from lines
         finally:
@@ -141,3 +138,11 @@ def drain(spool: Spool) -> None:
     """After a reader failed: the chunks still coming are deleted unread, so that the spool empties."""
     while (chunk := spool.next_chunk()) is not None:
         spool.done(chunk)
+
+
+def _read_and_merge(chunk: Chunk, namer: FunctionNamer | None) -> ChunkCounts:
+    """The chunk's counts; the build-ids of the files it maps join the namer's before its frames are named."""
+    counts, build_ids = read_chunk(chunk.path)
+    if namer is not None and namer.recorded is not None:
+        namer.recorded = namer.recorded.merge(RecordedBuildIds(build_ids))
+    return counts
