@@ -9,7 +9,7 @@ One busy C thread (compiled here), recorded twice one after the other at the sam
    spool lives) polled every 20 ms for the raw data on disk and the flamegraph process's VmRSS polled
    every 0.2 s (perf's own RSS, its ring buffers, is reported apart).
 Prints: peak raw data on disk, peak RSS, samples folded / samples plain perf kept, intervals written, and
-the goals of issue 24 (≤ 256 MB on disk, ≤ 300 MB RSS, ≥ 95 % of the samples). Say the load when quoting.
+the goals of a long run (≤ 256 MB on disk, ≤ 300 MB RSS, ≥ 95 % of the samples). Say the load when quoting.
 """
 
 from __future__ import annotations
