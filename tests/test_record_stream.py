@@ -144,13 +144,15 @@ def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_
     for i in range(1, 5):  # four finished chunks of ~5 MB, 10 samples each, none folded yet
         write_perf_data(tmp_path / f"perf.data.{i:04d}", [(RECORD_SAMPLE, b"")] * 10, pad=5_000_000)
     spool.ended()  # perf is done: the chunks are queued, over the cap
-    kept = []
+    kept: list[tuple[str, bool]] = []
     while (chunk := spool.next_chunk()) is not None:
-        kept.append(chunk.path.name)
+        kept.append((chunk.path.name, chunk.dropped))
+        assert chunk.path.exists() != chunk.dropped
         spool.done(chunk)
-    # 5 + 5 MB waiting and the open chunk's 4 MB fit in 16 MB; the third waits past it (dropped); the last
-    # ends the recording (kept), so the newest waiting one before it goes.
-    assert kept == ["perf.data.0001", "perf.data.0004"]
+    # 5 + 5 MB waiting and the open chunk's 4 MB fit in 16 MB; the third would pass it (dropped), and so
+    # would the last, which ends the recording: dropped too, but queued as a marker (its file gone).
+    assert [name for name, _ in kept] == ["perf.data.0001", "perf.data.0002", "perf.data.0004"]
+    assert [dropped for _, dropped in kept] == [False, False, True]
     assert spool.dropped == ChunkCounts(samples=20) and spool.dropped_chunks == 2
     assert len(notes) == 2 and "dropped a chunk of 10 samples unfolded" in notes[0] and "16 MB" in notes[0]
     assert "(20 so far)" in notes[1]
@@ -398,3 +400,18 @@ def test_offcpu_max_spool_draws_the_waits_with_the_disk_bounded(tmp_path: Path) 
     assert facts["raw data on disk"].startswith("at most ") and "--max-spool 16.0 MB" in facts["raw data on disk"]
     assert load(tmp_path / "w.folded").total > 5e6  # µs: two threads blocked ~3 s each
     assert not list(tmp_path.glob("flamegraph-spool-*"))
+
+
+def test_a_dropped_chunk_that_ends_an_interval_still_ends_it(tmp_path: Path) -> None:
+    from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+    from flamegraph.record.stream import Interval, StreamedFold
+
+    spool = Spool(tmp_path, cap=16_000_000, every=5.0)
+    write_perf_data(tmp_path / "perf.data.0001", [(RECORD_SAMPLE, b"")] * 7, pad=20_000_000)  # past the cap alone
+    seen: list[Interval] = []
+    fold = StreamedFold(spool, lambda: PerfCollapser(FoldOptions(), Diagnostics()), [], on_interval=seen.append)
+    fold.start()
+    spool.ended()
+    assert fold.finish().counts == {}
+    assert [(i.number, i.profile.counts) for i in seen] == [(1, {})]  # the interval ended, with nothing folded
+    assert spool.dropped == ChunkCounts(samples=7) and not list(tmp_path.iterdir())

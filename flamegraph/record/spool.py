@@ -17,6 +17,7 @@ dropped, their samples counted (`dropped`) and said at once, never silently.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import struct
@@ -127,6 +128,7 @@ class Chunk:
     interval: int  # 1, 2, ... (1 without --every)
     closes: bool  # the last chunk of its interval
     ended_ns: int  # CLOCK_MONOTONIC when perf was told to switch (or when it ended): perf's clock
+    dropped: bool = False  # deleted unfolded (the folding was behind): kept in the queue only to end its interval
 
 
 class Spool:
@@ -283,14 +285,17 @@ class Spool:
             self._ready.notify_all()
 
     def _drop_over_cap(self) -> None:
-        """Drop the newest waiting chunks (never one that ends an interval: the interval would lose its
-        window) while those waiting, the one being folded and the open one at its full size pass the cap."""
+        """Drop the newest waiting chunks while those waiting, the one being folded and the open one at its
+        full size pass the cap; one that ends an interval stays queued as a marker (`dropped`), its file gone."""
         while self._waiting_bytes() + max(self.chunk, _size(self.data)) > self.cap:
-            victims = [c for c in self._queue if not c.closes]
+            victims = [i for i, c in enumerate(self._queue) if not c.dropped]
             if not victims:
                 return
-            victim = victims[-1]
-            self._queue.remove(victim)
+            victim = self._queue[victims[-1]]
+            if victim.closes:
+                self._queue[victims[-1]] = dataclasses.replace(victim, dropped=True)
+            else:
+                del self._queue[victims[-1]]
             counts = read_chunk_counts(victim.path)
             victim.path.unlink(missing_ok=True)
             self.dropped = self.dropped + counts

@@ -89,6 +89,11 @@ class StreamedFold:
     def _fold(self, chunk: Chunk) -> None:
         if not self._interval_start:
             self._interval_start = self.spool.started_ns
+        if chunk.dropped:  # counted by the spool; its interval still ends here
+            self.spool.done(chunk)
+            if chunk.closes:
+                self._close(chunk.ended_ns)
+            return
         counts = _read_and_merge(chunk, self._namer)
         try:
             fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
@@ -124,6 +129,9 @@ def iter_chunk_lines(
     record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
     deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
     while (chunk := spool.next_chunk()) is not None:
+        if chunk.dropped:
+            spool.done(chunk)
+            continue
         try:
             counts = _read_and_merge(chunk, namer)
             if counted is not None:
