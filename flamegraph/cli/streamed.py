@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..collapse.perf_sched import OffCpuOptions
     from ..model import FoldedProfile
+    from ..observer import FrameObserver
     from ..offcpu.fold import OffCpuFold
     from ..offcpu.proc import Resolver
     from ..record import Recording, RecordSpec, Status
@@ -178,13 +179,12 @@ def _write_whole(
     profile: FoldedProfile,
     recording: Recording,
     draw: OutputRequest,
-    hook: object,
+    hook: FrameObserver,
     status: Status,
     window: tuple[float | None, float | None] | None,
 ) -> None:
     from ..diagnostics import NoSamples
     from ..grouping import grouping_note
-    from ..observer import FrameObserver
     from ..render import render_svg
     from ..report import HowRecorded, build_report, report_lines, report_metadata
     from ..sidecar import Context
@@ -196,7 +196,6 @@ def _write_whole(
     if not profile.counts:
         where = f" in the window {describe_window(window)}" if window else ""
         raise NoSamples(f"{recording.spec.command[0] if recording.spec.command else 'the process'}: no samples{where}")
-    assert isinstance(hook, FrameObserver)
     profile.metadata.update(recording.metadata)
     if window is not None:
         profile.metadata["window"] = describe_window(window)
@@ -225,7 +224,7 @@ def _write_trend(intervals: list[Interval], base: Path, draw: OutputRequest, sta
     last = len(intervals)
     first_folded = interval_path(base, intervals[0].number, ".folded")
     last_folded = interval_path(base, intervals[-1].number, ".folded")
-    hint = f"flamegraph diff {first_folded.name} {last_folded.name} -o {base.stem}-diff.svg"
+    hint = f"flamegraph diff {first_folded.name} {last_folded.name} --normalize -o {base.stem}-diff.svg"
     title = f"{draw.options.title}: share per interval ({last} intervals)"
     image = render_trend([(i.number, i.profile) for i in intervals], title, hint, draw.options.width)
     path = trend_path(base)
