@@ -15,7 +15,7 @@ from ..collapse.perf_sched import OffCpuOptions
 from ..diagnostics import Diagnostics
 from ..record import Recording, RecordSpec, Status
 from ..record.spool import ChunkCounts, Spool
-from ..record.stream import drain, iter_chunk_lines, yield_to_the_program
+from ..record.stream import drain, iter_chunk_lines
 from ..symbols import FunctionNamer
 from .fold import SCRIPT_OPTIONS, OffCpuFold, fold_offcpu_sources
 from .proc import Resolver
@@ -60,7 +60,6 @@ def record_and_pair(
         resolve = lambda silent, window: inner(silent, window or int(ending.seconds * 1e9))  # noqa: E731
 
     def pair() -> None:
-        yield_to_the_program()
         try:
             lines = iter_chunk_lines(spool, SCRIPT_OPTIONS, namer, counts.append)
             sources = [(STREAM_LABEL, lines)]

@@ -16,7 +16,6 @@ stacks of the whole run and of the interval being folded, whatever the number of
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -78,7 +77,6 @@ class StreamedFold:
         return self.whole
 
     def _run(self) -> None:
-        yield_to_the_program()
         try:
             while (chunk := self.spool.next_chunk()) is not None:
                 self._fold(chunk)
@@ -119,20 +117,6 @@ class StreamedFold:
         self._interval_start, self._interval_samples, self._interval_chunks = end_ns, 0, 0
         if self._on_interval is not None:
             self._on_interval(interval)
-
-
-FOLD_NICE = 10  # the folding's niceness above ours: on a busy machine the program sampled runs first
-
-
-def yield_to_the_program() -> None:
-    """Lower this thread's priority (Linux: per thread; the `perf script` it starts inherits it): where
-    the cores are all busy the profiled program runs first and the spool absorbs the fold's delay (the
-    measure is the samples a plain perf record keeps: perf's CPU time taken from the program costs them)."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + FOLD_NICE, 19))
-    except OSError:
-        pass  # not permitted, or not Linux: the fold runs at our priority
 
 
 def iter_chunk_lines(
