@@ -140,7 +140,7 @@ def test_bad_sizes(text: str) -> None:
 
 def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_path: Path) -> None:
     notes: list[str] = []
-    spool = Spool(tmp_path, cap=16_000_000, note=notes.append)  # chunks of 4 MB
+    spool = Spool(tmp_path, cap=16_000_000, note=notes.append)  # chunks of 2.7 MB
     for i in range(1, 5):  # four finished chunks of ~5 MB, 10 samples each, none folded yet
         write_perf_data(tmp_path / f"perf.data.{i:04d}", [(RECORD_SAMPLE, b"")] * 10, pad=5_000_000)
     spool.ended()  # perf is done: the chunks are queued, over the cap
@@ -149,8 +149,9 @@ def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_
         kept.append((chunk.path.name, chunk.dropped))
         assert chunk.path.exists() != chunk.dropped
         spool.done(chunk)
-    # 5 + 5 MB waiting and the open chunk's 4 MB fit in 16 MB; the third would pass it (dropped), and so
-    # would the last, which ends the recording: dropped too, but queued as a marker (its file gone).
+    # 5 + 5 MB waiting and room for the open chunk to grow to two chunks (2 x 16/6 MB) fit in 16 MB; the third
+    # would pass it (dropped), and so would the last, which ends the recording: dropped too, but queued as a
+    # marker (its file gone).
     assert [name for name, _ in kept] == ["perf.data.0001", "perf.data.0002", "perf.data.0004"]
     assert [dropped for _, dropped in kept] == [False, False, True]
     assert spool.dropped == ChunkCounts(samples=20) and spool.dropped_chunks == 2

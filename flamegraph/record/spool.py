@@ -30,7 +30,8 @@ from pathlib import Path
 
 DATA_NAME = "perf.data"
 MIN_CAP = 16_000_000  # below this a chunk is a few samples of 64 KB stacks: perf would switch all the time
-CHUNKS_PER_CAP = 4  # the open chunk, the one being folded and two waiting fit under the cap
+CHUNKS_PER_CAP = 6  # the one being folded, about three waiting and the open one with room to grow fit under the cap
+OPEN_SLACK = 2  # chunks of room kept for the open chunk: its switch may come a chunk's time late
 POLL_SECONDS = 0.05  # perf writes ~33 MB/s at dwarf,65528 -F 499: ~1.7 MB past the chunk size per poll
 HEADER = struct.Struct("<8sQQ16xQQ")  # perf_file_header: magic, size, attr_size, attrs, data {offset, size}
 EVENT_HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
@@ -233,6 +234,8 @@ class Spool:
         while not self._stop.wait(POLL_SECONDS):
             now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             self._scan(now)
+            with self._ready:
+                self._drop_over_cap()  # a late switch lets the open chunk grow: room is made at once
             self.peak = max(self.peak, self.size())
             if self._switch_sent is None:
                 self._maybe_switch(now)
@@ -285,9 +288,9 @@ class Spool:
             self._ready.notify_all()
 
     def _drop_over_cap(self) -> None:
-        """Drop the newest waiting chunks while those waiting, the one being folded and the open one at its
-        full size pass the cap; one that ends an interval stays queued as a marker (`dropped`), its file gone."""
-        while self._waiting_bytes() + max(self.chunk, _size(self.data)) > self.cap:
+        """Drop the newest waiting chunks while those waiting, the one being folded and the open one (room for
+        OPEN_SLACK chunks: a switch can come late on a loaded machine) pass the cap; one that ends an interval stays queued as a marker (`dropped`), its file gone."""
+        while self._waiting_bytes() + max(OPEN_SLACK * self.chunk, _size(self.data)) > self.cap:
             victims = [i for i, c in enumerate(self._queue) if not c.dropped]
             if not victims:
                 return
