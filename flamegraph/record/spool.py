@@ -288,8 +288,9 @@ class Spool:
             self._ready.notify_all()
 
     def _drop_over_cap(self) -> None:
-        """Drop the newest waiting chunks while those waiting, the one being folded and the open one (room for
-        OPEN_SLACK chunks: a switch can come late on a loaded machine) pass the cap; one that ends an interval stays queued as a marker (`dropped`), its file gone."""
+        """Drop the newest waiting chunks while those waiting, the one being folded and the open one (room
+        for OPEN_SLACK chunks: a switch can come late on a loaded machine) pass the cap; one that ends an
+        interval stays queued as a marker (`dropped`), its file gone."""
         while self._waiting_bytes() + max(OPEN_SLACK * self.chunk, _size(self.data)) > self.cap:
             victims = [i for i, c in enumerate(self._queue) if not c.dropped]
             if not victims:
