@@ -9,6 +9,7 @@ interval, and the whole run so far is still drawn.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 from pathlib import Path
@@ -80,8 +81,9 @@ def record_streamed(
         try:
             recording = record(spec, spool.data, status=status, spool=spool)
         except BaseException:
-            spool.ended()
-            fold.finish()
+            spool.ended()  # the folder ends too; what stopped the recording is the error said
+            with contextlib.suppress(Exception):
+                fold.finish()
             raise
         profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
         status.note(_streamed_summary(recording, fold, spool))
