@@ -18,6 +18,7 @@ from .recorder import (
     Duration,
     Highlight,
     KeepInterpreter,
+    MaxSpool,
     NoSvg,
     Open,
     Output,
@@ -30,6 +31,7 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
+    parse_spool_option,
 )
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ def offcpu_cli(
         typer.Option("--window", metavar="START,END", help="keep off-CPU time in this CLOCK_MONOTONIC span (s)"),
     ] = None,
     perf_data: PerfData = None,
+    max_spool: MaxSpool = None,
     title: Title = None,
     preset: Preset = None,
     highlight: Highlight = None,
@@ -150,7 +153,6 @@ def offcpu_cli(
     from ..diagnostics import Diagnostics
     from ..export import ExportRequest
     from ..grouping import grouping_note, namer_for_recording
-    from ..jit.recording import JitHook
     from ..observer import FrameObserver
     from ..offcpu.fold import fold_offcpu_recording
     from ..offcpu.proc import snapshot_threads, whole_window_resolver
@@ -178,16 +180,24 @@ def offcpu_cli(
     resolve_highlights(render.highlights, render.preset, "io")
     svg = None if no_svg else output
     check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
+    cap = parse_spool_option(max_spool, None)
+    if cap is not None and (perf_data is not None or exports):
+        said = "--perf-data" if perf_data is not None else "--speedscope/--pprof/--chrome-trace"
+        status.note(f"note: {said} read the whole perf.data after the run: recorded whole, --max-spool not applied")
+        cap = None
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
-        jit_dir = session.data_path.absolute().with_name(session.data_path.name + ".jit")
-        hooks = [JitHook(jit_dir, note=status.note, dnnl=False, python=python)] if python is not False else []
-        recording = record_offcpu(spec, session.data_path, status, session.mark_recorded, hooks)
-        status.note(_summary(recording, pid))
         resolve = whole_window_resolver(pid, before) if pid is not None else None
-        namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
-        grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
-        fold = fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve)
+        if cap is not None:
+            from .streamed import pair_spooled
+
+            fold, recording, namer = pair_spooled(spec, options, group_unknown, status, cap, resolve)
+        else:
+            recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
+            status.note(_summary(recording, pid))
+            namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
+            grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
+            fold = fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve)
         if (note := grouping_note(namer)) is not None:
             status.note(note)
         profile = fold.profile if keep_interpreter else fold_interpreter(fold.profile)

@@ -19,9 +19,11 @@ from .numbers import parse_window_option
 from .recorder import (
     Command,
     Duration,
+    Every,
     Folded,
     Highlight,
     KeepInterpreter,
+    MaxSpool,
     NoSvg,
     Open,
     Output,
@@ -37,6 +39,7 @@ from .recorder import (
     check_outputs,
     check_request,
     parse_call_graph_option,
+    parse_spool_option,
 )
 
 if TYPE_CHECKING:
@@ -132,6 +135,8 @@ def record_cli(
     output: Output = Path("flamegraph.svg"),
     folded: Folded = None,
     perf_data: PerfData = None,
+    max_spool: MaxSpool = None,
+    every: Every = None,
     title: Title = None,
     preset: Preset = None,
     highlight: Highlight = None,
@@ -205,8 +210,9 @@ def record_cli(
       flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
       flamegraph record --memory live -o leaks.svg -- ./server
     """
+    from ..diagnostics import BadOption
     from ..jit.recording import JIT_CALL_GRAPH
-    from ..record import RecordOptions, RecordSpec
+    from ..record import RecordOptions, RecordSpec, Status
     from ..record.memory import MemoryRequest
 
     source = ctx.get_parameter_source("call_graph")
@@ -234,6 +240,18 @@ def record_cli(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
         open_, keep_interpreter,
     )  # fmt: skip
+    spool = parse_spool_option(max_spool, every)
+    if spool is not None:
+        whole_file = [name for name, on in (("--perf-data", perf_data), ("--jit", jit), ("--mxnet", mxnet),
+                      ("--memory", wanted is not None), ("--python", python is True),
+                      ("--speedscope/--pprof/--chrome-trace", bool(exports))) if on]  # fmt: skip
+        if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
+            raise BadOption(f"--every folds while recording: not yet with {', '.join(whole_file)}")
+        if not whole_file:
+            record_streaming(spec, span, draw, spool, every)
+            return
+        note = f"note: {', '.join(whole_file)} read the whole perf.data after the run: recorded whole, --max-spool"
+        Status().note(f"{note} not applied (the disk is not bounded)")
     record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python)
 
 
@@ -278,6 +296,21 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     subtitle = f"wall time (µs): {ONCPU_EVENT} {freq} Hz (on-CPU, warm) + sched:sched_switch (waits, cold)"
     options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
     record_wall(spec, span, None if no_svg else options, output, folded, perf_data, group_unknown, png, open_)
+
+
+def record_streaming(
+    spec: RecordSpec, window: Window | None, draw: OutputRequest, spool: int,
+    every: float | None,
+) -> None:  # fmt: skip
+    """--max-spool / --every: folded while perf records (flamegraph.cli.streamed)."""
+    from ..record import Status
+    from .scratch import exit_like_the_command
+    from .streamed import record_streamed
+
+    status = Status()
+    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, None, draw.png)
+    recording = record_streamed(spec, window, draw, spool, every, status)
+    exit_like_the_command(recording, status.note)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,24 @@ Duration = Annotated[
         help="stop after this long, at least 0.1 (default: exit/Ctrl-C)",
     ),
 ]
+Every = Annotated[
+    float | None,
+    typer.Option(
+        "--every",
+        metavar="SECONDS",
+        parser=finite(1.0),
+        help="also a graph per interval of this long (STEM-001.svg, .folded) and STEM-trend.svg; folds as it "
+        "records (as --max-spool)",
+    ),
+]
+MaxSpool = Annotated[
+    str | None,
+    typer.Option(
+        "--max-spool",
+        metavar="SIZE",
+        help="fold while recording, at most SIZE of raw data on disk (e.g. 256M; default with --every: 256M)",
+    ),
+]
 PerfData = Annotated[
     Path | None,
     typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
@@ -86,6 +104,21 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise BadOption("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None and not exports:
         raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
+
+
+def parse_spool_option(text: str | None, every: float | None) -> int | None:
+    """--max-spool SIZE in bytes (None: the whole-file recording), at least the spool's minimum."""
+    from ..record.spool import MIN_CAP, parse_size
+
+    if text is None and every is None:
+        return None
+    try:
+        size = parse_size(text or "256M")
+    except ValueError as err:
+        raise BadOption(f"--max-spool: {err}") from None
+    if size < MIN_CAP:
+        raise BadOption(f"--max-spool {text!r}: less than {MIN_CAP // 10**6}M")
+    return size
 
 
 def check_outputs(

@@ -26,7 +26,7 @@ records) with no record in the window are listed in `silent`: the text cannot te
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -289,9 +289,12 @@ class SchedCollapser:
         name = self.frames.plain.get(line)
         return name if name is not None else self.frames.name(line)
 
-    def iter_waits(self, lines: Iterable[bytes], path: str, recording_end: int | None = None) -> Iterator[Wait]:
+    def iter_waits(
+        self, lines: Iterable[bytes], path: str, recording_end: int | Callable[[], int | None] | None = None
+    ) -> Iterator[Wait]:
         """Every wait of one recording, in the order the waits end; open ones last, clipped to the
-        last record or to `recording_end` (ns, perf's clock) when that is later.
+        last record or to `recording_end` (ns, perf's clock) when that is later (a callable: asked once
+        the lines end, for lines read while perf still records them).
 
         Lines come without their line end (as `str.split` cuts a block), or with it (as a file
         iterates); both fold the same."""
@@ -346,6 +349,8 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
+        if callable(recording_end):
+            recording_end = recording_end()
         if recording_end is not None:
             pairing.extend_to(recording_end)
         self.last_window_ns = 0

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import IO
@@ -69,20 +69,39 @@ def fold_offcpu_totals(
     `resolve` turns the threads a recording shows no record of into waits, where something outside
     the text (the live process) can tell; the others are named in the header. `recording_end` (ns,
     perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record."""
+    progress = show_progress(status, "pairing") if status else None
+
+    def sources() -> Iterator[tuple[str, Iterable[bytes]]]:
+        for path in inputs or [STDIN]:
+            with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
+                yield label(path), lines
+            if status:
+                status.clear()
+
+    names = ", ".join(label(p) for p in inputs) or "<stdin>"
+    return fold_offcpu_sources(sources(), names, options, diagnostics, resolve, recording_end)
+
+
+def fold_offcpu_sources(
+    sources: Iterable[tuple[str, Iterable[bytes]]],
+    names: str,
+    options: OffCpuOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    resolve: Resolver | None = None,
+    recording_end: int | Callable[[], int | None] | None = None,
+) -> OffCpuFold:
+    """`fold_offcpu_totals` of (label, perf script lines) sources, each one recording: a streamed recording
+    is one source whose lines come chunk after chunk (a wait spanning two chunks is one wait)."""
     options = options or OffCpuOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = SchedCollapser(options, diagnostics)
     folder = OffCpuFolder(options)
     silent: list[bytes] = []
-    progress = show_progress(status, "pairing") if status else None
-    for path in inputs or [STDIN]:
+    for where, lines in sources:
         # Pairing is sequential (a wait's two ends may be far apart): one process, reading perf
         # script's text as it is written, frames named through the same cache as `fold`.
-        with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
-            for wait in collapser.iter_waits(lines, label(path), recording_end):
-                folder.add(wait)
-        if status:
-            status.clear()
+        for wait in collapser.iter_waits(lines, where, recording_end):
+            folder.add(wait)
         resolved = resolve(collapser.silent, collapser.last_window_ns) if resolve else []
         for wait in resolved:
             folder.add(wait)
@@ -92,7 +111,6 @@ def fold_offcpu_totals(
     totals = folder.totals(collapser.window_ns, collapser.lost, silent)
     profile = folder.profile(totals)
     if not profile.counts:
-        names = ", ".join(label(p) for p in inputs) or "<stdin>"
         what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
         raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
     return OffCpuFold(profile, totals)

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..diagnostics import NotPermitted, PerfFailed
 from ..record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from ..record.spec import OFFCPU_CALL_GRAPH
+from ..record.spool import Spool
 from ..record.tracefs import mounted_tracefs, tracepoint_problem
 
 __all__ = ["EVENT", "mounted_tracefs", "offcpu_options", "offcpu_spec", "record_offcpu", "tracepoint_problem"]
@@ -75,6 +76,7 @@ def record_offcpu(
     status: Status | None = None,
     on_recording: Callable[[], None] | None = None,
     hooks: Sequence[RecordHook] = (),
+    spool: Spool | None = None,
 ) -> Recording:
     """`perf record` of sched_switch; perf's complaints about tracepoints become one clear line."""
     events = [EVENT, *(arg for arg in spec.options.extra_args if arg in (WAKING, WAKEUP))]
@@ -83,7 +85,7 @@ def record_offcpu(
         if problem is not None:
             raise problem
     try:
-        return record(spec, output, hooks=hooks, status=status, on_recording=on_recording)
+        return record(spec, output, hooks=hooks, status=status, on_recording=on_recording, spool=spool)
     except (PerfFailed, NotPermitted) as err:
         problem = next(filter(None, map(tracepoint_problem, events)), None)
         raise (problem or err) from None

@@ -30,6 +30,7 @@ from .spec import (
     explain_failure,
     record_command,
 )
+from .spool import Spool
 from .status import Status
 
 HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
@@ -130,8 +131,12 @@ def record(
     on_output: Callable[[str], None] | None = None,
     status: Status | None = None,
     on_recording: Callable[[], None] | None = None,
+    spool: Spool | None = None,
 ) -> Recording:
     """Run `perf record` for `spec` into `output`; returns once perf has written the file.
+
+    With `spool` perf writes rotating chunks (`output` is the spool's open one) that the spool hands to
+    its folder while perf runs; the samples and lost samples are then counted from the chunks.
 
     `on_recording` is called once `output` holds a recording, finished or cut short (perf killed, a
     full disk), that no later failure may throw away. Whatever ends this call, no perf is left running,
@@ -154,6 +159,8 @@ def record(
         raise OutputFailed(f"{output.parent}: cannot create the directory: {failed.strerror}") from None
     metadata = capture_metadata(spec, perf)
     env = perf_environment({**os.environ, **spec.env}, spec.cwd) if spec.command else {**os.environ, **spec.env}
+    if spool is not None:
+        spec = spec.replace(options=spec.options.replace(extra_args=(*spec.options.extra_args, *spool.args)))
     argv = record_command(spec, perf, output)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
@@ -165,8 +172,10 @@ def record(
     if terminal is not None:
         terminal.give(proc.pid)
     started = time.monotonic()
+    if spool is not None:
+        spool.started(proc.pid)
     try:
-        ending = _wait(proc, spec, started, output, status, err, terminal, previous)
+        ending = _wait(proc, spec, started, output, status, err, terminal, previous, spool)
         seconds = time.monotonic() - started
     except BaseException:
         if _abort(proc, output, status) and err.released:
@@ -177,12 +186,14 @@ def record(
         if terminal is not None:
             terminal.take_back()
         end_group(proc.pid)  # the command perf launched and its children: perf SIGTERMs the command only
+        if spool is not None:
+            spool.ended()  # perf's last chunk is queued: the folder can finish
         for relay in (err, out):
             if relay is not None:
                 relay.join()  # the group's end closed its end of the pipes
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
-    if not captured or not output.is_file():
+    if not captured or not (output.is_file() or spool is not None):
         failure = _failure(spec, err, proc.returncode, seconds, output, ending)
         if failure is None:  # interrupted before perf had started: nothing recorded
             raise KeyboardInterrupt if ending.signum == signal.SIGINT else StopSignal(ending.signum or signal.SIGTERM)
@@ -198,14 +209,22 @@ def record(
         recording = hook.finish(recording)
     if typed:
         recording.metadata.update(command_facts(typed, spec.command))
-    if (scope := user_space_only(spec, recorded_events(perf, output))) is not None:
+    if spool is None:  # a spool's chunks are gone by now: its folder counts what they lost
+        _read_scope_and_lost(perf, output, recording, warnings, status)
+    return recording
+
+
+def _read_scope_and_lost(
+    perf: str, output: Path, recording: Recording, warnings: PerfWarnings, status: Status
+) -> None:
+    """What perf.data says of what the recording misses: the kernel (perf's fallback), lost samples."""
+    if (scope := user_space_only(recording.spec, recorded_events(perf, output))) is not None:
         recording.metadata["recorded"] = scope
         status.note(f"note: {kernel_note(scope)}")
     if warnings.seen and (lost := read_lost(perf, output) or warnings.estimate()) is not None and lost.lost:
         recording.metadata["lost samples"] = lost.fact()
         recording.lost = lost
         status.note(f"note: {lost.line()}")
-    return recording
 
 
 def _start(
@@ -336,6 +355,7 @@ def _wait(
     err: _Relay,
     terminal: Terminal | None,
     previous: tuple[int, ...] | None,
+    spool: Spool | None = None,
 ) -> _Ending:
     """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP.
     `previous` is what `output` was before perf started (see `_identity`)."""
@@ -354,7 +374,7 @@ def _wait(
             if terminal is not None:
                 _watch_terminal(terminal, proc.pid)
             if elapsed >= HOLD_SECONDS:
-                size = output.stat().st_size if output.exists() else 0
+                size = spool.size() if spool is not None else output.stat().st_size if output.exists() else 0
                 left = f", {max(duration - elapsed, 0):.0f} s left" if duration else ", Ctrl-C stops"
                 status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:

@@ -1,0 +1,284 @@
+"""`record --max-spool SIZE` / `--every SECONDS`: fold while perf records, the raw data on disk bounded.
+
+perf writes rotating chunks into a private scratch directory (flamegraph.record.spool); a thread folds
+each and deletes it (flamegraph.record.stream). With --every, each interval is written as it ends,
+beside the output: STEM-001.svg and STEM-001.folded (its facts, with its window, in STEM-001.folded.json),
+and at the end the whole run (-o) and the trend page (STEM-trend.svg). Ctrl-C leaves every finished
+interval, and the whole run so far is still drawn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..collapse.perf_sched import OffCpuOptions
+    from ..model import FoldedProfile
+    from ..observer import FrameObserver
+    from ..offcpu.fold import OffCpuFold
+    from ..offcpu.proc import Resolver
+    from ..record import Recording, RecordSpec, Status
+    from ..record.spool import Spool
+    from ..record.stream import Interval, StreamedFold
+    from ..symbols import FunctionNamer
+    from ..window import Window
+    from .record import OutputRequest
+
+DEFAULT_MAX_SPOOL = "256M"
+
+
+def interval_path(base: Path, number: int, suffix: str) -> Path:
+    """STEM-001.svg beside `base` (the SVG, or --folded with --no-svg)."""
+    return base.with_name(f"{base.stem}-{number:03d}{suffix}")
+
+
+def trend_path(base: Path) -> Path:
+    return base.with_name(f"{base.stem}-trend.svg")
+
+
+def record_streamed(
+    spec: RecordSpec,
+    window: Window | None,
+    draw: OutputRequest,
+    max_spool: int,
+    every: float | None,
+    status: Status,
+) -> Recording:
+    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend."""
+    from ..buildid import RecordedBuildIds
+    from ..collapse.perf import FoldOptions, PerfCollapser
+    from ..diagnostics import Diagnostics
+    from ..observer import FrameObserver
+    from ..perf import find_perf
+    from ..private import scratch_dir
+    from ..record import capture_metadata, record, script_args
+    from ..record.spool import Spool
+    from ..record.stream import StreamedFold
+    from ..symbols import FunctionNamer
+
+    base = draw.svg if draw.options is not None else (draw.folded or draw.svg)
+    directory = scratch_dir("flamegraph-spool-")
+    try:
+        spool = Spool(directory, max_spool, every, status.note, until=spec.options.duration)
+        metadata = capture_metadata(spec, find_perf())
+        namer = FunctionNamer(RecordedBuildIds()) if draw.group_unknown else None
+        hook = FrameObserver(namer)
+        options = FoldOptions.with_all(tid=draw.threads, frame_hook=hook)
+        diagnostics = Diagnostics()
+        fields = script_args(_placeholder(spec, directory), window)
+        written: list[Interval] = []
+
+        def on_interval(interval: Interval) -> None:
+            if every is not None and interval.profile.counts:
+                _write_interval(interval, base, draw, metadata, spool, status)
+                written.append(interval)
+
+        fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval)
+        fold.start()
+        try:
+            recording = record(spec, spool.data, status=status, spool=spool)
+        except BaseException:
+            spool.ended()  # the folder ends too; what stopped the recording is the error said
+            with contextlib.suppress(Exception):
+                fold.finish()
+            raise
+        profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
+        status.note(_streamed_summary(recording, fold, spool))
+        diagnostics.finish()
+        _finish(recording, fold, spool, status)
+        _write_whole(profile, recording, draw, hook, status, window)
+        if every is not None and written and draw.options is not None:
+            _write_trend(written, base, draw, status)
+        return recording
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _placeholder(spec: RecordSpec, directory: Path) -> Recording:
+    """script_args() wants a Recording for the options hooks add; a streamed recording has no hooks."""
+    from ..record import Recording
+
+    return Recording(directory, spec, {}, 0.0)
+
+
+def _window_facts(interval: Interval, spool: Spool, every: float) -> dict[str, str]:
+    """An interval's window, in seconds into the recording and in perf's clock (for --window and fold)."""
+    start = (interval.start_ns - spool.started_ns) / 1e9
+    end = (interval.end_ns - spool.started_ns) / 1e9
+    return {
+        "interval": f"{interval.number} (every {every:g} s): {start:.1f} s to {end:.1f} s of the recording, "
+        f"{interval.samples:,} samples",
+        "window": f"{interval.start_ns / 1e9:.6f},{interval.end_ns / 1e9:.6f} (perf clock, CLOCK_MONOTONIC s)",
+    }
+
+
+def _write_interval(
+    interval: Interval, base: Path, draw: OutputRequest, metadata: dict[str, str], spool: Spool, status: Status
+) -> None:
+    from ..render import render_svg
+    from ..sidecar import Context
+    from ..writer import write_results
+    from .record import drawn_with
+
+    profile = interval.profile
+    profile.metadata.update(metadata)
+    facts = _window_facts(interval, spool, spool.every or 0.0)
+    profile.metadata.update(facts)
+    options = draw.options
+    if options is not None:
+        options = dataclasses.replace(options, subtitle=f"{options.subtitle}; interval {facts['interval']}")
+    svg = interval_path(base, interval.number, ".svg") if options is not None else None
+    folded = interval_path(base, interval.number, ".folded")
+    context = Context.of(profile, **drawn_with(options))
+    write_results(
+        profile, folded, svg, lambda: render_svg(profile, options), status.note, context  # type: ignore[arg-type]
+    )
+
+
+def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) -> str:
+    from .scratch import command_ended
+
+    ended = f"; {command_ended(recording.exit_status)}" if recording.exit_status else ""
+    samples = fold.counts.samples + spool.dropped.samples
+    return (
+        f"recorded {samples:,} samples in {recording.seconds:.1f} s, folded as recorded in {fold.chunks} "
+        f"chunk{'s' if fold.chunks != 1 else ''} (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
+        f"--max-spool {spool.cap / 1e6:.1f} MB){ended}"
+    )
+
+
+def _finish(recording: Recording, fold: StreamedFold, spool: Spool, status: Status) -> None:
+    """The counts perf's last line does not give with rotating chunks, and what was lost, said."""
+    from ..record.lost import LostSamples
+
+    counts = fold.counts
+    dropped = spool.dropped.samples
+    recording.samples = counts.samples + dropped
+    recording.metadata["duration"] = recording.metadata.get("duration", f"{recording.seconds:.1f} s")
+    recording.metadata["raw data on disk"] = (
+        f"at most {spool.peak / 1e6:.1f} MB (--max-spool {spool.cap / 1e6:.1f} MB; polled every 50 ms), "
+        f"folded in {fold.chunks} chunks"
+    )
+    if counts.lost or spool.dropped.lost:
+        lost = LostSamples(recording.samples, counts.lost + spool.dropped.lost, counts.lost_records)
+        recording.lost = lost
+        recording.metadata["lost samples"] = lost.fact()
+        status.note(f"note: {lost.line()}")
+    if dropped:
+        share = 100 * dropped / recording.samples
+        fact = f"{dropped:,} of {recording.samples:,} samples ({share:.1f} %) in {spool.dropped_chunks} chunks"
+        recording.metadata["samples dropped unfolded"] = fact
+        status.note(
+            f"warning: folding could not keep up with perf: {fact} were dropped unfolded to keep the raw data "
+            "under --max-spool (a larger --max-spool, a lower --freq or a smaller --call-graph dwarf size)"
+        )
+
+
+def _write_whole(
+    profile: FoldedProfile,
+    recording: Recording,
+    draw: OutputRequest,
+    hook: FrameObserver,
+    status: Status,
+    window: Window | None,
+) -> None:
+    from ..diagnostics import NoSamples
+    from ..grouping import grouping_note
+    from ..render import render_svg
+    from ..report import HowRecorded, build_report, report_lines, report_metadata
+    from ..sidecar import Context
+    from ..writer import write_results
+    from .inputs import open_in_browser
+    from .record import drawn_with, report_top
+
+    if not profile.counts:
+        where = f" in the window {window.format()}" if window else ""
+        raise NoSamples(f"{recording.spec.command[0] if recording.spec.command else 'the process'}: no samples{where}")
+    profile.metadata.update(recording.metadata)
+    if window is not None:
+        profile.metadata["window"] = window.format()
+    if (note := grouping_note(hook.namer)) is not None:
+        status.note(note)
+    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, False))
+    for line in report_lines(figures, fixes):
+        status.note(line)
+    profile.metadata.update(report_metadata(figures, fixes))
+    options = draw.options
+    svg = draw.svg if options is not None else None
+    write_results(
+        profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
+        Context.of(profile, **drawn_with(options)), draw.png,
+    )  # fmt: skip
+    if draw.open and svg is not None:
+        open_in_browser(svg)
+    report_top(profile, status)
+
+
+def _write_trend(intervals: list[Interval], base: Path, draw: OutputRequest, status: Status) -> None:
+    from ..render.trend import render_trend
+    from ..writer import _put, write_atomically
+
+    assert draw.options is not None
+    last = len(intervals)
+    first_folded = interval_path(base, intervals[0].number, ".folded")
+    last_folded = interval_path(base, intervals[-1].number, ".folded")
+    hint = f"flamegraph diff {first_folded.name} {last_folded.name} --normalize -o {base.stem}-diff.svg"
+    title = f"{draw.options.title}: share per interval ({last} intervals)"
+    image = render_trend([(i.number, i.profile) for i in intervals], title, hint, draw.options.width)
+    path = trend_path(base)
+    write_atomically(path, lambda out: _put(out, image))
+    status.note(f"wrote {path}")
+
+
+def pair_spooled(
+    spec: RecordSpec,
+    options: OffCpuOptions,
+    group_unknown: bool,
+    status: Status,
+    cap: int,
+    resolve: Resolver | None,
+) -> tuple[OffCpuFold, Recording, FunctionNamer | None]:
+    """`offcpu --max-spool`: recorded into a bounded spool and paired meanwhile; the capture facts as
+    a whole recording's, with the spool's instead of the file's size."""
+    from ..buildid import RecordedBuildIds
+    from ..observer import FrameObserver
+    from ..offcpu.stream import record_and_pair
+    from ..private import scratch_dir
+    from ..record.lost import LostSamples
+    from ..record.spool import Spool
+    from ..symbols import FunctionNamer
+
+    directory = scratch_dir("flamegraph-spool-")
+    try:
+        spool = Spool(directory, cap, None, status.note)
+        namer = FunctionNamer(RecordedBuildIds()) if group_unknown else None
+        grouped = dataclasses.replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
+        fold, recording, counts = record_and_pair(spec, grouped, spool, status, namer, resolve)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    chunks = spool.chunks
+    status.note(
+        f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
+        f"--max-spool {cap / 1e6:.1f} MB)"
+    )
+    captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
+    fold.profile.metadata.update(captured)
+    fold.profile.metadata["raw data on disk"] = (
+        f"at most {spool.peak / 1e6:.1f} MB (--max-spool {cap / 1e6:.1f} MB; polled every 50 ms), {chunks} chunks"
+    )
+    if counts.lost:
+        recording.lost = LostSamples(counts.samples, counts.lost, counts.lost_records)
+        fold.profile.metadata["lost samples"] = recording.lost.fact()
+        status.note(f"note: {recording.lost.line()}")
+    if spool.dropped_chunks:
+        fact = f"{spool.dropped.samples:,} sched_switch records in {spool.dropped_chunks} chunks"
+        fold.profile.metadata["records dropped unpaired"] = fact
+        status.note(
+            f"warning: pairing could not keep up with perf: {fact} were dropped unread to keep the raw data under "
+            "--max-spool; the waits across them are drawn as long as the gap (a larger --max-spool, --duration)"
+        )
+    return fold, recording, namer

@@ -1,0 +1,156 @@
+"""Folding a spooled recording while perf records: each finished chunk scripted, folded and deleted.
+
+One thread takes the spool's chunks in order, folds each (`perf script` of that chunk, the one fold path)
+into the current interval's collapser, and deletes it; an interval's end hands its profile to
+`on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. Memory is the distinct
+stacks of the whole run and of the interval being folded, whatever the number of samples.
+
+    fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval)
+    fold.start()
+    recording = record(spec, spool.data, spool=spool)   # perf runs; chunks are folded meanwhile
+    whole = fold.finish()                              # the last chunks folded; the whole run's profile
+
+    for line in iter_chunk_lines(spool, script_args, namer, counted):   # the chunks' text as one stream
+        ...                                                              # (off-CPU pairing across chunks)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..buildid import RecordedBuildIds
+from ..collapse.perf import PerfCollapser
+from ..fold import fold_input, open_lines
+from ..model import FoldedProfile
+from ..symbols import FunctionNamer
+from .spool import Chunk, ChunkCounts, Spool, read_chunk
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One interval's folded profile and its window in perf's clock (CLOCK_MONOTONIC ns)."""
+
+    number: int
+    profile: FoldedProfile
+    start_ns: int
+    end_ns: int
+    samples: int  # samples in its chunks (folded or not: dropped chunks are counted in the spool)
+
+
+class StreamedFold:
+    """The folder thread of a spooled recording (see the module's doc)."""
+
+    def __init__(
+        self,
+        spool: Spool,
+        make_collapser: Callable[[], PerfCollapser],
+        script_args: Sequence[str],
+        namer: FunctionNamer | None = None,
+        on_interval: Callable[[Interval], None] | None = None,
+    ) -> None:
+        self.spool = spool
+        self._make = make_collapser
+        self._script_args = list(script_args)
+        self._namer = namer
+        self._on_interval = on_interval
+        self.whole = FoldedProfile()
+        self.counts = ChunkCounts()  # of the chunks folded
+        self.chunks = 0
+        self.intervals = 0
+        self._collapser = make_collapser()
+        self._interval_samples = 0
+        self._interval_chunks = 0
+        self._interval_start = 0
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="fold", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> FoldedProfile:
+        """Waits for the last chunk (the spool must have `ended`); re-raises what stopped the folding."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.whole
+
+    def _run(self) -> None:
+        try:
+            while (chunk := self.spool.next_chunk()) is not None:
+                self._fold(chunk)
+            if self._interval_chunks:  # the watcher saw perf's last chunk before it knew it was the last
+                self._close(self.spool.ended_ns)
+        except BaseException as error:  # handed to finish(): the main thread says it
+            self._error = error
+            drain(self.spool)
+
+    def _fold(self, chunk: Chunk) -> None:
+        if not self._interval_start:
+            self._interval_start = self.spool.started_ns
+        if chunk.dropped:  # counted by the spool; its interval still ends here
+            self.spool.done(chunk)
+            if chunk.closes:
+                self._close(chunk.ended_ns)
+            return
+        counts = _read_and_merge(chunk, self._namer)
+        try:
+            fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
+        finally:
+            self.spool.done(chunk)
+        self.counts = self.counts + counts
+        self.chunks += 1
+        self._interval_samples += counts.samples
+        self._interval_chunks += 1
+        if chunk.closes:
+            self._close(chunk.ended_ns)
+
+    def _close(self, end_ns: int) -> None:
+        profile = self._collapser.profile()
+        for stack, weight in profile.counts.items():
+            self.whole.add(stack, weight)
+        self.whole.event = self.whole.event or profile.event
+        self.intervals += 1
+        interval = Interval(self.intervals, profile, self._interval_start, end_ns, self._interval_samples)
+        self._collapser = self._make()
+        self._interval_start, self._interval_samples, self._interval_chunks = end_ns, 0, 0
+        if self._on_interval is not None:
+            self._on_interval(interval)
+
+
+def iter_chunk_lines(
+    spool: Spool,
+    script_args: Sequence[str],
+    namer: FunctionNamer | None = None,
+    counted: Callable[[ChunkCounts], None] | None = None,
+) -> Iterator[bytes]:
+    """The `perf script` lines of every chunk in order, as one stream (a reader that keeps state from
+    record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
+    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
+    while (chunk := spool.next_chunk()) is not None:
+        if chunk.dropped:
+            spool.done(chunk)
+            continue
+        try:
+            counts = _read_and_merge(chunk, namer)
+            if counted is not None:
+                counted(counts)
+            with open_lines(str(chunk.path), script_args) as lines:
+                yield from lines
+        finally:
+            spool.done(chunk)
+
+
+def drain(spool: Spool) -> None:
+    """After a reader failed: the chunks still coming are deleted unread, so that the spool empties."""
+    while (chunk := spool.next_chunk()) is not None:
+        spool.done(chunk)
+
+
+def _read_and_merge(chunk: Chunk, namer: FunctionNamer | None) -> ChunkCounts:
+    """The chunk's counts; the build-ids of the files it maps join the namer's before its frames are named."""
+    counts, build_ids = read_chunk(chunk.path)
+    if namer is not None and namer.recorded is not None:
+        namer.recorded = namer.recorded.merge(RecordedBuildIds(build_ids))
+    return counts

@@ -1,0 +1,418 @@
+"""`record --max-spool/--every`: folded while perf records, raw data on disk bounded, a graph per interval,
+the trend page; the spool's chunk counting and drop policy without perf; the trend page's escaping."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import xml.dom.minidom
+from pathlib import Path
+
+import pytest
+
+from flamegraph.diagnostics import EXIT_USAGE, Diagnostics
+from flamegraph.folded import read_folded
+from flamegraph.model import FoldedProfile
+from flamegraph.record.spool import (
+    EVENT_HEADER,
+    HEADER,
+    MISC_MMAP_BUILD_ID,
+    RECORD_LOST,
+    RECORD_LOST_SAMPLES,
+    RECORD_MMAP2,
+    RECORD_SAMPLE,
+    ChunkCounts,
+    Spool,
+    parse_size,
+    read_chunk,
+    read_chunk_counts,
+)
+from flamegraph.render.trend import render_trend, trend_rows
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+# Phase A for the first argv[1] seconds, then phase B: the intervals must tell them apart.
+PHASES_C = r"""
+#include <stdlib.h>
+#include <time.h>
+static volatile double sink;
+__attribute__((noinline)) void phase_a(void) { for (int i = 0; i < 200000; i++) sink += i * 0.5; }
+__attribute__((noinline)) void phase_b(void) { for (int i = 0; i < 200000; i++) sink += i * 0.25; }
+int main(int argc, char **argv) {
+    double switch_at = atof(argv[1]);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double elapsed = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+        if (elapsed < switch_at) phase_a(); else phase_b();
+    }
+}
+"""
+
+
+def load(path: Path) -> FoldedProfile:
+    with open(path, "rb") as f:
+        return read_folded(f, str(path), Diagnostics())
+
+
+def self_share(profile: FoldedProfile, leaf: str) -> float:
+    return sum(w for s, w in profile.counts.items() if s.rpartition(";")[2] == leaf) / profile.total
+
+
+# -- the spool without perf ---------------------------------------------------------------------
+
+
+def write_perf_data(path: Path, records: list[tuple[int, bytes]], pad: int = 0, misc: int = 0) -> None:
+    """A minimal perf.data: the file header, then records (type, body); `pad` bytes of zeros after."""
+    body = b"".join(EVENT_HEADER.pack(kind, misc, EVENT_HEADER.size + len(data)) + data for kind, data in records)
+    offset = HEADER.size + 104  # a header as long as perf's (the feature bitmap after ours)
+    header = HEADER.pack(b"PERFILE2", offset, 0, offset, len(body)).ljust(offset, b"\0")
+    path.write_bytes(header + body + b"\0" * pad)
+
+
+def test_chunk_counts_read_samples_and_both_kinds_of_lost(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data.1"
+    lost = struct.pack("<QQ", 7, 40)  # {id, lost}
+    write_perf_data(
+        data,
+        [(RECORD_SAMPLE, b"x" * 24), (3, b"comm"), (RECORD_SAMPLE, b""), (RECORD_LOST, lost),
+         (RECORD_LOST_SAMPLES, struct.pack("<Q", 5)), (RECORD_SAMPLE, b"y" * 8)],
+    )  # fmt: skip
+    assert read_chunk_counts(data) == ChunkCounts(samples=3, lost=45, lost_records=1)
+
+
+def mmap2(name: bytes, build_id: bytes) -> bytes:
+    """An MMAP2 body with a build-id (perf record --buildid-mmap): pid, tid, start, len, pgoff, the id, prot,
+    flags, the file name (NUL-padded to 8 bytes)."""
+    ids = struct.pack("<BBH20s", len(build_id), 0, 0, build_id)
+    return struct.pack("<IIQQQ", 1, 1, 0x1000, 0x2000, 0) + ids + struct.pack("<II", 5, 2) + name + b"\0" * 8
+
+
+def test_chunk_build_ids_come_from_the_mmap2_records(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data.1"
+    libc = bytes(range(20))
+    write_perf_data(
+        data,
+        [(RECORD_MMAP2, mmap2(b"/usr/lib/libc.so.6", libc)),
+         (RECORD_MMAP2, mmap2(b"[kernel.kallsyms]_text", b"\1" * 20)),
+         (RECORD_MMAP2, mmap2(b"/usr/lib/libc.so.6", libc))],
+        misc=MISC_MMAP_BUILD_ID,
+    )  # fmt: skip
+    counts, build_ids = read_chunk(data)
+    assert counts == ChunkCounts()
+    assert build_ids == {b"/usr/lib/libc.so.6": frozenset({libc.hex()}), b"[kernel.kallsyms]": frozenset({"01" * 20})}
+    write_perf_data(data, [(RECORD_MMAP2, mmap2(b"/usr/lib/libc.so.6", libc))])  # no build-id (device, inode)
+    assert read_chunk(data)[1] == {}
+
+
+def test_chunk_counts_stop_at_a_torn_record_and_never_raise(tmp_path: Path) -> None:
+    data = tmp_path / "perf.data.1"
+    write_perf_data(data, [(RECORD_SAMPLE, b"")])
+    raw = bytearray(data.read_bytes())
+    struct.pack_into("<Q", raw, 48, 64)  # the data section says 64 bytes: the rest is a zero-sized record
+    data.write_bytes(bytes(raw) + b"\0" * 64)
+    assert read_chunk_counts(data).samples == 1
+    (tmp_path / "junk").write_bytes(b"not perf")
+    assert read_chunk_counts(tmp_path / "junk") == ChunkCounts()
+    assert read_chunk_counts(tmp_path / "missing") == ChunkCounts()
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("256M", 256_000_000), ("1g", 1_000_000_000), ("64k", 64_000), ("1000", 1000), ("1.5MB", 1_500_000)],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "M", "lots", "-1M", "nan", "1T"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(ValueError, match="expected a number"):
+        parse_size(text)
+
+
+def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_path: Path) -> None:
+    notes: list[str] = []
+    spool = Spool(tmp_path, cap=16_000_000, note=notes.append)  # chunks of 2.7 MB
+    for i in range(1, 5):  # four finished chunks of ~5 MB, 10 samples each, none folded yet
+        write_perf_data(tmp_path / f"perf.data.{i:04d}", [(RECORD_SAMPLE, b"")] * 10, pad=5_000_000)
+    spool.ended()  # perf is done: the chunks are queued, over the cap
+    kept: list[tuple[str, bool]] = []
+    while (chunk := spool.next_chunk()) is not None:
+        kept.append((chunk.path.name, chunk.dropped))
+        assert chunk.path.exists() != chunk.dropped
+        spool.done(chunk)
+    # 5 + 5 MB waiting and room for the open chunk to grow to two chunks (2 x 16/6 MB) fit in 16 MB; the third
+    # would pass it (dropped), and so would the last, which ends the recording: dropped too, but queued as a
+    # marker (its file gone).
+    assert [name for name, _ in kept] == ["perf.data.0001", "perf.data.0002", "perf.data.0004"]
+    assert [dropped for _, dropped in kept] == [False, False, True]
+    assert spool.dropped == ChunkCounts(samples=20) and spool.dropped_chunks == 2
+    assert len(notes) == 2 and "dropped a chunk of 10 samples unfolded" in notes[0] and "16 MB" in notes[0]
+    assert "(20 so far)" in notes[1]
+    assert not list(tmp_path.iterdir())
+
+
+# -- the trend page -----------------------------------------------------------------------------
+
+
+def test_trend_rows_are_self_shares_per_interval() -> None:
+    one = FoldedProfile({"main;a": 3, "main;b": 1})
+    two = FoldedProfile({"main;b": 2, "main;b;c": 2})
+    rows = {name: (selfs, totals) for name, selfs, totals in trend_rows([(1, one), (2, two)])}
+    assert rows["a"] == ([0.75, 0.0], [0.75, 0.0])
+    assert rows["b"] == ([0.25, 0.5], [0.25, 1.0])
+    assert rows["c"] == ([0.0, 0.5], [0.0, 0.5])
+    assert list(rows)[:2] == ["a", "b"]  # the most self time over the run first (0.75 each, then by name)
+
+
+def test_trend_page_is_escaped_svg_without_script() -> None:
+    hostile = "std::vector<int>::at&</text><script>alert(1)</script>"
+    image = render_trend(
+        [(1, FoldedProfile({f"main;{hostile}": 5})), (2, FoldedProfile({"main;other": 5}))],
+        "t<&>", "flamegraph diff a-001.folded a-002.folded",
+    )  # fmt: skip
+    document = xml.dom.minidom.parseString(image)
+    assert not document.getElementsByTagName("script")
+    text = image.decode()
+    assert "std::vector&lt;int&gt;::at&amp;&lt;/text&gt;" in text and "t&lt;&amp;&gt;" in text
+    assert "flamegraph diff a-001.folded a-002.folded" in text
+    assert "100.0" in text  # the share printed in its cell: readable as an image
+
+
+# -- the CLI's mistakes (no perf) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--every", "5", "--jit"], "not yet with --jit"),
+        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not yet with --perf-data, --mxnet"),
+        (["--max-spool", "1M"], "less than 16M"),
+        (["--max-spool", "lots"], "expected a number"),
+        (["--every", "0.5"], "less than 1"),
+    ],
+)
+def test_streamed_mistakes_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "x.svg"), "--", "true"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- with perf ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def phases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("phases")
+    (where / "phases.c").write_text(PHASES_C)
+    subprocess.run(["cc", "-O1", "-g", "-o", str(where / "phases"), str(where / "phases.c")], check=True)
+    return where / "phases"
+
+
+class DiskWatch:
+    """Polls the bytes under a directory (the spool's $TMPDIR) every 20 ms; `peak` is the largest seen."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.peak, self.polls = root, 0, 0
+        self.held = 0  # the most deleted spool files some process still mapped (their disk space not freed)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            total = 0
+            for dirpath, _, names in os.walk(self.root):
+                for name in names:
+                    try:
+                        total += os.lstat(os.path.join(dirpath, name)).st_size
+                    except OSError:
+                        pass
+            self.peak, self.polls = max(self.peak, total), self.polls + 1
+            if self.polls % 25 == 0:
+                self.held = max(self.held, self._deleted_but_mapped())
+
+    def _deleted_but_mapped(self) -> int:
+        held = 0
+        for maps in Path("/proc").glob("[0-9]*/maps"):
+            try:
+                text = maps.read_text()
+            except OSError:
+                continue
+            held += sum(1 for line in text.splitlines() if str(self.root) in line and line.endswith("(deleted)"))
+        return held
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+@pytest.mark.perf
+def test_every_interval_drawn_disk_bounded_totals_add_up(phases: Path, tmp_path: Path) -> None:
+    """15 s at dwarf,65528 -F 499 (~30 MB/s of raw data, ~450 MB unbounded) under a 32 MB spool."""
+    spool_root = tmp_path / "tmp"
+    spool_root.mkdir()
+    watch = DiskWatch(spool_root)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", "--every", "5", "--duration", "15", "--max-spool", "32M",
+         "--call-graph", "dwarf,65528", "-F", "499", "-o", str(out / "run.svg"), "--folded", str(out / "run.folded"),
+         "--", str(phases), "7.5"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(spool_root)},
+    )  # fmt: skip
+    peak = watch.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert watch.polls > 100 and 0 < peak <= 32_000_000, (peak, proc.stderr)
+    assert watch.held == 0  # perf 6.1's build-id pass at each switch kept every chunk mapped: not used
+    assert not list(spool_root.iterdir())  # nothing raw outlives the run
+    intervals = [load(out / f"run-{n:03d}.folded") for n in (1, 2, 3)]
+    assert not (out / "run-004.folded").exists()
+    assert all((out / f"run-{n:03d}.svg").is_file() for n in (1, 2, 3))
+    whole = load(out / "run.folded")
+    assert sum(p.total for p in intervals) == whole.total > 15 * 20  # (a loaded machine: ~65 samples/s seen)
+    recorded = int(proc.stderr.split("recorded ")[1].split(" samples")[0].replace(",", ""))
+    assert recorded == whole.total and "dropped" not in proc.stderr  # every sample folded
+    # Phase A until 7.5 s: interval 1 is all A, interval 3 all B, interval 2 both.
+    assert self_share(intervals[0], "phase_a") > 0.9 and self_share(intervals[2], "phase_b") > 0.9
+    assert 0.2 < self_share(intervals[1], "phase_a") < 0.8
+    facts = json.loads((out / "run-002.folded.json").read_text())["metadata"]
+    start_s, end_s = (float(t) for t in re.findall(r"([0-9.]+) s (?:to|of)", facts["interval"]))
+    assert facts["interval"].startswith("2 (every 5 s): ") and "s of the recording, " in facts["interval"]
+    assert (start_s, end_s) == (pytest.approx(5.0, abs=0.3), pytest.approx(10.0, abs=0.3))  # a switch: ~50 ms
+    start, end = (float(t) for t in facts["window"].split(" ")[0].split(","))
+    assert end - start == pytest.approx(5.0, abs=0.3)
+    whole_facts = json.loads((out / "run.folded.json").read_text())["metadata"]
+    assert whole_facts["raw data on disk"].startswith("at most ")
+    trend = (out / "run-trend.svg").read_text()
+    assert "phase_a" in trend and "phase_b" in trend
+    assert "flamegraph diff run-001.folded run-003.folded" in trend
+
+
+@pytest.mark.perf
+def test_ctrl_c_leaves_the_finished_intervals_and_the_whole_run(phases: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "--every", "2", "--call-graph", "dwarf,8192", "-o", str(out / "run.svg"),
+         "--folded", str(out / "run.folded"), "--", str(phases), "100"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (out / "run-002.folded").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    written = sorted(p.name for p in out.glob("run-0*.folded"))
+    assert written[:2] == ["run-001.folded", "run-002.folded"]
+    whole = load(out / "run.folded")
+    assert sum(load(out / name).total for name in written) == whole.total
+    assert (out / "run.svg").is_file() and (out / "run-trend.svg").is_file()
+    assert "stopping the recording (Ctrl-C received)" in err
+
+
+@pytest.mark.perf
+def test_max_spool_with_perf_data_records_the_whole_file_and_says_so(phases: Path, tmp_path: Path) -> None:
+    data = tmp_path / "keep.data"
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "record", "--max-spool", "64M", "--perf-data", str(data), "--duration", "2",
+         "-o", str(tmp_path / "x.svg"), "--", str(phases), "100"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "note: --perf-data read the whole perf.data after the run: recorded whole, --max-spool not applied" in (
+        proc.stderr
+    )
+    assert data.is_file() and (tmp_path / "x.svg").is_file()
+
+
+# -- off-CPU: one pairing across chunks ---------------------------------------------------------
+
+WAITER = """
+import threading, time, sys
+done = threading.Event()
+def waiter():
+    while not done.wait(1.5):  # waits of 1.5 s: each spans several chunks switched every 0.3 s
+        pass
+threading.Thread(target=waiter, daemon=True).start()
+time.sleep(float(sys.argv[1]))
+done.set()
+"""
+
+
+@pytest.mark.perf
+def test_offcpu_pairs_a_wait_across_chunks_as_one_wait(tmp_path: Path) -> None:
+    from flamegraph.collapse.sched_totals import OPEN_AT_START
+    from flamegraph.offcpu.fold import SCRIPT_OPTIONS, fold_offcpu_sources, fold_offcpu_totals
+    from flamegraph.offcpu.stream import STREAM_LABEL
+    from flamegraph.record.stream import iter_chunk_lines
+
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    perf = subprocess.Popen(
+        ["perf", "record", "-e", "sched:sched_switch", "--switch-events", "--call-graph", "dwarf,8192", "-k",
+         "CLOCK_MONOTONIC", "--switch-output", "-o", str(spool_dir / "perf.data"), "--", sys.executable, str(script),
+         "4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    while perf.poll() is None:  # a chunk every 0.3 s, as the spool switches a busy recording
+        time.sleep(0.3)
+        if (spool_dir / "perf.data").exists():
+            perf.send_signal(signal.SIGUSR2)
+    chunks = sorted(str(p) for p in spool_dir.glob("perf.data.*"))
+    assert len(chunks) >= 8
+    alone = fold_offcpu_totals(chunks).totals  # each chunk paired by itself: waits cut at every switch
+    spool = Spool(spool_dir, cap=10**12)
+    spool.ended()
+    chained = fold_offcpu_sources([(STREAM_LABEL, iter_chunk_lines(spool, SCRIPT_OPTIONS))], STREAM_LABEL).totals
+    assert not list(spool_dir.iterdir())  # each chunk deleted once read
+    # Two threads blocked ~4 s each (the main thread's sleep, the waiter's 1.5 s waits): paired across the
+    # chunks, ~8 s, none cut; each chunk alone sees only the waits that end within it, clipped to its records.
+    assert OPEN_AT_START not in chained.by_kind and chained.window_ns > 3.5e9
+    assert chained.total_ns > 7e9
+    assert alone.total_ns < chained.total_ns / 4 and OPEN_AT_START in alone.by_kind
+
+
+@pytest.mark.perf
+def test_offcpu_max_spool_draws_the_waits_with_the_disk_bounded(tmp_path: Path) -> None:
+    script = tmp_path / "waiter.py"
+    script.write_text(WAITER)
+    proc = subprocess.run(
+        [*FLAMEGRAPH, "offcpu", "--max-spool", "16M", "--folded", str(tmp_path / "w.folded"),
+         "-o", str(tmp_path / "w.svg"), "--", sys.executable, str(script), "3"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "paired as recorded (raw data on disk at most" in proc.stderr
+    facts = json.loads((tmp_path / "w.folded.json").read_text())["metadata"]
+    assert facts["raw data on disk"].startswith("at most ") and "--max-spool 16.0 MB" in facts["raw data on disk"]
+    assert load(tmp_path / "w.folded").total > 5e6  # µs: two threads blocked ~3 s each
+    assert not list(tmp_path.glob("flamegraph-spool-*"))
+
+
+def test_a_dropped_chunk_that_ends_an_interval_still_ends_it(tmp_path: Path) -> None:
+    from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+    from flamegraph.record.stream import Interval, StreamedFold
+
+    spool = Spool(tmp_path, cap=16_000_000, every=5.0)
+    write_perf_data(tmp_path / "perf.data.0001", [(RECORD_SAMPLE, b"")] * 7, pad=20_000_000)  # past the cap alone
+    seen: list[Interval] = []
+    fold = StreamedFold(spool, lambda: PerfCollapser(FoldOptions(), Diagnostics()), [], on_interval=seen.append)
+    fold.start()
+    spool.ended()
+    assert fold.finish().counts == {}
+    assert [(i.number, i.profile.counts) for i in seen] == [(1, {})]  # the interval ended, with nothing folded
+    assert spool.dropped == ChunkCounts(samples=7) and not list(tmp_path.iterdir())
