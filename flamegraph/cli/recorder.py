@@ -32,7 +32,7 @@ Every = Annotated[
     typer.Option(
         "--every",
         metavar="SECONDS",
-        parser=finite(1.0),
+        parser=finite("--every", 1.0),
         help="also a graph per interval of this long (STEM-001.svg, .folded) and STEM-trend.svg; folds as it "
         "records (as --max-spool)",
     ),
