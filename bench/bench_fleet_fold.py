@@ -13,12 +13,12 @@ import io
 import os
 import time
 
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.diagnostics import Diagnostics
 from flamegraph.fleet.cluster import Scheduler, connect
 from flamegraph.fleet.fold import fold_on_cluster
-from flamegraph.fold import fold_perf
-from flamegraph.folded import write_folded
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.folding.stage import fold_perf
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import write_folded
 
 
 def folded_bytes(profile: object) -> bytes:

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from flamegraph.diagnostics import FlamegraphError
-from flamegraph.writer import atomic_output
+from flamegraph.io.diagnostics import FlamegraphError
+from flamegraph.io.writer import atomic_output
 
 
 def driver_parser(module: str, doc: str, epochs: int = 3, out: str = "out") -> argparse.ArgumentParser:

@@ -19,12 +19,12 @@ import re
 import sys
 from pathlib import Path
 
-from flamegraph.diagnostics import NoSamples
+from flamegraph.frameworks.mxnet.views import compare_operators, comparison_lines, group_by_op
+from flamegraph.io.diagnostics import NoSamples
+from flamegraph.io.writer import atomic_output
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.views import compare_operators, comparison_lines, group_by_op
 from flamegraph.render import RenderOptions, render_diff
 from flamegraph.render.summary import self_weights
-from flamegraph.writer import atomic_output
 
 from .driver import driver_parser, run_driver
 from .mnist import prepare_mnist

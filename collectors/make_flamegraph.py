@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
+from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook
+from flamegraph.frameworks.mxnet.summary import JoinSummary
+from flamegraph.io.perf import script_command
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.summary import JoinSummary
-from flamegraph.perf import script_command
 from flamegraph.record import RecordHook, RecordOptions, script_args
 
 from .driver import driver_parser, run_driver, write_facts

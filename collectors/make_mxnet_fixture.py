@@ -22,12 +22,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from flamegraph.collapse.script import THREAD_TIME
-from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
-from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.mxnet.profile import read_profile
-from flamegraph.mxnet.recording import evidence_command, read_sidecars
-from flamegraph.perf import script_command
+from flamegraph.folding.script import THREAD_TIME
+from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook
+from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
+from flamegraph.frameworks.mxnet.hook import evidence_command, read_sidecars
+from flamegraph.frameworks.mxnet.profile import read_profile
+from flamegraph.io.perf import script_command
 from flamegraph.record import ONCPU_FIELDS, RecordOptions
 from flamegraph.window import Window
 

@@ -23,16 +23,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from flamegraph.collapse.perf_sched import OffCpuOptions
-from flamegraph.diagnostics import Diagnostics, NotPermitted, PerfFailed
-from flamegraph.grouping import grouping_note, namer_for_recording
+from flamegraph.analysis import offcpu_threads
+from flamegraph.folding.offcpu import fold_offcpu_recording
+from flamegraph.folding.perf_sched import OffCpuOptions
+from flamegraph.frameworks.mxnet.hook import MxnetHook, instrumentation_fact
+from flamegraph.io.diagnostics import Diagnostics, NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.recording import MxnetHook, instrumentation_fact
-from flamegraph.observer import FrameObserver
-from flamegraph.offcpu import threads as offcpu_threads
-from flamegraph.offcpu.fold import fold_offcpu_recording
-from flamegraph.offcpu.record import offcpu_options, tracepoint_problem
+from flamegraph.naming.grouping import grouping_note, namer_for_recording
+from flamegraph.naming.observer import FrameObserver
 from flamegraph.record import Status
+from flamegraph.record.offcpu import offcpu_options, tracepoint_problem
 
 from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist

@@ -24,12 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from flamegraph.diagnostics import PerfFailed
-from flamegraph.jit.recording import JIT_CALL_GRAPH, JitHook
-from flamegraph.offcpu.fold import SCRIPT_OPTIONS
-from flamegraph.offcpu.record import offcpu_spec
-from flamegraph.perf import find_perf
+from flamegraph.folding.offcpu import SCRIPT_OPTIONS
+from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook
+from flamegraph.io.diagnostics import PerfFailed
+from flamegraph.io.perf import find_perf
 from flamegraph.record import Recording, RecordOptions, Status, record, record_command, script_args
+from flamegraph.record.offcpu import offcpu_spec
 
 from .driver import driver_parser, run_driver, write_facts
 from .mlp_log import TrainLog

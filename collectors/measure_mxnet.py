@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from flamegraph.jit.recording import hook_command
+from flamegraph.frameworks.jit.hook import hook_command
 
 from .mlp_log import parse_log
 from .mnist import prepare_mnist

@@ -6,7 +6,7 @@ Each round trains once without perf, then once per setting under `perf record`, 
 drifts of a shared machine hit every setting alike. Reported per setting: mean per-epoch samples/s
 (and the loss against the no-perf runs), perf.data MB/s, training-window samples, and the share
 of them whose stack reaches a thread root (`_start`, `start_thread`, `clone`/`clone3`; the
-attribution report's figure, flamegraph.report): the complete stacks. This is how the recorder's
+attribution report's figure, flamegraph.analysis.report): the complete stacks. This is how the recorder's
 defaults were chosen (README "Recording defaults").
 """
 
@@ -18,9 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from flamegraph.analysis.report import attribute
 from flamegraph.model import FoldedProfile
 from flamegraph.record import RecordOptions
-from flamegraph.report import attribute
 
 from .mnist import prepare_mnist
 from .recipe import MlpRun, fold_training, record_mlp, train_without_perf

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from flamegraph.diagnostics import FlamegraphError
+from flamegraph.io.diagnostics import FlamegraphError
 
 from .driver import run_driver
 

@@ -14,18 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flamegraph.collapse.python import fold_interpreter
-from flamegraph.diagnostics import FlamegraphError
-from flamegraph.jit.recording import JitHook
+from flamegraph.folding.python import fold_interpreter
+from flamegraph.folding.with_report import fold_with_report
+from flamegraph.frameworks.jit.hook import JitHook
+from flamegraph.frameworks.mxnet.hook import MxnetHook
+from flamegraph.io.diagnostics import FlamegraphError
+from flamegraph.io.sidecar import Context
+from flamegraph.io.writer import write_results
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.recording import MxnetHook
-from flamegraph.oncpu import fold_with_report
 from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
-from flamegraph.sidecar import Context
 from flamegraph.window import Window
-from flamegraph.writer import write_results
 
 from .mlp_log import TrainLog, parse_log
 

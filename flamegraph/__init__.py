@@ -15,24 +15,24 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .collapse.perf import FoldOptions, PerfCollapser
-    from .diagnostics import Diagnostics, FlamegraphError
-    from .fold import FoldResult, fold_perf
-    from .folded import read_folded, write_folded
+    from .folding.perf import FoldOptions, PerfCollapser
+    from .folding.stage import FoldResult, fold_perf
+    from .io.diagnostics import Diagnostics, FlamegraphError
+    from .io.folded import read_folded, write_folded
     from .model import FoldedProfile
 
 __getattr__ = lazy_exports(
     __name__,
     {
-        "Diagnostics": ".diagnostics",
-        "FlamegraphError": ".diagnostics",
-        "FoldOptions": ".collapse.perf",
-        "FoldResult": ".fold",
+        "Diagnostics": ".io.diagnostics",
+        "FlamegraphError": ".io.diagnostics",
+        "FoldOptions": ".folding.perf",
+        "FoldResult": ".folding.stage",
         "FoldedProfile": ".model",
-        "PerfCollapser": ".collapse.perf",
-        "fold_perf": ".fold",
-        "read_folded": ".folded",
-        "write_folded": ".folded",
+        "PerfCollapser": ".folding.perf",
+        "fold_perf": ".folding.stage",
+        "read_folded": ".io.folded",
+        "write_folded": ".io.folded",
     },
 )
 

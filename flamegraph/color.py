@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from .diagnostics import BadOption
+from .io.diagnostics import BadOption
 from .model import PYTHON_FUNCTION
 
 RGB = tuple[int, int, int]
@@ -322,7 +322,7 @@ ONEDNN_PRESET = (
     HighlightRule(r"(?i)dnnl|mkldnn|onednn|sgemm|gemm_f32|gemv|gemm_driver", "green", "oneDNN / MKLDNN"),
 )  # fmt: skip
 MXNET_OPS_PRESET = (
-    # The frames `flamegraph record --mxnet` inserts (flamegraph.mxnet.join): named operators and
+    # The frames `flamegraph record --mxnet` inserts (flamegraph.frameworks.mxnet.join): named operators and
     # bulk segments, oneDNN primitive executions, the frames that say no single name fits, and the
     # marks of the tool's own instruments.
     HighlightRule(r"^\[(op|segment)\] [^(]", "purple", "MXNet operators"),

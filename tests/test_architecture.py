@@ -30,7 +30,7 @@ def imports_of(path: Path) -> set[str]:
 
 
 def module_file(name: str) -> Path:
-    """A module named as imported (`flamegraph.symbols`), so the rules follow it when the layout moves it."""
+    """A module named as imported (`flamegraph.naming.symbols`), so the rules follow it when the layout moves it."""
     path = REPO.joinpath(*name.split("."))
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
@@ -46,7 +46,7 @@ def test_library_never_imports_collectors_or_mxnet() -> None:
 
 
 def test_collapse_and_render_never_import_each_other() -> None:
-    for side, other in (("flamegraph.collapse", "flamegraph.render"), ("flamegraph.render", "flamegraph.collapse")):
+    for side, other in (("flamegraph.folding", "flamegraph.render"), ("flamegraph.render", "flamegraph.folding")):
         for path in package_files(side):
             bad = {name for name in imports_of(path) if name == other or name.startswith(f"{other}.")}
             assert not bad, f"{path.relative_to(REPO)} imports {bad}"
@@ -67,14 +67,14 @@ def test_collectors_never_import_the_cli() -> None:
 
 
 def test_symbols_never_import_jit() -> None:
-    jit = "flamegraph.jit"
-    bad = {name for name in imports_of(module_file("flamegraph.symbols")) if name.startswith(jit)}
+    jit = "flamegraph.frameworks.jit"
+    bad = {name for name in imports_of(module_file("flamegraph.naming.symbols")) if name.startswith(jit)}
     assert not bad, f"symbols.py imports {bad}"
 
 
 def test_the_fold_time_hook_never_imports_the_post_fold_report() -> None:
-    hook = module_file("flamegraph.observer")
-    report = {"flamegraph.report", "flamegraph.oncpu"}
+    hook = module_file("flamegraph.naming.observer")
+    report = {"flamegraph.analysis.report", "flamegraph.folding.with_report"}
     bad = {name for name in imports_of(hook) if name in report}
     assert not bad, f"observer.py imports {bad}"
 
@@ -86,9 +86,9 @@ def test_tests_share_helpers_not_other_test_modules() -> None:
 
 
 def test_model_and_diagnostics_import_no_stage() -> None:
-    for name in ("flamegraph.model", "flamegraph.diagnostics"):
+    for name in ("flamegraph.model", "flamegraph.io.diagnostics"):
         stages = {i for i in imports_of(module_file(name)) if i.startswith("flamegraph.")}
-        assert stages <= {"flamegraph.model", "flamegraph.diagnostics"}, (name, stages)
+        assert stages <= {"flamegraph.model", "flamegraph.io.diagnostics"}, (name, stages)
 
 
 def test_library_imports_without_mxnet() -> None:
@@ -103,11 +103,11 @@ def test_library_imports_without_mxnet() -> None:
 def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
     """inprocess.py runs inside the user's program: it and what it imports stay stdlib-only."""
     in_process = {
-        "flamegraph.mxnet.inprocess",
-        "flamegraph.mxnet.clock",
-        "flamegraph.mxnet.pthreads",
-        "flamegraph.private",
-        "flamegraph.diagnostics",
+        "flamegraph.frameworks.mxnet.inprocess",
+        "flamegraph.frameworks.mxnet.clock",
+        "flamegraph.frameworks.mxnet.pthreads",
+        "flamegraph.io.private",
+        "flamegraph.io.diagnostics",
     }
     for module in sorted(in_process):
         path = module_file(module)
@@ -150,13 +150,13 @@ def test_one_stop_signal_and_one_handler_path() -> None:
     CLI and a fleet recording alike). Other processes have their own: the fold's workers put the default
     back, the profiled program's SIGTERM runs its atexit (MXNet), a Dask worker drops a pending signal."""
     defining = {path for path in PACKAGE.rglob("*.py") if _defines(path, "StopSignal")}
-    assert defining == {module_file("flamegraph.diagnostics")}, defining
+    assert defining == {module_file("flamegraph.io.diagnostics")}, defining
     other_processes = (
-        "flamegraph.collapse.parallel",
-        "flamegraph.mxnet.inprocess",
+        "flamegraph.folding.parallel",
+        "flamegraph.frameworks.mxnet.inprocess",
         "flamegraph.fleet.local_worker",
     )
-    allowed = {module_file("flamegraph.diagnostics"), *map(module_file, other_processes)}
+    allowed = {module_file("flamegraph.io.diagnostics"), *map(module_file, other_processes)}
     installing = {path for path in PACKAGE.rglob("*.py") if _calls_signal_signal(path)}
     assert installing <= allowed, f"signal handlers installed outside diagnostics: {sorted(installing - allowed)}"
 
@@ -187,8 +187,8 @@ def test_one_meaning_per_option_field() -> None:
     meaning has its own name in every options class (annotate_kernel, annotate_jit, keep_kernel)."""
     from dataclasses import fields
 
-    from flamegraph.collapse.options import FoldOptions
-    from flamegraph.collapse.perf_sched import OffCpuOptions
+    from flamegraph.folding.options import FoldOptions
+    from flamegraph.folding.perf_sched import OffCpuOptions
 
     for options in (FoldOptions, OffCpuOptions):
         names = {field.name for field in fields(options)}

@@ -260,9 +260,9 @@ SAMPLE_FACTS = json.loads(SAMPLE.with_name("mlp-oncpu.json").read_text())["captu
 
 def sample_graph(path: Path, facts: bool = True) -> Path:
     """The MLP's on-CPU sample as `record` draws it: the oneDNN preset and (`facts`) its capture facts."""
-    from flamegraph.collapse.perf import FoldOptions
-    from flamegraph.diagnostics import Diagnostics
-    from flamegraph.fold import fold_perf
+    from flamegraph.folding.perf import FoldOptions
+    from flamegraph.folding.stage import fold_perf
+    from flamegraph.io.diagnostics import Diagnostics
 
     profile = fold_perf([str(SAMPLE)], FoldOptions.with_all(), Diagnostics(echo=False)).profile
     if facts:

@@ -215,9 +215,9 @@ def test_render_of_a_folded_file_draws_what_record_drew(tmp_path: Path) -> None:
 
 def test_record_facts_travel_with_the_folded_file(tmp_path: Path) -> None:
     """What `record --folded` saves (title, subtitle, preset, capture facts) gives `render` the same graph."""
+    from flamegraph.io.sidecar import Context, render_sidecar
     from flamegraph.model import FoldedProfile
     from flamegraph.render import RenderOptions, render_svg
-    from flamegraph.sidecar import Context, render_sidecar
 
     profile = FoldedProfile({"python;mxnet::MKLDNNRun;jit_avx512_gemm": 3, "python;main": 1}, event="cpu-clock",
                             metadata={"command": "python train.py", "perf": "6.1.187"})  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+from flamegraph.io.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 LINES = b"python 1 [000] 1.000000: 1 cpu-clock:\n\tffff1 leaf (/lib/x.so)\n\tffff2 main (/bin/python)\n\n"
@@ -46,7 +46,7 @@ def test_an_ignored_sighup_stays_ignored() -> None:
     """Under `nohup` SIGHUP is ignored: flamegraph must not turn it back on."""
     code = (
         "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-        "from flamegraph.diagnostics import stop_on_signals; stop_on_signals()\n"
+        "from flamegraph.io.diagnostics import stop_on_signals; stop_on_signals()\n"
         "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
         "assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL\n"
     )

@@ -12,10 +12,10 @@ import pytest
 
 from collectors.mlp_log import TrainLog, format_epoch, format_marker, parse_log
 from collectors.recipe import ROOT, MlpRun, overhead, shares
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
+from flamegraph.io.perf import find_perf
 from flamegraph.model import FoldedProfile
-from flamegraph.perf import find_perf
 from flamegraph.record.spec import perf_version
 
 TRAINER_OUTPUT = """PID 20558

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.fold import fold_perf
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.folding.stage import fold_perf
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 RECORDINGS = sorted(SAMPLE.glob("*.perf.txt.gz"))
@@ -61,7 +61,7 @@ def test_oncpu_sample_shows_named_jit_kernels_as_record_jit_draws_them() -> None
 
 
 def test_offcpu_sample_has_the_waits_of_each_thread() -> None:
-    from flamegraph.offcpu.fold import fold_offcpu
+    from flamegraph.folding.offcpu import fold_offcpu
 
     profile = fold_offcpu([str(SAMPLE / "mlp-offcpu.perf.txt.gz")])
     assert profile.unit == "microseconds"

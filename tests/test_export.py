@@ -16,7 +16,6 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flamegraph.collapse.perf import FoldOptions
 from flamegraph.export import ExportError, format_of, sampling_interval_ns, threaded
 from flamegraph.export.chrome_trace import category, render_chrome_trace
 from flamegraph.export.names import export_name, import_name
@@ -24,9 +23,10 @@ from flamegraph.export.pprof import pprof_message, render_pprof, sampling_period
 from flamegraph.export.pprof_schema import message_classes
 from flamegraph.export.speedscope import render_speedscope
 from flamegraph.export.timeline import read_offcpu_timeline, read_timeline
-from flamegraph.folded import decode
+from flamegraph.folding.offcpu import fold_offcpu
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.io.folded import decode
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu.fold import fold_offcpu
 
 SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
 OFFCPU_SAMPLE = REPO / "sample_data" / "mlp-offcpu.perf.txt.gz"
@@ -410,7 +410,7 @@ def test_a_total_past_the_largest_float_is_refused_by_every_writer(tmp_path: Pat
 
 
 def test_export_writers_refuse_a_total_past_the_largest_float_in_the_library() -> None:
-    from flamegraph.diagnostics import BadCounts
+    from flamegraph.io.diagnostics import BadCounts
 
     profile = FoldedProfile({"a;b": 1.7e308, "a;c": 1.7e308})
     for writer in (render_speedscope, render_pprof):
@@ -429,7 +429,7 @@ def test_the_python_api_writes_every_profile_format(tmp_path: Path) -> None:
     """`export.write(profile, format, path)`: the formats `convert` writes, from Python, with no CLI
     (the export choice lived only in cli/convert.py)."""
     from flamegraph import Diagnostics, export
-    from flamegraph.folded import read_folded
+    from flamegraph.io.folded import read_folded
 
     profile = FoldedProfile({"main;a": 3, "main;b": 1}, "samples", "cpu-clock")
     files = {"folded": "p.folded", "speedscope": "p.speedscope.json", "pprof": "p.pb.gz", "svg": "p.svg"}

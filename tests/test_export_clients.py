@@ -26,16 +26,16 @@ from helpers import clients
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.diagnostics import Diagnostics
 from flamegraph.export.chrome_trace import render_chrome_trace
 from flamegraph.export.pprof import render_pprof
 from flamegraph.export.speedscope import render_speedscope
 from flamegraph.export.timeline import read_offcpu_timeline, read_timeline
-from flamegraph.fold import fold_perf
-from flamegraph.folded import decode
+from flamegraph.folding.offcpu import fold_offcpu
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.folding.stage import fold_perf
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import decode
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu.fold import fold_offcpu
 
 pytestmark = pytest.mark.interop
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import Diagnostics
 from flamegraph.export.names import import_name
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 
 pytestmark = pytest.mark.perf

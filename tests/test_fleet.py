@@ -22,7 +22,13 @@ import pytest
 from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, TcpCluster, fleet_perfs, has_events, tcp_cluster, wait_for
 
-from flamegraph.diagnostics import (
+from flamegraph.fleet.fold import ChunkFold, merge_folds, plan_chunks
+from flamegraph.fleet.hosts import command_line, matching_processes
+from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
+from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
+from flamegraph.fleet.outlier import find_outlier, split_by_root
+from flamegraph.folding.with_report import fold_with_report
+from flamegraph.io.diagnostics import (
     EXIT_NO_CLUSTER,
     EXIT_NO_PERF,
     EXIT_NO_PROCESS,
@@ -31,14 +37,8 @@ from flamegraph.diagnostics import (
     Diagnostics,
     Problem,
 )
-from flamegraph.fleet.fold import ChunkFold, merge_folds, plan_chunks
-from flamegraph.fleet.hosts import command_line, matching_processes
-from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
-from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
-from flamegraph.fleet.outlier import find_outlier, split_by_root
-from flamegraph.folded import read_folded
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.oncpu import fold_with_report
 
 pytestmark = pytest.mark.fleet
 

@@ -22,9 +22,9 @@ import pytest
 from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, fleet_perfs, has_events, tcp_cluster, wait_for
 
-from flamegraph.diagnostics import EXIT_INTERRUPTED, EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
 from flamegraph.fleet.model import MISSING, HostRequest, Target
-from flamegraph.oncpu import fold_with_report
+from flamegraph.folding.with_report import fold_with_report
+from flamegraph.io.diagnostics import EXIT_INTERRUPTED, EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
 
 pytestmark = pytest.mark.fleet
 

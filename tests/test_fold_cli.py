@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN, REPO, Unprivileged
 
-from flamegraph.writer import _umask
+from flamegraph.io.writer import _umask
 
 SAMPLE = GOLDEN / "fold" / "cxx-names.perf.txt"
 # Grouping [unknown] frames by function reads the DSOs named in the input; the golden is machine-independent.

@@ -12,7 +12,7 @@ from conftest import GOLDEN, check_golden
 from helpers.fold_paths import fold_file, splits_in_two
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
-from flamegraph.folded import iter_folded_lines
+from flamegraph.io.folded import iter_folded_lines
 
 DIR = GOLDEN / "fold"
 OPTIONS: dict[str, dict[str, object]] = {

@@ -12,10 +12,10 @@ import pytest
 from conftest import GOLDEN, REPO
 from helpers.fold_paths import fold_collapser, small_chunks
 
-import flamegraph.collapse.parallel as parallel
+import flamegraph.folding.parallel as parallel
 from flamegraph import FoldOptions
-from flamegraph.diagnostics import InputMissing
-from flamegraph.fold import jobs_for
+from flamegraph.folding.stage import jobs_for
+from flamegraph.io.diagnostics import InputMissing
 
 SOURCE = GOLDEN / "fold" / "cxx-names.perf.txt"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_blocks import fold_blocks
+from flamegraph.folding.perf_blocks import fold_blocks
 
 GOOD = "python 1 [000] 1.000000: 7 cpu-clock: \n\t    11 main+0x1 (/bin/p)\n\n"
 
@@ -56,7 +56,7 @@ def test_a_whole_sample_followed_by_unreadable_lines_is_kept(jobs: int) -> None:
 
 
 def test_strict_stops_at_the_first_problem() -> None:
-    from flamegraph.diagnostics import StrictFailure
+    from flamegraph.io.diagnostics import StrictFailure
 
     collapser = PerfCollapser(FoldOptions(), Diagnostics(strict=True, echo=False))
     with pytest.raises(StrictFailure, match=r"perf.txt:5: bad-frame-line"):

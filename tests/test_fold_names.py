@@ -18,14 +18,14 @@ from helpers.shared import shared_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from flamegraph.buildid import RecordedBuildIds, parse_buildid_list, read_recorded_build_ids, same_build_id
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.collapse.rust import demangle_legacy
-from flamegraph.collapse.tidy import is_kernel_dso, tidy_name
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.grouping import NOT_RECORDED_HINT, UNVERIFIED, grouping_note
-from flamegraph.observer import FrameObserver
-from flamegraph.symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, EhFrameIndex, FunctionNamer
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.rust import demangle_legacy
+from flamegraph.folding.tidy import is_kernel_dso, tidy_name
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.naming.buildid import RecordedBuildIds, parse_buildid_list, read_recorded_build_ids, same_build_id
+from flamegraph.naming.grouping import NOT_RECORDED_HINT, UNVERIFIED, grouping_note
+from flamegraph.naming.observer import FrameObserver
+from flamegraph.naming.symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, EhFrameIndex, FunctionNamer
 
 DD_STACKS = shared_dir() / "peer-tests" / "flamegraph-pl" / "perf-dd-stacks-01.txt"
 QUADMATH_ID = "549b4c82347785459571c79239872ad31509dcf4"  # numpy 1.23.5's bundled libquadmath

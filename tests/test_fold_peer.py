@@ -13,9 +13,9 @@ from helpers.fold_paths import fold_file
 from helpers.shared import shared_dir
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_blocks import fold_blocks
-from flamegraph.collapse.rust import demangle_legacy
-from flamegraph.folded import iter_folded_lines
+from flamegraph.folding.perf_blocks import fold_blocks
+from flamegraph.folding.rust import demangle_legacy
+from flamegraph.io.folded import iter_folded_lines
 
 pytestmark = pytest.mark.shared
 PEER = shared_dir() / "peer-tests" / "flamegraph-pl"

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
-from flamegraph.collapse.perf_blocks import fold_blocks
-from flamegraph.diagnostics import MAX_SHOWN_PER_KIND
-from flamegraph.folded import decode, iter_folded_lines, read_folded
+from flamegraph.folding.perf_blocks import fold_blocks
+from flamegraph.io.diagnostics import MAX_SHOWN_PER_KIND
+from flamegraph.io.folded import decode, iter_folded_lines, read_folded
 from flamegraph.model import FoldedProfile
 
 # Names as perf prints them: C++-ish text with spaces, templates and parens, but no ';' (the separator).
@@ -181,7 +181,7 @@ def test_long_stretches_without_a_blank_line_fold_the_same(
 ) -> None:
     """Input without blank lines for long (CRLF text, garbage) is handed to the state machine as it
     comes rather than held in memory: the result is the same as folding it line by line."""
-    import flamegraph.collapse.perf_blocks as perf_blocks
+    import flamegraph.folding.perf_blocks as perf_blocks
 
     data = (("\r\n" if crlf else "\n").join(pieces) + "\n").encode()
     by_lines = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flamegraph.color import parse_palette
-from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
+from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
 from tests.fuzz.common import run_cli
 
 

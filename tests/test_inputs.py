@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN, REPO
 
-from flamegraph.diagnostics import EXIT_NO_INPUT
+from flamegraph.io.diagnostics import EXIT_NO_INPUT
 
 FOLDED = b"python;main;work 3\npython;main;idle 1\n"
 PERF_TEXT = (GOLDEN / "fold" / "cxx-names.perf.txt").read_bytes()
@@ -50,9 +50,9 @@ def test_a_corrupt_gzip_is_one_line_and_exit_4(tmp_path: Path, command: str, cor
 
 def test_perf_data_fields_named_by_the_caller_are_not_doubled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`record --threads` names perf script's fields itself: no second `-F +pid` for its tid roots."""
-    import flamegraph.perf as perf
+    import flamegraph.io.perf as perf
     from flamegraph import Diagnostics, FoldOptions, PerfCollapser
-    from flamegraph.fold import fold_input
+    from flamegraph.folding.stage import fold_input
 
     data = tmp_path / "perf.data"
     data.write_bytes(b"PERFILE2" + b"\0" * 64)

@@ -11,8 +11,8 @@ from elftools.dwarf.structs import DWARFStructs
 from helpers.asm import ASM, POSTAMBLE, PREAMBLE, assemble
 from helpers.extras import need
 
-from flamegraph.jit import cfi
-from flamegraph.jit.unwind import align, build_unwind
+from flamegraph.frameworks.jit import cfi
+from flamegraph.frameworks.jit.unwind import align, build_unwind
 
 capstone = need("capstone")  # the analysis itself disassembles with it: the whole file needs the jit extra
 

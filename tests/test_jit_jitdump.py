@@ -13,10 +13,10 @@ from pathlib import Path
 from conftest import REPO
 from helpers.asm import POSTAMBLE, PREAMBLE, assemble
 
-from flamegraph.jit import jitdump, session
-from flamegraph.jit.jitmap import Kernel
-from flamegraph.jit.recording import HOOK, JitHook, JitSummary, wrap_command
-from flamegraph.jit.unwind import EH_FRAME_HDR_SIZE, build_unwind
+from flamegraph.frameworks.jit import jitdump, session
+from flamegraph.frameworks.jit.hook import HOOK, JitHook, JitSummary, wrap_command
+from flamegraph.frameworks.jit.jitmap import Kernel
+from flamegraph.frameworks.jit.unwind import EH_FRAME_HDR_SIZE, build_unwind
 from flamegraph.record import RecordSpec
 
 KERNEL = assemble(*PREAMBLE, "nop", *POSTAMBLE, "ret")
@@ -182,7 +182,7 @@ def test_jit_hook_prepare(tmp_path: Path) -> None:
 def test_hook_module_imports_only_the_standard_library() -> None:
     """The hook runs inside the profiled interpreter: nothing of ours that needs third-party code."""
     code = (
-        "import sys; import flamegraph.jit.hook, flamegraph.jit.session; "
+        "import sys; import flamegraph.frameworks.launcher, flamegraph.frameworks.jit.session; "
         "print(sorted(m for m in ('capstone', 'typer', 'jinja2', 'elftools') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -7,8 +7,8 @@ import mmap
 import os
 from pathlib import Path
 
-from flamegraph.jit import jitmap
-from flamegraph.jit.jitmap import PAGE, Dump, Kernel, match_kernels
+from flamegraph.frameworks.jit import jitmap
+from flamegraph.frameworks.jit.jitmap import PAGE, Dump, Kernel, match_kernels
 
 BASE = 0x7F00_0000_0000
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from helpers.observers import observer_for
 
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.grouping import namer_for_recording
-from flamegraph.jit.recording import HOOK, JIT_CALL_GRAPH, JitHook
+from flamegraph.analysis.report import attribute
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.frameworks.jit.hook import HOOK, JIT_CALL_GRAPH, JitHook
+from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver
+from flamegraph.naming.grouping import namer_for_recording
+from flamegraph.naming.observer import FrameObserver
 from flamegraph.record import RecordOptions, RecordSpec, fold_recording, record
-from flamegraph.report import attribute
 from flamegraph.window import Window
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]

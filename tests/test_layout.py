@@ -10,7 +10,8 @@ from helpers.oracle import merged_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.layout import (
+from flamegraph.model import FoldedProfile
+from flamegraph.render.layout import (
     Columns,
     Layout,
     Rect,
@@ -18,7 +19,6 @@ from flamegraph.layout import (
     min_weight_for,
     order_stacks,
 )
-from flamegraph.model import FoldedProfile
 
 # Names where one is a prefix of another, and characters sorting before and after ';'.
 NAMES = ["a", "a+b", "a b", "ab", "a<", "b", "main", "[unknown]", "std::vector<int>", "é", "z"]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import NOBODY, Unprivileged
 
-from flamegraph.collapse.memory import AllocationWeigher
-from flamegraph.diagnostics import EXIT_NO_PERF, EXIT_NOT_PERMITTED, EXIT_USAGE, BadOption, Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.folding.memory import AllocationWeigher
+from flamegraph.io.diagnostics import EXIT_NO_PERF, EXIT_NOT_PERMITTED, EXIT_USAGE, BadOption, Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.record.memory import GROUP_PREFIX, MemoryRequest, groups_defined
 from flamegraph.render.text import format_bytes

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN, check_golden
 
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.fold import fold_perf
-from flamegraph.folded import write_folded
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.stage import fold_perf
+from flamegraph.frameworks.mxnet.hook import load_process, parse_evidence, read_sidecars
+from flamegraph.frameworks.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner
+from flamegraph.frameworks.mxnet.summary import summarize, summary_lines
+from flamegraph.frameworks.mxnet.switches import off_cpu_intervals
+from flamegraph.frameworks.mxnet.threads import learn_thread_map
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import write_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner
-from flamegraph.mxnet.oncpu import off_cpu_intervals
-from flamegraph.mxnet.recording import load_process, parse_evidence, read_sidecars
-from flamegraph.mxnet.summary import summarize, summary_lines
-from flamegraph.mxnet.threads import learn_thread_map
 
 FIXTURE = GOLDEN / "mxnet"
 PERIOD_US = 1e6 / 1999  # the fixture's sampling frequency (perf_freq in its sidecar)

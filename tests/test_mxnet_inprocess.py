@@ -14,8 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from flamegraph.jit.recording import HOOK
-from flamegraph.mxnet.inprocess import bulk_settings, environment_to_set
+from flamegraph.frameworks.jit.hook import HOOK
+from flamegraph.frameworks.mxnet.inprocess import bulk_settings, environment_to_set
 
 FAKE_MXNET = {
     "__init__.py": """

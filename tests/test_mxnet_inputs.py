@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN
 
-from flamegraph.mxnet.clock import Alignment, ClockReading, clock_problems
-from flamegraph.mxnet.dnnl import parse_line, parse_verbose
-from flamegraph.mxnet.profile import parse_profile
-from flamegraph.mxnet.recording import MxnetHook, load_process, read_sidecars
+from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading, clock_problems
+from flamegraph.frameworks.mxnet.dnnl import parse_line, parse_verbose
+from flamegraph.frameworks.mxnet.hook import MxnetHook, load_process, read_sidecars
+from flamegraph.frameworks.mxnet.profile import parse_profile
 from flamegraph.record import Recording, RecordSpec
 
 FIXTURE = GOLDEN / "mxnet"

@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import re
 
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.collapse.sched_totals import OffCpuFolder
 from flamegraph.color import resolve_highlights
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.folding.sched_totals import OffCpuFolder
+from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
+from flamegraph.frameworks.mxnet.hook import instrument_threads, parse_evidence
+from flamegraph.frameworks.mxnet.instruments import (
+    PROFILER,
+    PROFILER_THREAD,
+    VERBOSE,
+    WATCH,
+    instrumentation_shares,
+    mark,
+)
+from flamegraph.frameworks.mxnet.join import Joiner
+from flamegraph.frameworks.mxnet.profile import ProfilerTrace, Span, SpanIndex
+from flamegraph.frameworks.mxnet.threads import recorded_threads
+from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.mxnet.instruments import PROFILER, PROFILER_THREAD, VERBOSE, WATCH, instrumentation_shares, mark
-from flamegraph.mxnet.join import Joiner
-from flamegraph.mxnet.profile import ProfilerTrace, Span, SpanIndex
-from flamegraph.mxnet.recording import instrument_threads, parse_evidence
-from flamegraph.mxnet.threads import recorded_threads
 
 ZERO = Alignment(ClockReading(0.0, 0.0, 0.0))  # realtime == monotonic
 MAIN, ENGINE, DUMPER, WATCHER = 100, 101, 102, 103

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from flamegraph.color import resolve_highlights
-from flamegraph.diagnostics import NoSamples
+from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
+from flamegraph.frameworks.mxnet.dnnl import Primitive, VerboseLog
+from flamegraph.frameworks.mxnet.hook import recorded_map
+from flamegraph.frameworks.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner, op_frame
+from flamegraph.frameworks.mxnet.profile import ProfilerTrace, Span, SpanIndex
+from flamegraph.frameworks.mxnet.summary import is_unnamed, summarize
+from flamegraph.frameworks.mxnet.switches import OffCpu, off_cpu_intervals
+from flamegraph.frameworks.mxnet.threads import learn_thread_map, recorded_threads
+from flamegraph.frameworks.mxnet.views import compare_operators, group_by_op, operator_samples
+from flamegraph.io.diagnostics import NoSamples
 from flamegraph.model import FoldedProfile
-from flamegraph.mxnet.clock import Alignment, ClockReading
-from flamegraph.mxnet.dnnl import Primitive, VerboseLog
-from flamegraph.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner, op_frame
-from flamegraph.mxnet.oncpu import OffCpu, off_cpu_intervals
-from flamegraph.mxnet.profile import ProfilerTrace, Span, SpanIndex
-from flamegraph.mxnet.recording import recorded_map
-from flamegraph.mxnet.summary import is_unnamed, summarize
-from flamegraph.mxnet.threads import learn_thread_map, recorded_threads
-from flamegraph.mxnet.views import compare_operators, group_by_op, operator_samples
 
 SUBMIT = SUBMITS[0]
 ENGINE, MAIN, OTHER = 101, 100, 102  # Linux TIDs

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.mxnet.profile import read_profile
-from flamegraph.perf import script_command
+from flamegraph.frameworks.mxnet.profile import read_profile
+from flamegraph.io.perf import script_command
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 

@@ -1,4 +1,4 @@
-"""The in-process thread map (flamegraph/mxnet/pthreads.py), on real threads of this process: libstdc++'s
+"""The in-process thread map (flamegraph/frameworks/mxnet/pthreads.py), on real threads of this process: libstdc++'s
 hash of a thread id, the TID's place in glibc's struct pthread, the memory scan that finds threads
 nobody told Python about, and the watch that keeps threads which end before the exit."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.mxnet.pthreads import (
+from flamegraph.frameworks.mxnet.pthreads import (
     SEED,
     Memory,
     ScanError,
@@ -155,7 +155,7 @@ def test_an_unmapped_address_is_an_error_not_a_crash() -> None:
 
 
 def test_a_word_that_is_no_struct_pthread_stops_calibration() -> None:
-    from flamegraph.mxnet import pthreads
+    from flamegraph.frameworks.mxnet import pthreads
 
     buffer = ctypes.create_string_buffer(pthreads.STRUCT_BYTES)
     memory = Memory()

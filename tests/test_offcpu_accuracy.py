@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 
 pytestmark = pytest.mark.perf
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
 
-from flamegraph.diagnostics import (
+from flamegraph.io.diagnostics import (
     EXIT_NO_PERF,
     EXIT_NO_PROCESS,
     EXIT_NOT_PERMITTED,
@@ -22,7 +22,7 @@ from flamegraph.diagnostics import (
     EXIT_USAGE,
     Diagnostics,
 )
-from flamegraph.folded import read_folded
+from flamegraph.io.folded import read_folded
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 # Sleeps, then starts a thread named 'late' that sleeps 3 x 50 ms, then sleeps again: attach in between.

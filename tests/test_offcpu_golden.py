@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN, check_golden
 
-from flamegraph.collapse.perf_sched import OffCpuOptions
-from flamegraph.diagnostics import EXIT_BAD_INPUT, Diagnostics
-from flamegraph.folded import write_folded
-from flamegraph.offcpu.fold import fold_offcpu
+from flamegraph.folding.offcpu import fold_offcpu
+from flamegraph.folding.perf_sched import OffCpuOptions
+from flamegraph.io.diagnostics import EXIT_BAD_INPUT, Diagnostics
+from flamegraph.io.folded import write_folded
 
 INPUTS = sorted((GOLDEN / "offcpu").glob("*.perf.txt"))
 VARIANTS = {"default": OffCpuOptions(), "no-kernel": OffCpuOptions(keep_kernel=False)}

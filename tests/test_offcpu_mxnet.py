@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flamegraph.collapse.perf_sched import NEW_THREAD, SINCE_START, OffCpuOptions, SchedCollapser, Wait, parse_time_ns
-from flamegraph.collapse.sched_totals import OffCpuFolder, format_ns
-from flamegraph.diagnostics import Diagnostics, StrictFailure
+from flamegraph.folding.perf_sched import NEW_THREAD, SINCE_START, OffCpuOptions, SchedCollapser, Wait, parse_time_ns
+from flamegraph.folding.sched_totals import OffCpuFolder, format_ns
+from flamegraph.io.diagnostics import Diagnostics, StrictFailure
 from flamegraph.model import FoldedProfile
 from flamegraph.window import Window
 

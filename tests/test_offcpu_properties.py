@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.collapse.sched_totals import OffCpuFolder
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.folding.sched_totals import OffCpuFolder
+from flamegraph.io.diagnostics import Diagnostics
 
 FRAMES = ["__schedule", "do_nanosleep", "futex_wait", "pipe_read", "io_schedule", "main", "worker_loop"]
 STATES = ["S", "D", "R", "R+", "I"]

@@ -13,16 +13,16 @@ from conftest import REPO
 from helpers.dsos import QUADMATH, full_parse, need_quadmath
 from helpers.svg import frames, parse, texts
 
-from flamegraph.buildid import RecordedBuildIds
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.analysis.offcpu_threads import blocking_frame, thread_roles, thread_totals
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver
-from flamegraph.offcpu.threads import blocking_frame, thread_roles, thread_totals
+from flamegraph.naming.buildid import RecordedBuildIds
+from flamegraph.naming.observer import FrameObserver
+from flamegraph.naming.symbols import FunctionNamer
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.text import wrap
-from flamegraph.symbols import FunctionNamer
 
 SEC = 1_000_000  # microseconds
 KERNEL = "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_futex;futex_wait;schedule;__schedule"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.collapse.wakers import IDLE, IRQ, NOT_RECORDED, SIGNAL, TIMER, waker_frames
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.analysis.offcpu_threads import blocked_part, thread_roles, waker_part
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.folding.wakers import IDLE, IRQ, NOT_RECORDED, SIGNAL, TIMER, waker_frames
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu.threads import blocked_part, thread_roles, waker_part
 from flamegraph.render import RenderOptions
 from flamegraph.render.offcpu import blocked_in, offcpu_view
 

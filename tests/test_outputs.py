@@ -20,8 +20,8 @@ import pytest
 from conftest import REPO
 
 from flamegraph.color import format_palette, parse_palette
-from flamegraph.diagnostics import OutputFailed
-from flamegraph.writer import write_atomically
+from flamegraph.io.diagnostics import OutputFailed
+from flamegraph.io.writer import write_atomically
 
 FOLDED = b"python;main;compute;gemm 50\npython;main;compute;relu 10\npython;main;io;read 20\n"
 PERF_TEXT = REPO / "tests" / "golden" / "fold" / "cxx-names.perf.txt"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_NO_INPUT, EXIT_NO_PERF
+from flamegraph.io.diagnostics import EXIT_NO_INPUT, EXIT_NO_PERF
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SAMPLE = b"python 1 [000] 1.000000: 1 cpu-clock:\n\tffff1 leaf (/lib/x.so)\n\tffff2 main (/bin/python)\n\n"

@@ -1,4 +1,4 @@
-"""The grammar of `perf script` text (flamegraph/collapse/script.py) and the readers that use it.
+"""The grammar of `perf script` text (flamegraph/folding/script.py) and the readers that use it.
 
 The texts below are cut from `perf script` of a real recording (perf 6.1, `perf record -e cpu-clock
 -g` of a small C program): the layouts users paste, each read the way the plain layout is.
@@ -18,15 +18,15 @@ from helpers.shared import shared_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flamegraph.collapse import script
-from flamegraph.collapse.frames import name_frame
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_blocks import fold_blocks
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.diagnostics import Diagnostics
 from flamegraph.export.timeline import read_timeline
-from flamegraph.fold import fold_perf
-from flamegraph.sniff import PERF_SCRIPT, kind_of_head
+from flamegraph.folding import script
+from flamegraph.folding.frames import name_frame
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.perf_blocks import fold_blocks
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.folding.stage import fold_perf
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.sniff import PERF_SCRIPT, kind_of_head
 from flamegraph.window import WindowFilter
 
 PLAIN = b"""prog 12440 10638.687781:     250000 cpu-clock: 

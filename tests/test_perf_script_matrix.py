@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.collapse.perf import FoldOptions
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.fold import fold_perf
-from flamegraph.offcpu.fold import fold_offcpu
+from flamegraph.folding.offcpu import fold_offcpu
+from flamegraph.folding.perf import FoldOptions
+from flamegraph.folding.stage import fold_perf
+from flamegraph.io.diagnostics import Diagnostics
 
 pytestmark = pytest.mark.perf
 

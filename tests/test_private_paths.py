@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from flamegraph.diagnostics import EXIT_NO_INPUT
-from flamegraph.jit import jitmap, session
-from flamegraph.jit.recording import HOOK, JitHook, inject
-from flamegraph.mxnet.recording import MxnetHook
-from flamegraph.private import NotPrivate, private_dir, replace_file
+from flamegraph.frameworks.jit import jitmap, session
+from flamegraph.frameworks.jit.hook import HOOK, JitHook, inject
+from flamegraph.frameworks.mxnet.hook import MxnetHook
+from flamegraph.io.diagnostics import EXIT_NO_INPUT
+from flamegraph.io.private import NotPrivate, private_dir, replace_file
 from flamegraph.record import RecordSpec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="planting as another user needs root")
@@ -207,7 +207,7 @@ def test_attach_writes_no_kernels_file_into_another_users_directory(
     pid = PID_MAX + 12345  # no such process: the perf map below is ours to remove
     kernel = jitmap.Kernel(0x7F0000001000, 0x80, "jit_gemm", 1)
     monkeypatch.setattr(jitmap, "scan", lambda _pid: jitmap.ScanResult([kernel]))
-    monkeypatch.setattr("flamegraph.jit.recording.marker_of", lambda _pid: str(planted / f"jit-{pid}.dump"))
+    monkeypatch.setattr("flamegraph.frameworks.jit.hook.marker_of", lambda _pid: str(planted / f"jit-{pid}.dump"))
     notes: list[str] = []
     jit = JitHook(tmp_path / "jit", note=notes.append)
     try:
@@ -304,7 +304,7 @@ def test_scratch_recording_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
 def test_fleet_host_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
     from flamegraph.fleet.model import FAILED, HostIdentity, HostRequest, Target
     from flamegraph.fleet.tasks import record_host
-    from flamegraph.oncpu import fold_with_report
+    from flamegraph.folding.with_report import fold_with_report
 
     request = HostRequest(Target(command=("true",)), 1.0, fold_with_report)
     result = record_host(request, HostIdentity("here"), "worker", lambda _seconds: False)
@@ -367,6 +367,6 @@ def test_planted_dumps_are_never_read(public: Path, victim: Path) -> None:
 
 
 def test_dumps_are_looked_for_only_where_nobody_else_writes(public: Path, tmp_path: Path) -> None:
-    from flamegraph.jit.hook import dump_dirs
+    from flamegraph.frameworks.launcher import dump_dirs
 
     assert dump_dirs(str(tmp_path), str(public), str(tmp_path)) == [str(tmp_path)]

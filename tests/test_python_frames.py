@@ -18,8 +18,8 @@ import pytest
 from helpers.extras import need
 from helpers.pythons import find_python, need_pyspy, need_python, skip_or_fail
 
-from flamegraph.jit import jitdump, session, trampolines
-from flamegraph.jit.recording import HOOK, JitHook, running_python_note
+from flamegraph.frameworks.jit import jitdump, session, trampolines
+from flamegraph.frameworks.jit.hook import HOOK, JitHook, running_python_note
 from flamegraph.record import RecordSpec
 from flamegraph.record.command import python_target
 
@@ -106,7 +106,7 @@ def test_runs_follow_313_padding_and_break_on_other_gaps() -> None:
 
 def _cfa_offset(rule: bytes, rip: int) -> int:
     """CFA - rsp for `rip`: the stack rule's DWARF expression run as libunwind runs it."""
-    from flamegraph.dwarf import read_sleb128, read_uleb128
+    from flamegraph.naming.dwarf import read_sleb128, read_uleb128
 
     assert rule[0] == 0x0F  # DW_CFA_def_cfa_expression
     length, pos = read_uleb128(rule, 1)
@@ -143,7 +143,7 @@ def test_one_stack_rule_for_every_copy(stride: int) -> None:
 
 def test_the_stack_rule_is_what_the_analyser_finds() -> None:
     need("capstone")
-    from flamegraph.jit.cfi import analyse
+    from flamegraph.frameworks.jit.cfi import analyse
 
     result = analyse(session.X86_64_TRAMPOLINE)
     assert result.status == "ok" and result.program == bytes.fromhex("440e10460e08")  # rsp+16 at 4, rsp+8 at 10
@@ -247,7 +247,7 @@ SECONDS = 4.0  # ~2,000 samples each way: a share's noise is ~1 point, the bound
 
 
 def _record(python: str, directory: Path) -> Counter[tuple[str, ...]]:
-    from flamegraph.diagnostics import Diagnostics
+    from flamegraph.io.diagnostics import Diagnostics
     from flamegraph.record import RecordOptions, fold_recording, record
 
     script = directory / "tree.py"
@@ -340,14 +340,14 @@ def _pyspy(pyspy: str, python: str, script: Path, raw: Path) -> list[tuple[tuple
     ],
 )
 def test_python_frame_names(symbol: bytes, named: bytes | None) -> None:
-    from flamegraph.collapse.tidy import python_frame
+    from flamegraph.folding.tidy import python_frame
 
     assert python_frame(symbol) == named
 
 
 def test_frame_lines_read_as_python_and_verbatim_under_compat() -> None:
-    from flamegraph.collapse.frames import name_frame
-    from flamegraph.collapse.options import FoldOptions
+    from flamegraph.folding.frames import name_frame
+    from flamegraph.folding.options import FoldOptions
 
     line = b"\t            39ed py::train_epoch:/home/u/train_mlp.py (/tmp/p.data.jit/jitted-4242-0.so)"
     assert name_frame(line, FoldOptions.with_all()) == b"train_epoch (train_mlp.py)"  # no _[j]: not a kernel
@@ -388,13 +388,13 @@ HOOKED = (
     ],
 )  # fmt: skip
 def test_interpreter_frames_fold_onto_the_python_function(stack: tuple[str, ...], folded: tuple[str, ...]) -> None:
-    from flamegraph.collapse.python import python_stack
+    from flamegraph.folding.python import python_stack
 
     assert python_stack(stack) == folded
 
 
 def test_folding_merges_stacks_and_keeps_the_total() -> None:
-    from flamegraph.collapse.python import fold_interpreter
+    from flamegraph.folding.python import fold_interpreter
     from flamegraph.model import FoldedProfile
 
     a = ";".join((*ROOT, "main (t.py)", *CALL, "leaf (t.py)", "_PyEval_EvalFrameDefault"))
@@ -444,8 +444,8 @@ BLOCKY = textwrap.dedent(
 def test_offcpu_names_the_python_function_that_blocked(tmp_path: Path) -> None:
     """time.sleep and queue.get of a 3.12 program: the waits sit under nap and wait_on_queue, called
     from main, with the interpreter's machinery folded away (the C function that blocked stays)."""
-    from flamegraph.diagnostics import Diagnostics
-    from flamegraph.folded import read_folded
+    from flamegraph.io.diagnostics import Diagnostics
+    from flamegraph.io.folded import read_folded
 
     python = need_python("3.12")
     program = tmp_path / "blocky.py"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import NOBODY, Unprivileged
 
-from flamegraph.diagnostics import EXIT_NO_COMMAND, CommandNotFound
+from flamegraph.io.diagnostics import EXIT_NO_COMMAND, CommandNotFound
 from flamegraph.record import RecordOptions, RecordSpec, Status, record
 from flamegraph.record.command import PERF_SETS, perf_environment, python_note, python_version, resolve_program
 from flamegraph.record.lost import LostSamples, PerfWarnings, parse_stats
@@ -322,7 +322,7 @@ def test_jit_removes_the_perf_maps_it_wrote(tmp_path: Path) -> None:
 
 def test_a_map_the_process_wrote_itself_is_never_removed(tmp_path: Path) -> None:
     """python -X perf writes /tmp/perf-PID.map itself: our kernels are appended, and the file stays."""
-    from flamegraph.jit.jitmap import Kernel, remove_perf_maps, save_perf_map
+    from flamegraph.frameworks.jit.jitmap import Kernel, remove_perf_maps, save_perf_map
 
     own = Path(f"/tmp/perf-{os.getpid()}.map")
     own.write_text("7f0000001000 10 py::main:x.py\n")  # written since this process started: its own

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, EXIT_NO_PERF, EXIT_NO_PROCESS, EXIT_OK
+from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, EXIT_NO_PERF, EXIT_NO_PROCESS, EXIT_OK
 
 pytestmark = pytest.mark.perf
 

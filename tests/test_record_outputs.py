@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT
+from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 

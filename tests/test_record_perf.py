@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
 
-from flamegraph.diagnostics import (
+from flamegraph.io.diagnostics import (
     EXIT_BAD_INPUT,
     EXIT_NO_COMMAND,
     EXIT_NO_PERF,
@@ -24,7 +24,7 @@ from flamegraph.diagnostics import (
     EXIT_USAGE,
     Diagnostics,
 )
-from flamegraph.folded import read_folded
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.record import Recording, RecordOptions, RecordSpec, Status, fold_recording, record
 from flamegraph.window import Window

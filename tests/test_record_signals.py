@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Diagnostics
+from flamegraph.io.folded import read_folded
 
 pytestmark = pytest.mark.perf
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import CommandNotFound, NoSuchProcess, NotPermitted, PerfFailed
+from flamegraph.io.diagnostics import CommandNotFound, NoSuchProcess, NotPermitted, PerfFailed
 from flamegraph.record import (
     Recording,
     RecordOptions,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import EXIT_USAGE, Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import EXIT_USAGE, Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.record.spool import (
     EVENT_HEADER,
@@ -353,9 +353,9 @@ done.set()
 
 @pytest.mark.perf
 def test_offcpu_pairs_a_wait_across_chunks_as_one_wait(tmp_path: Path) -> None:
-    from flamegraph.collapse.sched_totals import OPEN_AT_START
-    from flamegraph.offcpu.fold import SCRIPT_OPTIONS, fold_offcpu_sources, fold_offcpu_totals
-    from flamegraph.offcpu.stream import STREAM_LABEL
+    from flamegraph.folding.offcpu import SCRIPT_OPTIONS, fold_offcpu_sources, fold_offcpu_totals
+    from flamegraph.folding.offcpu_stream import STREAM_LABEL
+    from flamegraph.folding.sched_totals import OPEN_AT_START
     from flamegraph.record.stream import iter_chunk_lines
 
     script = tmp_path / "waiter.py"
@@ -404,7 +404,7 @@ def test_offcpu_max_spool_draws_the_waits_with_the_disk_bounded(tmp_path: Path) 
 
 
 def test_a_dropped_chunk_that_ends_an_interval_still_ends_it(tmp_path: Path) -> None:
-    from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+    from flamegraph.folding.perf import FoldOptions, PerfCollapser
     from flamegraph.record.stream import Interval, StreamedFold
 
     spool = Spool(tmp_path, cap=16_000_000, every=5.0)

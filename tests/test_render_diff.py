@@ -113,7 +113,7 @@ def test_header_legend_and_table() -> None:
 
 
 def test_empty_diff() -> None:
-    from flamegraph.diagnostics import NoSamples
+    from flamegraph.io.diagnostics import NoSamples
 
     with pytest.raises(NoSamples):
         render_diff(FoldedProfile(), FoldedProfile(), RenderOptions())

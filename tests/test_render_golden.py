@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import GOLDEN, check_golden
 
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff, render_svg
 

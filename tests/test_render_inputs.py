@@ -14,8 +14,8 @@ from helpers.svg import settings as svg_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.diagnostics import BadCounts, BadOption, Diagnostics
-from flamegraph.folded import format_folded_count, parse_count, read_folded
+from flamegraph.io.diagnostics import BadCounts, BadOption, Diagnostics
+from flamegraph.io.folded import format_folded_count, parse_count, read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 

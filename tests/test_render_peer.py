@@ -19,9 +19,9 @@ import pytest
 from conftest import REPO
 from helpers.shared import shared_dir
 
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import iter_folded_lines
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import iter_folded_lines
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flamegraph.layout import order_stacks
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
+from flamegraph.render.layout import order_stacks
 from flamegraph.render.stacks import encode_stacks
 from flamegraph.render.text import display_name
 

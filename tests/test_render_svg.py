@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flamegraph.color import Painter, format_palette, parse_palette, random_namehash
-from flamegraph.diagnostics import BadOption, Diagnostics, NoSamples
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import BadOption, Diagnostics, NoSamples
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_png, render_svg
 
@@ -47,7 +47,7 @@ def test_frames_drawn_are_the_merged_input(counts: dict[str, float]) -> None:
 
 
 def test_peer_suite_inputs_draw_their_merged_stacks(shared: Path) -> None:
-    from flamegraph.collapse.perf import FoldOptions, PerfCollapser
+    from flamegraph.folding.perf import FoldOptions, PerfCollapser
 
     for source in sorted((shared / "peer-tests" / PEER).glob("perf-*.txt"))[:6]:
         collapser = PerfCollapser(FoldOptions(), Diagnostics(echo=False))

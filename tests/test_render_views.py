@@ -17,7 +17,7 @@ from helpers.svg import frames, paths, texts
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flamegraph.sniff import looks_binary
+from flamegraph.io.sniff import looks_binary
 
 FOLDED = b"""python-11;main;compute;gemm 50
 python-11;main;compute;compute;compute;relu 10

@@ -11,12 +11,7 @@ from conftest import REPO
 from helpers.dsos import QUADMATH, full_parse, need_quadmath
 from helpers.observers import observer_for
 
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.grouping import UNVERIFIED
-from flamegraph.model import FoldedProfile
-from flamegraph.observer import FrameObserver
-from flamegraph.report import (
+from flamegraph.analysis.report import (
     HowRecorded,
     attribute,
     build_report,
@@ -24,6 +19,11 @@ from flamegraph.report import (
     report_metadata,
     suggest,
 )
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.model import FoldedProfile
+from flamegraph.naming.grouping import UNVERIFIED
+from flamegraph.naming.observer import FrameObserver
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 

@@ -28,10 +28,10 @@ ONE_SAMPLE = (
 )
 # The off-CPU modules, each by name (so they are followed wherever the layout puts them).
 OFFCPU = (
-    "flamegraph.offcpu.record",
-    "flamegraph.offcpu.proc",
-    "flamegraph.offcpu.fold",
-    "flamegraph.offcpu.threads",
+    "flamegraph.record.offcpu",
+    "flamegraph.record.proc",
+    "flamegraph.folding.offcpu",
+    "flamegraph.analysis.offcpu_threads",
 )
 # Never needed to fold text: the CLI library's extras, the renderer, recording, JIT naming, worker pools.
 FOLD_NEVER = (
@@ -46,9 +46,9 @@ FOLD_NEVER = (
     "concurrent.futures",
     "multiprocessing",
     "flamegraph.render",
-    "flamegraph.layout",
-    "flamegraph.jit.session",
-    "flamegraph.jit.recording",
+    "flamegraph.render.layout",
+    "flamegraph.frameworks.jit.session",
+    "flamegraph.frameworks.jit.hook",
     "flamegraph.record",
     *OFFCPU,
 )
@@ -59,10 +59,10 @@ HELP_NEVER = (
     *OFFCPU,
     "flamegraph.record.run",
     "flamegraph.record.script",
-    "flamegraph.collapse",
-    "flamegraph.fold",
-    "flamegraph.report",
-    "flamegraph.symbols",
+    "flamegraph.folding",
+    "flamegraph.folding.stage",
+    "flamegraph.analysis.report",
+    "flamegraph.naming.symbols",
 )
 # Modules `fold` may import beyond a bare interpreter's: 109 in the editable dev install, 143 in a plain one
 # (whose bare interpreter has not imported pathlib & co. yet) with typer 0.28; typer 0.29's pydantic

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from helpers.dsos import DSOS, HYPOTHESIS_NATIVE, QUADMATH, full_parse, need_quadmath
 
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.observer import FrameObserver
-from flamegraph.symbols import EhFrameIndex, FunctionNamer, NoIndex, Segment
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.naming.observer import FrameObserver
+from flamegraph.naming.symbols import EhFrameIndex, FunctionNamer, NoIndex, Segment
 
 
 def test_the_test_dsos_exist() -> None:

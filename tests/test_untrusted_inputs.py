@@ -20,10 +20,6 @@ from conftest import GOLDEN, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph import sniff
-from flamegraph.collapse import frames, script, tidy
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_blocks import fold_blocks
 from flamegraph.color import (
     MAX_FILE_SUBJECT,
     PALETTE_COLOR,
@@ -32,9 +28,13 @@ from flamegraph.color import (
     file_pattern_problem,
     parse_palette,
 )
-from flamegraph.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, Diagnostics
-from flamegraph.inputs import parse_json
-from flamegraph.sidecar import MARKER, MARKER_KEY, NotASidecar, parse_sidecar
+from flamegraph.folding import frames, script, tidy
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.perf_blocks import fold_blocks
+from flamegraph.io import sniff
+from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, Diagnostics
+from flamegraph.io.inputs import parse_json
+from flamegraph.io.sidecar import MARKER, MARKER_KEY, NotASidecar, parse_sidecar
 
 FOLDED = b"python;main;" + b"a" * 30 + b"b 5\npython;main;work 3\n"
 PERF_TEXT = GOLDEN / "fold" / "cxx-names.perf.txt"

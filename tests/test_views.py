@@ -1,4 +1,4 @@
-"""Views as transforms of folded stacks (flamegraph/views.py): one table per view, and properties:
+"""Views as transforms of folded stacks (flamegraph/analysis/views.py): one table per view, and properties:
 hide, collapse-recursion, strip-root and merge-pids keep every sample; focus and ignore only drop
 whole stacks, and split the total between them; callers and callees keep what focus keeps."""
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamegraph.diagnostics import BadOption, NoSamples
+from flamegraph.analysis.views import Applied, ViewOptions, apply_views, roots_advice
+from flamegraph.io.diagnostics import BadOption, NoSamples
 from flamegraph.model import FoldedProfile
-from flamegraph.views import Applied, ViewOptions, apply_views, roots_advice
 
 COUNTS = {
     "python-11;main;compute;gemm": 50,

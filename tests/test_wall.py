@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.folding.wall import fold_wall, wall_options
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
-from flamegraph.offcpu.wall import fold_wall, wall_options
 from flamegraph.record.spec import Recording, RecordSpec
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.offcpu import blocked_in

@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from ..diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
+from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
 from .app import Interrupted, ReaderLeft, app
 
 __all__ = ["app", "main", "register_commands"]

@@ -11,20 +11,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-# The folding and export stages are imported where they run: `flamegraph --help` imports every command module.
-from ..diagnostics import BadOption, Diagnostics, NoSamples
 from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
 from ..export.files import render_profile_export, render_timeline_export, write, write_bytes
+
+# The folding and export stages are imported where they run: `flamegraph --help` imports every command module.
+from ..io.diagnostics import BadOption, Diagnostics, NoSamples
 from ..model import FoldedProfile
 from .app import app
 from .describe import describe_profile
 from .inputs import refuse_binary
 
 if TYPE_CHECKING:
-    from ..collapse.perf import FoldOptions
     from ..export.sources import Source
-    from ..folded import FoldedRead
-    from ..symbols import FunctionNamer
+    from ..folding.perf import FoldOptions
+    from ..io.folded import FoldedRead
+    from ..naming.symbols import FunctionNamer
 
 FormatName = Annotated[
     str | None,
@@ -99,10 +100,10 @@ def convert(
       flamegraph convert perf.data out.pb.gz
       flamegraph convert perf.data trace.json --to chrome-trace
     """
-    from ..collapse.perf import FoldOptions
     from ..export.sources import read_source_timeline, sniff
-    from ..grouping import grouping_note
-    from ..observer import FrameObserver
+    from ..folding.perf import FoldOptions
+    from ..naming.grouping import grouping_note
+    from ..naming.observer import FrameObserver
 
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
@@ -131,7 +132,7 @@ def convert(
 def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer | None:
     """`[unknown]` frames of perf input grouped by function under `fold`'s rule: perf.data where the
     build-ids match (by default), text only on request (then unverified, and the note says so)."""
-    from ..grouping import namer_for_inputs
+    from ..naming.grouping import namer_for_inputs
 
     if found.kind == "folded":
         return None
@@ -141,10 +142,10 @@ def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer |
 def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedRead:
     """The folded profile of any input: folded text read as every command reads it (plain or
     differential), perf input folded as `fold` does."""
-    from ..folded import FoldedRead, read_folded_inputs
+    from ..io.folded import FoldedRead, read_folded_inputs
 
     if found.kind == "folded":
-        from ..inputs import label
+        from ..io.inputs import label
 
         read = read_folded_inputs([found.path], diagnostics)
         diagnostics.finish()
@@ -152,11 +153,11 @@ def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -
             raise NoSamples(f"{label(found.path)}: no stacks found (empty input, or not folded stacks)")
         return read
     if found.kind == "offcpu":
-        from ..collapse.perf_sched import OffCpuOptions
-        from ..offcpu.fold import fold_offcpu
+        from ..folding.offcpu import fold_offcpu
+        from ..folding.perf_sched import OffCpuOptions
 
         offcpu = OffCpuOptions(annotate_kernel=options.annotate_kernel)
         return FoldedRead(fold_offcpu([found.path], offcpu, diagnostics))
-    from ..fold import fold_perf
+    from ..folding.stage import fold_perf
 
     return FoldedRead(fold_perf([found.path], options, diagnostics).profile)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
 
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
+from ..io.diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
 from .app import app
 from .inputs import refuse_binary
 from .numbers import finite
-from .recorder import Highlight, Preset, Threads
+from .record_flags import Highlight, Preset, Threads
 
 if TYPE_CHECKING:  # the stages are imported where the commands run: `flamegraph --help` stays cheap
     from ..fleet.model import HostResult, Target
@@ -109,11 +109,11 @@ def fleet_record(
     from ..fleet.model import OK, HostRequest
     from ..fleet.outlier import find_outlier
     from ..fleet.scheduler import Scheduler
-    from ..jit.recording import JIT_CALL_GRAPH
-    from ..oncpu import fold_with_report
+    from ..folding.with_report import fold_with_report
+    from ..frameworks.jit.hook import JIT_CALL_GRAPH
+    from ..io.writer import check_writable, write_results
     from ..record import Status
     from ..render import render_svg
-    from ..writer import check_writable, write_results
     from .record import render_options, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
@@ -200,9 +200,9 @@ def _merged(
 
 def _write_outlier(straggler: Outlier, path: Path, title: str | None, status: Status) -> None:
     from ..fleet.outlier import outlier_metadata
+    from ..io.writer import atomic_output
     from ..model import FoldedProfile
     from ..render import RenderOptions, render_diff
-    from ..writer import atomic_output
 
     options = RenderOptions(title=title or f"{straggler.host} against the rest of the fleet", normalize=True)
     before, after = straggler.mean, straggler.profile
@@ -237,8 +237,8 @@ def fleet_diff(
 
 def _read_hosts(inputs: list[str]) -> dict[str, FoldedProfile]:
     from ..fleet.outlier import split_by_root
-    from ..folded import read_folded_inputs
-    from ..inputs import label
+    from ..io.folded import read_folded_inputs
+    from ..io.inputs import label
 
     refuse_binary(inputs)
     profiles = {}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from .app import app
 from .inputs import reading_stdin_note, refuse_wrong_input
 from .numbers import parse_window_option
@@ -128,13 +128,13 @@ def fold(
     if scheduler is not None and srcline:
         raise BadOption("--scheduler does not combine with --srcline")
     # Imported here, not at the top: `flamegraph --help` imports every command module and needs none of this.
-    from ..collapse.perf import FoldOptions
-    from ..diagnostics import Diagnostics
-    from ..fold import fold_perf
-    from ..folded import write_folded
-    from ..grouping import grouping_note, namer_for_inputs
-    from ..sidecar import Context
-    from ..writer import write_atomically, write_sidecar
+    from ..folding.perf import FoldOptions
+    from ..folding.stage import fold_perf
+    from ..io.diagnostics import Diagnostics
+    from ..io.folded import write_folded
+    from ..io.sidecar import Context
+    from ..io.writer import write_atomically, write_sidecar
+    from ..naming.grouping import grouping_note, namer_for_inputs
 
     for used, old, new, why in (
         (old_pid, "--pid", "--with-pid", " (record --pid and offcpu --pid take a process)"),
@@ -160,7 +160,7 @@ def fold(
     namer = namer_for_inputs(inputs or [], group_unknown) if not (addrs or compat) else None
     hook = None
     if (namer is not None or report) and not compat:
-        from ..observer import FrameObserver  # only here: a plain fold of text starts without it
+        from ..naming.observer import FrameObserver  # only here: a plain fold of text starts without it
 
         hook = FrameObserver(namer)
     options = FoldOptions(
@@ -186,7 +186,7 @@ def fold(
     if note is not None:
         diagnostics.note(note)
     if report:
-        from ..report import build_report, report_lines
+        from ..analysis.report import build_report, report_lines
 
         for line in report_lines(*build_report(result.profile, hook)):
             typer.echo(line, err=True)
@@ -220,14 +220,14 @@ def _fold_offcpu(
 ) -> None:
     """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr.
     [unknown] frames are grouped by function under fold's rule (perf.data, build-ids checked)."""
-    from ..collapse.perf_sched import OffCpuOptions
-    from ..diagnostics import Diagnostics
-    from ..folded import write_folded
-    from ..grouping import grouping_note, namer_for_inputs
-    from ..observer import FrameObserver
-    from ..offcpu.fold import fold_offcpu_totals
-    from ..sidecar import Context
-    from ..writer import write_atomically, write_sidecar
+    from ..folding.offcpu import fold_offcpu_totals
+    from ..folding.perf_sched import OffCpuOptions
+    from ..io.diagnostics import Diagnostics
+    from ..io.folded import write_folded
+    from ..io.sidecar import Context
+    from ..io.writer import write_atomically, write_sidecar
+    from ..naming.grouping import grouping_note, namer_for_inputs
+    from ..naming.observer import FrameObserver
 
     namer = namer_for_inputs(inputs, group_unknown)
     options = OffCpuOptions(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ..diagnostics import BadOption, InputMissing
+from ..io.diagnostics import BadOption, InputMissing
 
 # Per command: what it reads, and what to say for each kind of input it cannot read.
 ADVICE = {
@@ -39,7 +39,7 @@ def refuse_wrong_input(paths: list[str], expected: str, command: str) -> None:
 
 def refuse_binary(paths: list[str]) -> None:
     """Stop at binary input (not gzip, not perf.data): read as text, it is pages of escaped bytes."""
-    from ..sniff import BINARY
+    from ..io.sniff import BINARY
 
     for path in paths:
         if _kind(path) == BINARY:
@@ -48,7 +48,7 @@ def refuse_binary(paths: list[str]) -> None:
 
 
 def _kind(path: str) -> str | None:
-    from ..sniff import kind_of_head, read_head
+    from ..io.sniff import kind_of_head, read_head
 
     head = _stdin_head() if path == "-" else read_head(path)
     return kind_of_head(head) if head else None

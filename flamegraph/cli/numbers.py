@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 
 if TYPE_CHECKING:  # `--help` imports no stage: the window module reads perf script's grammar
     from ..window import Window

@@ -9,11 +9,11 @@ import typer
 
 # Only what the command's signature needs: `flamegraph --help` imports every command module, so the
 # recording, pairing and rendering stages are imported where they run.
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
 from .numbers import finite, parse_window_option
-from .recorder import (
+from .record_flags import (
     Command,
     Duration,
     Highlight,
@@ -147,20 +147,20 @@ def offcpu_cli(
     """
     from dataclasses import replace
 
-    from ..collapse.perf_sched import OffCpuOptions
-    from ..collapse.python import fold_interpreter
     from ..color import resolve_highlights
-    from ..diagnostics import Diagnostics
     from ..export import ExportRequest
-    from ..grouping import grouping_note, namer_for_recording
-    from ..observer import FrameObserver
-    from ..offcpu.fold import fold_offcpu_recording
-    from ..offcpu.proc import snapshot_threads, whole_window_resolver
-    from ..offcpu.record import offcpu_spec, record_offcpu
+    from ..folding.offcpu import fold_offcpu_recording
+    from ..folding.perf_sched import OffCpuOptions
+    from ..folding.python import fold_interpreter
+    from ..io.diagnostics import Diagnostics
+    from ..io.sidecar import Context
+    from ..io.writer import write_results
+    from ..naming.grouping import grouping_note, namer_for_recording
+    from ..naming.observer import FrameObserver
     from ..record import Status
+    from ..record.offcpu import offcpu_spec, record_offcpu
+    from ..record.proc import snapshot_threads, whole_window_resolver
     from ..render import RenderOptions, render_svg
-    from ..sidecar import Context
-    from ..writer import write_results
     from .inputs import open_in_browser
     from .scratch import ScratchRecording, exit_like_the_command
 
@@ -219,7 +219,7 @@ def offcpu_cli(
 
 
 def _summary(recording: Recording, pid: int | None) -> str:
-    from ..offcpu.proc import alive
+    from ..record.proc import alive
 
     size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
     line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"

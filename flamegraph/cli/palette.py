@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from ..color import BadPalette, parse_palette
-from ..diagnostics import InputMissing, Problem
+from ..io.diagnostics import InputMissing, Problem
 
 
 def load_palette(path: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ from ..record.memory import MODES as MEMORY_MODES
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
 from .numbers import parse_window_option
-from .recorder import (
+from .record_flags import (
     Command,
     Duration,
     Every,
@@ -43,9 +43,9 @@ from .recorder import (
 )
 
 if TYPE_CHECKING:
-    from ..jit.recording import JitHook
+    from ..frameworks.jit.hook import JitHook
+    from ..frameworks.mxnet.hook import MxnetHook
     from ..model import FoldedProfile
-    from ..mxnet.recording import MxnetHook
     from ..record import Recording, RecordSpec, Status
     from ..record.memory import MemoryRequest
     from ..render import RenderOptions
@@ -210,8 +210,8 @@ def record_cli(
       flamegraph record --jit --mxnet --preset onednn --png mlp.png -o mlp.svg -- python train.py
       flamegraph record --memory live -o leaks.svg -- ./server
     """
-    from ..diagnostics import BadOption
-    from ..jit.recording import JIT_CALL_GRAPH
+    from ..frameworks.jit.hook import JIT_CALL_GRAPH
+    from ..io.diagnostics import BadOption
     from ..record import RecordOptions, RecordSpec, Status
     from ..record.memory import MemoryRequest
 
@@ -280,8 +280,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     exports: ExportRequest,
     event: str,
 ) -> None:
-    from ..diagnostics import BadOption
-    from ..offcpu.wall import ONCPU_EVENT, wall_options
+    from ..folding.wall import ONCPU_EVENT, wall_options
+    from ..io.diagnostics import BadOption
     from ..record import RecordSpec
     from ..record.spec import OFFCPU_CALL_GRAPH
     from .wall import record_wall
@@ -343,8 +343,8 @@ def record_and_draw(
     With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
     with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/; with `memory`, allocation probes
     are added for the recording (and deleted after it) and the graph weighs bytes."""
-    from ..jit.recording import JitHook
-    from ..mxnet.recording import MxnetHook
+    from ..frameworks.jit.hook import JitHook
+    from ..frameworks.mxnet.hook import MxnetHook
     from ..record import Status
     from .scratch import ScratchRecording, exit_like_the_command
 
@@ -374,15 +374,15 @@ def _record_and_write(
     mx: MxnetHook | None,
     memory: MemoryRequest | None = None,
 ) -> Recording:
-    from ..collapse.perf import FoldOptions
-    from ..collapse.python import fold_interpreter
-    from ..grouping import namer_for_recording
-    from ..observer import FrameObserver
-    from ..oncpu import fold_with_report
+    from ..folding.perf import FoldOptions
+    from ..folding.python import fold_interpreter
+    from ..folding.with_report import fold_with_report
+    from ..io.sidecar import Context
+    from ..io.writer import write_results
+    from ..naming.grouping import namer_for_recording
+    from ..naming.observer import FrameObserver
     from ..record import record
     from ..render import render_svg
-    from ..sidecar import Context
-    from ..writer import write_results
     from .inputs import open_in_browser
 
     data_path = session.data_path

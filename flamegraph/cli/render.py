@@ -9,8 +9,8 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from ..diagnostics import BadOption, Diagnostics
-from ..sidecar import Context, read_sidecar
+from ..io.diagnostics import BadOption, Diagnostics
+from ..io.sidecar import Context, read_sidecar
 from .app import app
 from .describe import describe_profile
 from .inputs import check_terminal_output, open_in_browser, reading_stdin_note, refuse_wrong_input
@@ -71,7 +71,7 @@ ShowIdle = Annotated[
     ),
 ]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
-# Views (flamegraph/views.py): applied to the profile before any output, SVG, PNG or export.
+# Views (flamegraph/analysis/views.py): applied to the profile before any output, SVG, PNG or export.
 Focus = Annotated[
     str | None, typer.Option("--focus", metavar="REGEX", help="keep only the stacks through a matching frame")
 ]
@@ -199,10 +199,10 @@ def render(
       flamegraph render out.folded --callers gemm --hide '^std::' --order weight -o gemm-callers.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
-    from ..folded import read_folded_inputs
+    from ..analysis.views import ViewOptions, apply_views
+    from ..io.folded import read_folded_inputs
     from ..render import RenderOptions, render_diff, render_svg
     from ..render.options import check_order
-    from ..views import ViewOptions, apply_views
 
     check_order(order, flamechart)
     views = ViewOptions(
@@ -226,7 +226,7 @@ def render(
         if read.before is not None:
             context.apply(read.before)
     if group_by == "op":
-        from ..mxnet.views import group_by_op  # only for this option: start-up stays lean
+        from ..frameworks.mxnet.views import group_by_op  # only for this option: start-up stays lean
 
         read.profile = group_by_op(read.profile)
         if read.before is not None:
@@ -246,7 +246,7 @@ def render(
         export_profile(read, format_, output, title or DEFAULT_TITLE, png)
         return
     from ..color import format_palette
-    from ..writer import write_atomically
+    from ..io.writer import write_atomically
     from .palette import load_palette
 
     palette_path = palette_file or (Path("palette.map") if cp else None)
@@ -332,11 +332,11 @@ def diff(
       flamegraph diff before.folded after.folded --normalize --preset onednn -o diff.svg --open
       flamegraph diff burn1.folded burn2.folded --strip-root -o diff.svg
     """
-    from ..folded import read_folded_inputs
-    from ..inputs import label
+    from ..analysis.views import ViewOptions, apply_views, roots_advice
+    from ..io.folded import read_folded_inputs
+    from ..io.inputs import label
     from ..render import RenderOptions, render_diff
     from ..render.options import check_order
-    from ..views import ViewOptions, apply_views, roots_advice
 
     check_order(order, False)
     views = ViewOptions(strip_root=strip_root, merge_pids=merge_pids).compile()
@@ -387,8 +387,8 @@ def _check_distinct(palette: Path, *outputs: Path | None) -> None:
 
 
 def _write(svg: bytes, output: Path | None, png: Path | None, open_: bool = False) -> None:
+    from ..io.writer import write_atomically
     from ..render import render_png
-    from ..writer import write_atomically
 
     if png is not None:
         image = render_png(svg)  # before the SVG, so a missing cairosvg leaves no half-done output

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..perf import describe_exit
-from ..private import scratch_dir
+from ..io.perf import describe_exit
+from ..io.private import scratch_dir
 
 if TYPE_CHECKING:
     from ..record.spec import Recording

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..collapse.perf_sched import OffCpuOptions
+    from ..folding.offcpu import OffCpuFold
+    from ..folding.perf_sched import OffCpuOptions
     from ..model import FoldedProfile
-    from ..observer import FrameObserver
-    from ..offcpu.fold import OffCpuFold
-    from ..offcpu.proc import Resolver
+    from ..naming.observer import FrameObserver
+    from ..naming.symbols import FunctionNamer
     from ..record import Recording, RecordSpec, Status
+    from ..record.proc import Resolver
     from ..record.spool import Spool
     from ..record.stream import Interval, StreamedFold
-    from ..symbols import FunctionNamer
     from ..window import Window
     from .record import OutputRequest
 
@@ -49,16 +49,16 @@ def record_streamed(
     status: Status,
 ) -> Recording:
     """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend."""
-    from ..buildid import RecordedBuildIds
-    from ..collapse.perf import FoldOptions, PerfCollapser
-    from ..diagnostics import Diagnostics
-    from ..observer import FrameObserver
-    from ..perf import find_perf
-    from ..private import scratch_dir
+    from ..folding.perf import FoldOptions, PerfCollapser
+    from ..io.diagnostics import Diagnostics
+    from ..io.perf import find_perf
+    from ..io.private import scratch_dir
+    from ..naming.buildid import RecordedBuildIds
+    from ..naming.observer import FrameObserver
+    from ..naming.symbols import FunctionNamer
     from ..record import capture_metadata, record, script_args
     from ..record.spool import Spool
     from ..record.stream import StreamedFold
-    from ..symbols import FunctionNamer
 
     base = draw.svg if draw.options is not None else (draw.folded or draw.svg)
     directory = scratch_dir("flamegraph-spool-")
@@ -119,9 +119,9 @@ def _window_facts(interval: Interval, spool: Spool, every: float) -> dict[str, s
 def _write_interval(
     interval: Interval, base: Path, draw: OutputRequest, metadata: dict[str, str], spool: Spool, status: Status
 ) -> None:
+    from ..io.sidecar import Context
+    from ..io.writer import write_results
     from ..render import render_svg
-    from ..sidecar import Context
-    from ..writer import write_results
     from .record import drawn_with
 
     profile = interval.profile
@@ -186,12 +186,12 @@ def _write_whole(
     status: Status,
     window: Window | None,
 ) -> None:
-    from ..diagnostics import NoSamples
-    from ..grouping import grouping_note
+    from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
+    from ..io.diagnostics import NoSamples
+    from ..io.sidecar import Context
+    from ..io.writer import write_results
+    from ..naming.grouping import grouping_note
     from ..render import render_svg
-    from ..report import HowRecorded, build_report, report_lines, report_metadata
-    from ..sidecar import Context
-    from ..writer import write_results
     from .inputs import open_in_browser
     from .record import drawn_with, report_top
 
@@ -219,8 +219,8 @@ def _write_whole(
 
 
 def _write_trend(intervals: list[Interval], base: Path, draw: OutputRequest, status: Status) -> None:
+    from ..io.writer import _put, write_atomically
     from ..render.trend import render_trend
-    from ..writer import _put, write_atomically
 
     assert draw.options is not None
     last = len(intervals)
@@ -244,13 +244,13 @@ def pair_spooled(
 ) -> tuple[OffCpuFold, Recording, FunctionNamer | None]:
     """`offcpu --max-spool`: recorded into a bounded spool and paired meanwhile; the capture facts as
     a whole recording's, with the spool's instead of the file's size."""
-    from ..buildid import RecordedBuildIds
-    from ..observer import FrameObserver
-    from ..offcpu.stream import record_and_pair
-    from ..private import scratch_dir
+    from ..folding.offcpu_stream import record_and_pair
+    from ..io.private import scratch_dir
+    from ..naming.buildid import RecordedBuildIds
+    from ..naming.observer import FrameObserver
+    from ..naming.symbols import FunctionNamer
     from ..record.lost import LostSamples
     from ..record.spool import Spool
-    from ..symbols import FunctionNamer
 
     directory = scratch_dir("flamegraph-spool-")
     try:

@@ -25,21 +25,21 @@ def record_wall(
     """Record `spec` (its options from `offcpu.wall.wall_options`), fold both halves, write the graph."""
     from dataclasses import replace
 
-    from ..collapse.options import FoldOptions
-    from ..collapse.perf_sched import OffCpuOptions
-    from ..collapse.sched_totals import format_ns
-    from ..diagnostics import Diagnostics
     from ..export import ExportRequest
-    from ..grouping import grouping_note, namer_for_recording
-    from ..observer import FrameObserver
-    from ..offcpu.record import record_offcpu
-    from ..offcpu.wall import fold_wall
+    from ..folding.options import FoldOptions
+    from ..folding.perf_sched import OffCpuOptions
+    from ..folding.sched_totals import format_ns
+    from ..folding.wall import fold_wall
+    from ..io.diagnostics import Diagnostics
+    from ..io.sidecar import Context
+    from ..io.writer import write_results
+    from ..naming.grouping import grouping_note, namer_for_recording
+    from ..naming.observer import FrameObserver
     from ..record import Status
+    from ..record.offcpu import record_offcpu
     from ..render import render_svg
-    from ..sidecar import Context
-    from ..writer import write_results
     from .inputs import open_in_browser
-    from .recorder import check_outputs
+    from .record_flags import check_outputs
     from .scratch import ScratchRecording, exit_like_the_command
 
     status = Status()

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..diagnostics import FlamegraphError
+from ..io.diagnostics import FlamegraphError
 from ..model import FoldedProfile
 
 EXPORTER = "flamegraph-perf"

@@ -6,7 +6,7 @@ the commands (`convert`, `render --format`) and the files `record`/`offcpu` writ
 
 A format made from folded stacks is rendered from the profile; chrome-trace needs each sample's time
 and is made from a recording (`write_recording_exports`) or `perf script` text (`flamegraph convert`).
-Each file is written atomically (flamegraph.writer).
+Each file is written atomically (flamegraph.io.writer).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
 from . import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest
 
 if TYPE_CHECKING:
-    from ..collapse.perf import FoldOptions
-    from ..collapse.perf_sched import OffCpuOptions
+    from ..folding.perf import FoldOptions
+    from ..folding.perf_sched import OffCpuOptions
     from ..record import Recording
     from ..window import Window  # reads perf script's grammar: not imported by `--help`
     from .timeline import Timeline
@@ -58,7 +58,7 @@ def render_profile_export(
 
         return render_pprof(profile, title)
     if fmt == "folded":
-        from ..folded import iter_diff_folded_lines, iter_folded_lines
+        from ..io.folded import iter_diff_folded_lines, iter_folded_lines
 
         lines = iter_folded_lines(profile) if before is None else iter_diff_folded_lines(before, profile)
         return b"".join(lines)
@@ -97,7 +97,7 @@ def write_recording_exports(
 ) -> None:
     """`record` / `offcpu` --speedscope/--pprof/--chrome-trace: each file written atomically and announced.
     The Chrome trace re-reads the recording in time order with the options the fold used."""
-    from ..collapse.perf import FoldOptions
+    from ..folding.perf import FoldOptions
     from .sources import recording_timeline
 
     for fmt, path in request.files:
@@ -113,7 +113,7 @@ def write_recording_exports(
 
 def write_bytes(path: Path | None, data: bytes) -> None:
     """`data` to `path` (stdout for None) through the one safe writer."""
-    from ..writer import atomic_output  # here: the formats' tables are imported by every command
+    from ..io.writer import atomic_output  # here: the formats' tables are imported by every command
 
     with atomic_output(path) as out:
         out.write(data)

@@ -19,7 +19,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from ..folded import check_total, encode
+from ..io.folded import check_total, encode
 from ..model import FoldedProfile
 from . import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
 from .names import export_name

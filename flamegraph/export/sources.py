@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
-from ..collapse.perf import FoldOptions
-from ..collapse.perf_sched import OffCpuOptions
-from ..collapse.script import is_non_sample, read_header
-from ..diagnostics import Diagnostics, InputMissing, NoSamples
-from ..folded import parse_count
-from ..inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
-from ..perf import find_perf, script_command, stream_script
+from ..folding.perf import FoldOptions
+from ..folding.perf_sched import OffCpuOptions
+from ..folding.script import is_non_sample, read_header
+from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
+from ..io.folded import parse_count
+from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
+from ..io.perf import find_perf, script_command, stream_script
 from ..record import ONCPU_FIELDS, Recording, script_args
 from ..window import Window
 from . import sampling_interval_ns
@@ -130,7 +130,7 @@ def read_source_timeline(
 ) -> Timeline:
     """The samples (or waits) of a `perf script` source in time order."""
     if source.kind == "offcpu":
-        from ..offcpu.fold import open_offcpu
+        from ..folding.offcpu import open_offcpu
 
         with open_offcpu(source.path) as stream:
             timeline = read_offcpu_timeline(stream, label(source.path), diagnostics=diagnostics)
@@ -155,7 +155,7 @@ def recording_timeline(
     path = str(recording.perf_data)
     quiet = Diagnostics(echo=False)  # the fold has reported the input's problems already
     if offcpu is not None:
-        from ..offcpu.fold import open_offcpu
+        from ..folding.offcpu import open_offcpu
 
         with open_offcpu(path) as stream:
             timeline = read_offcpu_timeline(stream, path, offcpu, quiet, pid)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..folded import check_total, encode
+from ..io.folded import check_total, encode
 from ..model import FoldedProfile
 from . import EXPORTER, capture_facts, describe, threaded
 from .names import export_name

@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..collapse.perf import FoldOptions, name_frame
-from ..collapse.perf_sched import OffCpuOptions, SchedCollapser
-from ..collapse.script import is_detail, is_header, is_header_frame, is_non_sample, read_header
-from ..diagnostics import Diagnostics
-from ..folded import decode
+from ..folding.perf import FoldOptions, name_frame
+from ..folding.perf_sched import OffCpuOptions, SchedCollapser
+from ..folding.script import is_detail, is_header, is_header_frame, is_non_sample, read_header
+from ..io.diagnostics import Diagnostics
+from ..io.folded import decode
 
 CLOCK_EVENTS = (b"cpu-clock", b"task-clock")
 CONTIGUOUS = 1.5  # a gap up to 1.5 sampling intervals is the next sample, longer means the thread was off

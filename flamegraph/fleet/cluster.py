@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import ClusterUnavailable, StopSignal, stopping_on_signals
+from ..io.diagnostics import ClusterUnavailable, StopSignal, stopping_on_signals
 from .hosts import host_identity, installed_version
 from .model import FAILED, MISSING, HostIdentity, HostRequest, HostResult
 from .scheduler import Scheduler, check_scheduler, cores

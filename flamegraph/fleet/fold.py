@@ -1,7 +1,7 @@
 """`flamegraph fold --scheduler`: fold large `perf script` files on a Dask cluster's workers.
 
 The result is the one a local `flamegraph fold` gives, byte for byte, stderr included:
-  - text files are cut just after blank lines (flamegraph.collapse.parallel.split_points), so no
+  - text files are cut just after blank lines (flamegraph.folding.parallel.split_points), so no
     record is split; a .gz file is one chunk (gzip cannot be entered in the middle);
   - the event to fold is fixed before cutting: the first event of the first input, as a local fold
     picks it, or --event-filter's;
@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..collapse.parallel import MIN_CHUNK, split_points
-from ..collapse.perf import FoldOptions, PerfCollapser
-from ..collapse.perf_blocks import fold_blocks, iter_blocks
-from ..diagnostics import MAX_SHOWN_PER_KIND, BadOption, Diagnostics, InputMissing, Problem
-from ..fold import FoldResult, finish_fold
-from ..folded import decode
-from ..inputs import STDIN, kind_of, label, open_stream
+from ..folding.parallel import MIN_CHUNK, split_points
+from ..folding.perf import FoldOptions, PerfCollapser
+from ..folding.perf_blocks import fold_blocks, iter_blocks
+from ..folding.stage import FoldResult, finish_fold
+from ..io.diagnostics import MAX_SHOWN_PER_KIND, BadOption, Diagnostics, InputMissing, Problem
+from ..io.folded import decode
+from ..io.inputs import STDIN, kind_of, label, open_stream
 from ..model import FoldedProfile
 
 FAN_IN = 4  # chunks merged per reduction task: log4(chunks) rounds

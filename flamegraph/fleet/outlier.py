@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
 
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..diagnostics import BadOption, ClusterUnavailable
+from ..io.diagnostics import BadOption, ClusterUnavailable
 
 DEFAULT_PORT = 8786  # Dask's
 PROBE_TIMEOUT = 5.0  # seconds to connect and to be greeted

@@ -28,10 +28,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..diagnostics import FlamegraphError, NoSamples, NoSuchProcess
-from ..jit.recording import JitHook
-from ..mxnet.recording import MxnetHook
-from ..private import scratch_dir
+from ..frameworks.jit.hook import JitHook
+from ..frameworks.mxnet.hook import MxnetHook
+from ..io.diagnostics import FlamegraphError, NoSamples, NoSuchProcess
+from ..io.private import scratch_dir
 from ..record import RecordOptions, RecordSpec, Status, record
 from . import watchdog
 from .hosts import children, command_line, matching_processes, records_into

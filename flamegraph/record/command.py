@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..diagnostics import CommandNotFound
+from ..io.diagnostics import CommandNotFound
 
 # What perf sets in its own environment before exec'ing the workload (perf.c, util/config.c,
 # subcmd/exec-cmd.c in 6.1; PREFIX and PERF_BUILDID_DIR overwrite the user's own value).

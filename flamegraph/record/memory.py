@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
-from ..perf import find_perf
+from ..io.diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
+from ..io.perf import find_perf
 from .spec import RecordSpec, who_am_i
 from .tracefs import mounted_tracefs
 

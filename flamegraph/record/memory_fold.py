@@ -7,13 +7,13 @@ grouped by function, --mxnet's operators through its sample hook).
 
 from __future__ import annotations
 
-from ..collapse.memory import AllocationWeigher, MemoryTotals
-from ..collapse.perf import FoldOptions, PerfCollapser, SampleHook
-from ..diagnostics import Diagnostics, NoSamples
-from ..fold import open_lines
-from ..grouping import grouping_note, namer_for_recording
+from ..folding.memory import AllocationWeigher, MemoryTotals
+from ..folding.perf import FoldOptions, PerfCollapser, SampleHook
+from ..folding.stage import open_lines
+from ..io.diagnostics import Diagnostics, NoSamples
 from ..model import FoldedProfile
-from ..observer import FrameObserver
+from ..naming.grouping import grouping_note, namer_for_recording
+from ..naming.observer import FrameObserver
 from ..window import Window
 from .memory import MemoryProbes
 from .script import script_args, show_progress

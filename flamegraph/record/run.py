@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
-from ..perf import describe_exit, find_perf
+from ..io.diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
+from ..io.perf import describe_exit, find_perf
 from .command import command_facts, perf_environment, python_note, resolve_command
 from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies

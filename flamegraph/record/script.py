@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..collapse.options import FoldOptions
-from ..collapse.perf import PerfCollapser
-from ..diagnostics import Diagnostics, NoSamples
-from ..fold import fold_input
+from ..folding.options import FoldOptions
+from ..folding.perf import PerfCollapser
+from ..folding.stage import fold_input
+from ..io.diagnostics import Diagnostics, NoSamples
 from ..model import FoldedProfile
 from ..window import Window
 from .spec import ONCPU_FIELDS, Recording

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from ..diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
-from ..perf import describe_exit
+from ..io.diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
+from ..io.perf import describe_exit
 from .command import resolve_program
 from .lost import LostSamples
 

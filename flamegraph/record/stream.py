@@ -20,11 +20,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..buildid import RecordedBuildIds
-from ..collapse.perf import PerfCollapser
-from ..fold import fold_input, open_lines
+from ..folding.perf import PerfCollapser
+from ..folding.stage import fold_input, open_lines
 from ..model import FoldedProfile
-from ..symbols import FunctionNamer
+from ..naming.buildid import RecordedBuildIds
+from ..naming.symbols import FunctionNamer
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
 
 

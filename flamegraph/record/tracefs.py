@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from ..diagnostics import FlamegraphError, NotPermitted
+from ..io.diagnostics import FlamegraphError, NotPermitted
 from .spec import CAP_PERFMON, CAP_SYS_ADMIN, has_capability, paranoid_level
 
 TRACEFS_DIRS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")

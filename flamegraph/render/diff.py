@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..layout import Columns, reverse_stack
 from ..model import FoldedProfile
+from .layout import Columns, reverse_stack
 
 
 @dataclass(frozen=True)

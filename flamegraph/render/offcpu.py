@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import FoldedProfile
-from ..offcpu.threads import (
+from ..analysis.offcpu_threads import (
     SEP,
     ThreadTotal,
     blocked_part,
@@ -24,6 +23,7 @@ from ..offcpu.threads import (
     thread_roles,
     thread_totals,
 )
+from ..model import FoldedProfile
 from .facts import Table
 from .text import format_duration_us, format_percent
 

@@ -6,11 +6,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from ..analysis.offcpu_threads import is_wall
+from ..analysis.views import Applied
 from ..color import PALETTES, HighlightRule
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
-from ..offcpu.threads import is_wall
-from ..views import Applied
 from .facts import Table
 
 DEFAULT_TITLE = "Flame Graph"
@@ -59,7 +59,7 @@ class RenderOptions:
     show_idle: bool = False  # off-CPU: draw the threads that were idle the whole window (else one line says so)
     tables: list[Table] = field(default_factory=list)  # more tables for the capture facts (after the metadata)
     order: str = "name"  # siblings by name, or by weight (widest on the left)
-    views: Applied | None = None  # what flamegraph.views did to the profile: the header says it
+    views: Applied | None = None  # what flamegraph.analysis.views did to the profile: the header says it
 
     def __post_init__(self) -> None:
         if isinstance(self.font_size, float) and self.font_size.is_integer():

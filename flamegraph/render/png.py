@@ -6,7 +6,7 @@ header, legend, frames with their labels, and the top table.
 
 from __future__ import annotations
 
-from ..diagnostics import BadOption
+from ..io.diagnostics import BadOption
 
 
 def check_png() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from ..layout import SEP
+from .layout import SEP
 from .text import display_name, format_number
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..analysis.views import Applied, Step
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
-from ..views import Applied, Step
 from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
 
 SEP = ";"

@@ -17,6 +17,7 @@ from importlib import resources
 import jinja2
 from markupsafe import Markup, escape
 
+from ..analysis.offcpu_threads import is_state, is_wall
 from ..color import (
     SEARCH_COLOR,
     Highlighter,
@@ -26,13 +27,12 @@ from ..color import (
     resolve_highlights,
     strip_annotation,
 )
-from ..diagnostics import BadCounts, BadOption, NoSamples
-from ..folded import check_total
-from ..layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
+from ..io.diagnostics import BadCounts, BadOption, NoSamples
+from ..io.folded import check_total
 from ..model import FoldedProfile
-from ..offcpu.threads import is_state, is_wall
 from .diff import DiffStacks, diff_stacks
 from .facts import Table
+from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page

@@ -8,8 +8,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from flamegraph.diagnostics import BadOption, Diagnostics
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import BadOption, Diagnostics
+from flamegraph.io.folded import read_folded
 from flamegraph.record.spec import parse_call_graph
 from flamegraph.window import Window
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flamegraph.collapse import parallel
-from flamegraph.diagnostics import Diagnostics
-from flamegraph.folded import iter_folded_lines, read_folded
+from flamegraph.folding import parallel
+from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.folded import iter_folded_lines, read_folded
 from flamegraph.model import FoldedProfile
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import socket
 import time
 
-from flamegraph.diagnostics import BadOption, ClusterUnavailable
 from flamegraph.fleet.scheduler import SCHEMES, Scheduler, parse_address, parse_greeting, read_greeting
+from flamegraph.io.diagnostics import BadOption, ClusterUnavailable
 
 
 def scheduler_address(data: bytes) -> None:

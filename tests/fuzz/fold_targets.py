@@ -9,16 +9,16 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.collapse.perf_blocks import fold_blocks
-from flamegraph.collapse.perf_sched import OffCpuOptions, SchedCollapser
-from flamegraph.collapse.sched_totals import OffCpuFolder
-from flamegraph.diagnostics import Diagnostics, FlamegraphError, StrictFailure
-from flamegraph.fold import fold_perf
-from flamegraph.folded import decode
-from flamegraph.offcpu.fold import fold_offcpu
+from flamegraph.analysis.report import FrameObserver, build_report, report_lines, report_metadata
+from flamegraph.folding.offcpu import fold_offcpu
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.folding.perf_blocks import fold_blocks
+from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
+from flamegraph.folding.sched_totals import OffCpuFolder
+from flamegraph.folding.stage import fold_perf
+from flamegraph.io.diagnostics import Diagnostics, FlamegraphError, StrictFailure
+from flamegraph.io.folded import decode
 from flamegraph.render import RenderOptions, render_svg
-from flamegraph.report import FrameObserver, build_report, report_lines, report_metadata
 from flamegraph.window import Window
 
 from ..helpers.shared import shared_dir

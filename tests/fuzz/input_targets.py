@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from flamegraph.color import MAX_FILE_SUBJECT, Highlighter, resolve_highlights
+from flamegraph.io.sidecar import NotASidecar, parse_sidecar
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
-from flamegraph.sidecar import NotASidecar, parse_sidecar
 
 from .common import check_svg, run_cli, scratch_file
 from .source import Source

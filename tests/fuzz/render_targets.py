@@ -18,8 +18,8 @@ from flamegraph.color import (
     parse_palette,
     resolve_highlights,
 )
-from flamegraph.diagnostics import BadOption, Diagnostics, FlamegraphError
-from flamegraph.folded import read_folded
+from flamegraph.io.diagnostics import BadOption, Diagnostics, FlamegraphError
+from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff, render_svg
 

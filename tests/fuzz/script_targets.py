@@ -1,13 +1,13 @@
-"""Fuzz target of the grammar of `perf script` text (flamegraph/collapse/script.py): each line
+"""Fuzz target of the grammar of `perf script` text (flamegraph/folding/script.py): each line
 class and fact holds on any input, and the folds that use it agree."""
 
 from __future__ import annotations
 
 import re
 
-from flamegraph.collapse import script
-from flamegraph.collapse.perf import FoldOptions, PerfCollapser
-from flamegraph.diagnostics import Diagnostics
+from flamegraph.folding import script
+from flamegraph.folding.perf import FoldOptions, PerfCollapser
+from flamegraph.io.diagnostics import Diagnostics
 
 from .source import Source
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import flamegraph.collapse.parallel as parallel
+import flamegraph.folding.parallel as parallel
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser
-from flamegraph.fold import fold_input
-from flamegraph.folded import iter_folded_lines
+from flamegraph.folding.stage import fold_input
+from flamegraph.io.folded import iter_folded_lines
 from tests.fuzz.common import small_chunks  # one definition: the fuzz targets split files the same way
 
 

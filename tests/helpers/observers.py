@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from flamegraph.observer import FrameObserver
-from flamegraph.symbols import FunctionNamer
+from flamegraph.naming.observer import FrameObserver
+from flamegraph.naming.symbols import FunctionNamer
 
 
 def observer_for(group_unknown: bool) -> FrameObserver:

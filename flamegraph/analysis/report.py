@@ -1,0 +1,243 @@
+"""The attribution report: how much of a folded profile is whole-truth, and what to do about the rest.
+
+Post-fold analysis, figures each weighted by samples: stacks that reach a thread root (`_start`, `start_thread`,
+`clone`/`clone3`; `ret_from_fork` for kernel threads), samples with any `[unknown]` frame (before and
+after grouping by function), samples in JIT code, how many of those are named and reach a root,
+and, for every gap, the fix. It is computed from the folded profile plus what the fold's frame hook
+(flamegraph.naming.observer) saw (which frames came from JIT code, the kernel, or were grouped) and how the
+profile was recorded (`HowRecorded`, when known); frames it reads:
+    python;clone3;start_thread;...;mxnet::MKLDNNStream::Submit;libmxnet.so+0x758e820;jit_avx512_gemm_[j]
+    python;_PyEval_EvalFrameDefault;[libpython3.11.so.1.0]          <- a stack cut short
+    python;[unknown];[unknown]                                        <- frame-pointer garbage
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..color import strip_annotation
+from ..model import FoldedProfile
+from ..naming.observer import FrameObserver
+
+ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
+UNNAMED_JIT = re.compile(r"^\[(unknown|anon.*|perf-\d+\.map|jitted-\d+-\d+\.so)( <[0-9a-f]+>)?\]$")
+BRACKETED = re.compile(r"^\[.*\]$")
+END_KINDS = ("jit", "kernel", "other", "empty")
+ROOT_TARGET = 99.0  # % of samples: below this the report says how to do better
+
+
+@dataclass
+class Attribution:
+    samples: float = 0.0
+    reach_root: float = 0.0
+    any_unknown: float = 0.0  # before grouping
+    unknown_left: float = 0.0  # after grouping
+    jit: float = 0.0
+    jit_named: float = 0.0
+    jit_reach_root: float = 0.0
+    depth_total: float = 0.0
+    short: float = 0.0  # stacks of at most 2 frames
+    # Stacks without a root, by the kind of their outermost frame.
+    cut_ends: dict[str, float] = field(default_factory=lambda: dict.fromkeys(END_KINDS, 0.0))
+
+    def share(self, part: float, whole: float | None = None) -> float:
+        whole = self.samples if whole is None else whole
+        return 100.0 * part / whole if whole else 0.0
+
+    @property
+    def mean_depth(self) -> float:
+        return self.depth_total / self.samples if self.samples else 0.0
+
+
+ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL = 1, 2, 4, 8, 16, 32
+
+
+def frame_flags(name: str, observer: FrameObserver | None) -> int:
+    """What one folded frame is: a thread root, JIT code (named or not), unknown, kernel..."""
+    base = strip_annotation(name)
+    flags = ROOT if base in ROOTS else 0
+    if name.endswith("_[k]") or base.startswith("[kernel") or (observer is not None and base in observer.kernel):
+        flags |= KERNEL
+    if UNNAMED_JIT.match(base):
+        flags |= JIT | UNKNOWN
+    elif name.endswith("_[j]") or (observer is not None and base in observer.jit):
+        flags |= JIT | NAMED
+    elif observer is not None and base in observer.grouped:
+        flags |= UNKNOWN | GROUPED
+    elif BRACKETED.match(base):
+        flags |= UNKNOWN
+    return flags
+
+
+def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> Attribution:
+    """The report's figures over every stack of `profile` (the first frame is the process/thread)."""
+    result = Attribution()
+    known: dict[str, int] = {}
+    for text, weight in profile.counts.items():
+        frames = text.split(";")[1:]
+        flags = []
+        for frame in frames:
+            value = known.get(frame)
+            if value is None:
+                value = known[frame] = frame_flags(frame, observer)
+            flags.append(value)
+        result.samples += weight
+        result.depth_total += weight * len(frames)
+        result.short += weight if len(frames) <= 2 else 0
+        reached = bool(flags) and bool(flags[0] & ROOT)
+        result.reach_root += weight if reached else 0
+        if not reached:
+            result.cut_ends[_end_kind(flags[0], frames[0]) if flags else "empty"] += weight
+        if any(f & UNKNOWN for f in flags):
+            result.any_unknown += weight
+            if any(f & UNKNOWN and not f & GROUPED for f in flags):
+                result.unknown_left += weight
+        user = [f for f in flags if not f & KERNEL]
+        if user and user[-1] & JIT:
+            result.jit += weight
+            result.jit_named += weight if user[-1] & NAMED else 0
+            result.jit_reach_root += weight if reached else 0
+    return result
+
+
+def _end_kind(flags: int, frame: str) -> str:
+    """Why a stack without a root stops: at JIT code, or somewhere else (a bare [unknown] at the
+    end of a long stack is what an unwinder leaves when perf's copy of the stack ran out)."""
+    if flags & JIT and not frame.startswith("[unknown]"):
+        return "jit"
+    return "kernel" if flags & KERNEL else "other"
+
+
+MAX_DWARF = 65528
+MISSING = "not found on this machine"  # FunctionNamer's reason for a DSO path that does not exist here
+
+
+def suggest(
+    a: Attribution,
+    grouping: bool = True,
+    unreadable: dict[str, str] | None = None,
+    call_graph: str | None = None,
+    jit_unwound: bool = False,
+    refused: dict[str, str] | None = None,
+) -> list[str]:
+    """One line per gap, each with its fix (`call_graph`: how it was recorded, if known;
+    `jit_unwound`: the recording already had unwind info for its JIT kernels, i.e. --jit;
+    `refused`: DSOs whose file here could not be proven to be the recorded one)."""
+    fixes = _cut_fixes(a, call_graph, jit_unwound) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
+    if a.jit > a.jit_named:
+        fixes.append(
+            f"{a.share(a.jit - a.jit_named):.1f} % of samples are in unnamed JIT code: record with --jit "
+            "(DNNL_JIT_DUMP=1 names oneDNN's kernels; --pid needs root)"
+        )
+    missing = sorted(path.rsplit("/", 1)[-1] for path, why in (unreadable or {}).items() if why == MISSING)
+    changed = sorted(path.rsplit("/", 1)[-1] for path in refused or {})
+    if a.samples and a.share(a.unknown_left) >= 1.0:
+        if not grouping:
+            fixes.append(
+                f"{a.share(a.unknown_left):.1f} % of samples have [unknown] frames: fold the perf.data file "
+                "(grouped by function where the build-ids match), or pass --group-unknown (unverified for text)"
+            )
+        elif missing or changed:
+            where = [f"DSOs not found here ({', '.join(missing[:4])})"] if missing else []
+            where += [f"DSOs here not proven to be the recorded builds ({', '.join(changed[:4])})"] if changed else []
+            fixes.append(
+                f"{a.share(a.unknown_left):.1f} % of samples keep [unknown] frames; {'; '.join(where)}: "
+                "fold on the machine that recorded"
+            )
+    return fixes
+
+
+def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> list[str]:
+    """Why stacks miss their thread root, and what to record differently."""
+    cut = a.samples - a.reach_root
+    frame_pointers = call_graph in ("fp", "lbr") or (
+        call_graph is None and (a.mean_depth < 4 or a.share(a.reach_root) < 5.0)
+    )
+    if frame_pointers:
+        return [
+            f"{a.share(cut):.1f} % of stacks end before a thread root ({a.mean_depth:.1f} frames on average): "
+            "frame pointers stop at every library built without them; record with --call-graph dwarf"
+        ]
+    fixes = []
+    if a.cut_ends["jit"] and jit_unwound:
+        fixes.append(
+            f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame although the kernels have unwind "
+            "info: their frames (12-16 KB for gemm) outgrow the stack copy; record with --call-graph dwarf,65528"
+        )
+    elif a.cut_ends["jit"]:
+        fixes.append(
+            f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
+            "(unwind info for the kernels) and --call-graph dwarf,65528"
+        )
+    other = cut - a.cut_ends["jit"]
+    if other > 0.1 * cut:
+        size = call_graph.partition(",")[2] if call_graph and call_graph.startswith("dwarf") else ""
+        if size and int(size) >= MAX_DWARF:
+            fixes.append(
+                f"{a.share(other):.1f} % of stacks are deeper than perf's largest stack copy (64 KB) or pass "
+                "through code without unwind information: deep start-up stacks are typical, --window leaves "
+                "them out"
+            )
+        else:
+            fixes.append(
+                f"{a.share(other):.1f} % of stacks are cut before a thread root (perf's copy of the stack "
+                "ran out, or code without unwind information): record with --call-graph dwarf,65528"
+            )
+    return fixes
+
+
+def report_lines(a: Attribution, fixes: list[str]) -> list[str]:
+    """The report as printed by `fold --report` and `record`."""
+    lines = [
+        f"attribution (mean stack depth {a.mean_depth:.1f} frames):",
+        f"  {a.share(a.reach_root):5.1f} %  reach a thread root (_start, start_thread, clone/clone3)",
+        f"  {a.share(a.any_unknown):5.1f} %  have an [unknown] frame"
+        + (f"; {a.share(a.unknown_left):.1f} % after grouping by function" if a.unknown_left < a.any_unknown else ""),
+        f"  {a.share(a.jit):5.1f} %  in JIT code"
+        + (
+            f": {a.share(a.jit_named, a.jit):.1f} % of it named, {a.share(a.jit_reach_root, a.jit):.1f} % reach a root"
+            if a.jit
+            else ""
+        ),
+    ]
+    lines += [f"  fix: {fix}" for fix in fixes]
+    return lines
+
+
+def report_metadata(a: Attribution, fixes: list[str]) -> dict[str, str]:
+    """The same figures for `profile.metadata` (the SVG header shows them in this order)."""
+    meta = {
+        "stacks reaching a thread root": f"{a.share(a.reach_root):.1f} %",
+        "samples with [unknown] frames": f"{a.share(a.any_unknown):.1f} %"
+        + (f" ({a.share(a.unknown_left):.1f} % after grouping by function)" if a.unknown_left < a.any_unknown else ""),
+        "JIT code": f"{a.share(a.jit):.1f} % of samples"
+        + (
+            f", {a.share(a.jit_named, a.jit):.1f} % named, {a.share(a.jit_reach_root, a.jit):.1f} % reach a root"
+            if a.jit
+            else ""
+        ),
+    }
+    if fixes:
+        meta["to see more"] = "; ".join(fixes)
+    return meta
+
+
+@dataclass(frozen=True)
+class HowRecorded:
+    """What the fixes need to know of the recording, when the profile comes from one we made."""
+
+    call_graph: str | None = None  # perf record's --call-graph (None: not known)
+    jit_unwound: bool = False  # the JIT kernels were given unwind info (--jit)
+
+
+def build_report(
+    profile: FoldedProfile, observer: FrameObserver | None, recorded: HowRecorded = HowRecorded()
+) -> tuple[Attribution, list[str]]:
+    """Figures and fixes for a folded profile (observer: the hook the fold ran with, if any)."""
+    figures = attribute(profile, observer)
+    namer = observer.namer if observer is not None else None
+    unreadable = namer.unreadable if namer else None
+    refused = namer.refused if namer else None
+    fixes = suggest(figures, namer is not None, unreadable, recorded.call_graph, recorded.jit_unwound, refused)
+    return figures, fixes

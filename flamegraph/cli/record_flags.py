@@ -1,0 +1,135 @@
+"""What `record` and `offcpu` share: the target (a command after -- or --pid), the --call-graph and
+--window parsers, the options every recording command has, and the checks made before recording."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..export import ExportRequest
+from ..io.diagnostics import BadOption
+from ..record.spec import parse_call_graph
+from .numbers import finite
+
+Command = Annotated[
+    list[str] | None,
+    typer.Argument(metavar="COMMAND", help="the program to profile and its arguments, after --", show_default=False),
+]
+Duration = Annotated[
+    float | None,
+    typer.Option(
+        "--duration",
+        metavar="SECONDS",
+        parser=finite("--duration", 0.1),
+        help="stop after this long, at least 0.1 (default: exit/Ctrl-C)",
+    ),
+]
+Every = Annotated[
+    float | None,
+    typer.Option(
+        "--every",
+        metavar="SECONDS",
+        parser=finite("--every", 1.0),
+        help="also a graph per interval of this long (STEM-001.svg, .folded) and STEM-trend.svg; folds as it "
+        "records (as --max-spool)",
+    ),
+]
+MaxSpool = Annotated[
+    str | None,
+    typer.Option(
+        "--max-spool",
+        metavar="SIZE",
+        help="fold while recording, at most SIZE of raw data on disk (e.g. 256M; default with --every: 256M)",
+    ),
+]
+PerfData = Annotated[
+    Path | None,
+    typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
+]
+Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="graph title")]
+NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]
+Output = Annotated[Path, typer.Option("-o", "--output", metavar="FILE", help="the SVG to write")]
+Folded = Annotated[
+    Path | None,
+    typer.Option("--folded", metavar="FILE", help="also write the folded stacks here (and FILE.json beside it)"),
+]
+Pid = Annotated[int | None, typer.Option("--pid", "-p", metavar="PID", help="profile this running process instead")]
+# The graph options `record`, `offcpu` and `fleet record` share (named as `render` names them).
+Preset = Annotated[
+    str | None, typer.Option("--preset", metavar="NAME", help="highlight preset: onednn, mxnet-ops, python")
+]
+Highlight = Annotated[
+    list[str] | None,
+    typer.Option("--highlight", metavar="REGEX[=COLOUR][:LABEL]", help="highlight class (repeatable)"),
+]
+Threads = Annotated[bool, typer.Option("--threads", help="one root per thread (comm-pid/tid)")]
+Width = Annotated[int, typer.Option("--width", metavar="PIXELS", help="image width in pixels")]
+Top = Annotated[int, typer.Option("--top", metavar="N", help="rows of the self-time table (0: none)")]
+Png = Annotated[Path | None, typer.Option("--png", metavar="FILE", help="also write a PNG of the static view")]
+PythonFrames = Annotated[
+    bool | None,
+    typer.Option(
+        "--python/--no-python",
+        help="the Python functions of a Python 3.12+ command as frames (PYTHONPERFSUPPORT=1, unwind info for its "
+        "perf trampolines, perf inject --jit); default: on for one",
+        show_default=False,
+    ),
+]
+KeepInterpreter = Annotated[
+    bool,
+    typer.Option(
+        "--keep-interpreter",
+        help="keep CPython's own frames between two Python functions (_PyEval_EvalFrameDefault, "
+        "PyObject_Vectorcall...; default: folded away, their time on the Python function)",
+    ),
+]
+Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
+
+
+def parse_call_graph_option(text: str) -> str:
+    """--call-graph's callback: perf's spelling, or one usage line."""
+    try:
+        return parse_call_graph(text)
+    except ValueError as err:
+        raise BadOption(str(err)) from None
+
+
+def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, folded: Path | None,
+                  exports: ExportRequest) -> None:  # fmt: skip
+    """One target, and something to write: checked before anything is recorded."""
+    if bool(command) == (pid is not None):
+        raise BadOption("give either --pid PID or -- COMMAND ARGS, not both and not neither")
+    if no_svg and folded is None and not exports:
+        raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
+
+
+def parse_spool_option(text: str | None, every: float | None) -> int | None:
+    """--max-spool SIZE in bytes (None: the whole-file recording), at least the spool's minimum."""
+    from ..record.spool import MIN_CAP, parse_size
+
+    if text is None and every is None:
+        return None
+    try:
+        size = parse_size(text or "256M")
+    except ValueError as err:
+        raise BadOption(f"--max-spool: {err}") from None
+    if size < MIN_CAP:
+        raise BadOption(f"--max-spool {text!r}: less than {MIN_CAP // 10**6}M")
+    return size
+
+
+def check_outputs(
+    svg: Path | None, folded: Path | None, exports: ExportRequest, perf_data: Path | None, png: Path | None = None
+) -> None:
+    """Every output can be written, and --png can be drawn: a missing one must not cost a recording."""
+    from ..io.writer import check_writable
+
+    for path in (svg, folded, *(path for _, path in exports.files), perf_data, png):
+        check_writable(path)
+    if png is not None:
+        from ..render.png import check_png
+
+        check_png()

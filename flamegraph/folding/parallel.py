@@ -1,0 +1,229 @@
+"""`--jobs N`: fold one large text file in N processes, split on record boundaries.
+
+The output and the diagnostics are those of one process: chunks start right after a blank line
+(so no record is cut), the event filter is fixed from the file's head before splitting, each
+worker's problems are shifted by the lines of the chunks before it and merged in file order, and
+a frame hook sees every distinct frame a worker saw (replayed here, so its observations are whole).
+
+Workers are forked (no interpreter start, nothing to import): this process folds the first chunk
+while they fold the others, and each sends back its stacks, pickled through a pipe.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+from ..io.diagnostics import Diagnostics, Problem
+from ..io.folded import decode
+from .options import FoldOptions, FrameHook
+from .perf import PerfCollapser, Stacks
+from .perf_blocks import fold_blocks, iter_blocks
+
+MIN_CHUNK = 4 << 20  # below this, a worker costs more than it saves
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+HookKey = tuple[bytes, bytes, bytes]
+
+
+class SeenFrames:
+    """A frame hook that remembers what it was asked, so a worker's questions can be asked again here."""
+
+    def __init__(self, hook: FrameHook) -> None:
+        self.hook = hook
+        self.seen: dict[HookKey, bytes | None] = {}
+
+    def __call__(self, pc: bytes, symbol: bytes, dso: bytes) -> bytes | None:
+        key = (pc, symbol, dso)
+        if key in self.seen:
+            return self.seen[key]
+        name = self.seen[key] = self.hook(pc, symbol, dso)
+        return name
+
+
+@dataclass
+class ChunkResult:
+    stacks: dict[tuple[bytes | None, bytes], Stacks]
+    skipped_by_event: Counter[bytes]
+    diagnostics: Diagnostics
+    lines: int
+    frames_seen: list[HookKey] = field(default_factory=list)
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_jobs(size: int) -> int:
+    """What pays: one process per MIN_CHUNK of input from two chunks (8 MB) on, at most one per core."""
+    return max(1, min(cpu_count(), size // MIN_CHUNK)) if size >= 2 * MIN_CHUNK else 1
+
+
+def split_points(path: str, parts: int) -> list[int]:
+    """Byte offsets [0, ..., size]; each inner one is just after a blank line (a record boundary)."""
+    size = os.path.getsize(path)
+    parts = max(1, min(parts, size // MIN_CHUNK))
+    points = [0]
+    window = 1 << 20
+    with open(path, "rb") as f:
+        for k in range(1, parts):
+            target = max(size * k // parts, points[-1])
+            f.seek(target)
+            found = f.read(window).find(b"\n\n")
+            if found >= 0:
+                point = target + found + 2
+            else:  # none after the target: the last one before it
+                start = max(points[-1], target - window)
+                f.seek(start)
+                found = f.read(target - start + 1).rfind(b"\n\n")
+                point = start + found + 2 if found >= 0 else 0
+            if points[-1] < point < size:
+                points.append(point)
+    points.append(size)
+    return points
+
+
+def first_event(path: str, options: FoldOptions) -> bytes | None:
+    """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
+    found by running the state machine on the file's head until it does."""
+    probe = PerfCollapser(
+        replace(options, frame_hook=None, sample_hook=None, event_filter=None), Diagnostics(echo=False)
+    )
+
+    def head() -> Iterator[bytes]:
+        with open(path, "rb") as lines:
+            for line in lines:
+                yield line[:-1] if line[-1:] == b"\n" else line
+                if probe.event_filter is not None:
+                    return
+
+    probe.feed_lines(head(), path)
+    return probe.event_filter
+
+
+def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkResult:
+    diagnostics = Diagnostics(echo=False)
+    hook = options.frame_hook
+    before = set(hook.seen) if isinstance(hook, SeenFrames) else set()
+    collapser = PerfCollapser(options, diagnostics)
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        lines = fold_blocks(collapser, iter_blocks(stream, end - start), path)
+    seen = [key for key in hook.seen if key not in before] if isinstance(hook, SeenFrames) else []
+    return ChunkResult(collapser.stacks, collapser.skipped_by_event, diagnostics, lines, seen)
+
+
+def _die_with(parent: int) -> None:
+    """Ask Linux to kill this process when its parent dies (however it dies: SIGKILL too)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: a worker outlives a killed parent only until its chunk is folded
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before we asked
+
+
+def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
+    """Run `work` in a child process; (pid, read end of the pipe its pickled result comes through)."""
+    import pickle  # here, not at the top: `fold` imports this module for MIN_CHUNK, one process or not
+
+    read, write = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never runs the parent's clean-ups
+        code = 0
+        try:
+            os.close(read)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)  # the parent handles signals and stops us
+            _die_with(parent)
+            try:
+                payload = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
+            except Exception as err:  # noqa: BLE001 - handed to the parent, which raises it
+                payload = pickle.dumps((False, err), pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as out:
+                out.write(payload)
+        except BaseException:  # noqa: BLE001 - nothing may escape a forked child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, read
+
+
+def _collect(pid: int, read: int) -> ChunkResult:
+    import pickle
+
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise RuntimeError(f"fold worker {pid} died ({status=:#x})")
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _stop(children: list[tuple[int, int]]) -> None:
+    for pid, read in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        try:
+            os.close(read)
+        except OSError:
+            pass
+
+
+def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
+    """Fold `path` into `into` with up to `jobs` processes; returns the lines read."""
+    options = into.options
+    if not options.per_event and into.event_filter is None:
+        into.event_filter = first_event(path, options)
+    if into.event_filter is not None and not options.per_event:
+        options = replace(options, event_filter=decode(into.event_filter))
+    hook = into.frames.options.frame_hook
+    if hook is not None and not options.compat and not isinstance(hook, SeenFrames):
+        hook = SeenFrames(hook)
+        into.frames.options = replace(into.frames.options, frame_hook=hook)
+    options = replace(options, frame_hook=hook)
+    points = split_points(path, jobs)
+    chunks = list(zip(points, points[1:], strict=False))
+    children: list[tuple[int, int]] = []
+    try:
+        for start, end in chunks[1:]:
+            children.append(_fork(partial(_fold_chunk, path, start, end, options)))
+        with open(path, "rb") as stream:  # this process folds the first chunk meanwhile
+            lines = fold_blocks(into, iter_blocks(stream, chunks[0][1]), path)
+        results = []
+        while children:
+            results.append(_collect(*children[0]))
+            children.pop(0)
+    finally:
+        _stop(children)
+    for result in results:
+        _merge(into, result, lines)
+        lines += result.lines
+    return lines
+
+
+def _merge(into: PerfCollapser, result: ChunkResult, base: int) -> None:
+    shifted = result.diagnostics
+    shifted.problems = [Problem(p.path, p.line + base, p.kind, p.text) for p in shifted.problems]
+    into.diagnostics.merge(shifted)
+    into.merge(result.stacks, result.skipped_by_event)
+    hook = into.frames.options.frame_hook
+    if isinstance(hook, SeenFrames):
+        for key in result.frames_seen:
+            hook(*key)

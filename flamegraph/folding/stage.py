@@ -1,0 +1,178 @@
+"""The fold stage as one call: inputs (text, gzip, stdin, perf.data) -> folded profile(s).
+
+Every command folds through here (`fold`, `record`, `make flamegraph`): one opener
+(`inputs.open_stream`), the block fast path, and `--jobs` for text files large enough to pay
+for it. perf.data is folded as `perf script` writes it, so the two overlap.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
+from ..io.folded import decode
+from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
+from ..model import FoldedProfile
+from ..window import Window, WindowFilter
+from .options import FoldOptions
+from .perf import PerfCollapser
+from .perf_blocks import fold_blocks, iter_blocks, iter_lines
+from .script import join_srclines, missing_fields
+
+Progress = Callable[[int], None]  # bytes of perf script text folded so far
+
+
+@dataclass
+class FoldResult:
+    profile: FoldedProfile  # the folded event (the first one, or -e/--event's)
+    per_event: dict[str, FoldedProfile] = field(default_factory=dict)  # with --per-event
+    skipped_events: Counter[str] = field(default_factory=Counter)  # event -> samples not folded
+
+
+def jobs_for(path: str, jobs: int | None, strict: bool) -> int:
+    """Processes for one input: 1 unless it is a regular text file; `None` picks what pays."""
+    if strict or path == STDIN or jobs == 1 or not hasattr(os, "fork"):
+        return 1
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 1  # the opener says why
+    from .parallel import MIN_CHUNK, default_jobs
+
+    wanted = default_jobs(size) if jobs is None else jobs
+    if wanted < 2 or size < 2 * MIN_CHUNK or kind_of(path) != "text":
+        return 1
+    return wanted
+
+
+@contextmanager
+def open_lines(
+    path: str, script_args: Sequence[str] = (), progress: Progress | None = None
+) -> Iterator[Iterator[bytes]]:
+    """The lines of any input, without their line ends, for folders that read line by line (off-CPU)."""
+    with open_stream(path, script_args=script_args) as stream:
+        yield iter_lines(iter_blocks(stream), progress)
+
+
+def fold_input(
+    collapser: PerfCollapser,
+    path: str,
+    jobs: int | None = None,
+    script_args: Sequence[str] = (),
+    progress: Progress | None = None,
+    window: Window | None = None,
+) -> None:
+    """Fold one input into `collapser`: the one path every command takes; with `window` (seconds of
+    perf's clock), only the records in it."""
+    options = collapser.options
+    where = label(path)
+    # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
+    in_order = options.sample_hook is not None or window is not None or options.srcline
+    processes = 1 if in_order else jobs_for(path, jobs, collapser.diagnostics.strict)
+    if processes > 1:
+        from .parallel import fold_parallel
+
+        try:
+            fold_parallel(path, collapser, processes)
+        except OSError as err:
+            raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
+        return
+    # perf.data: `-F +pid` for --pid/--tid, unless the caller names the fields itself (record does).
+    with_pid = (options.pid or options.tid) and not script_args
+    with open_stream(path, with_pid, script_args) as stream:
+        source = stream if window is None else WindowFilter(stream, window)
+        if options.srcline:  # a frame and its source line are one line to name: the line path
+            lines = iter_lines(iter_blocks(source), progress)  # type: ignore[arg-type]
+            collapser.feed_lines(join_srclines(lines, options.compat), where)
+            collapser.end_input()
+            return
+        fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
+
+
+def fold_perf(
+    inputs: Sequence[str],
+    options: FoldOptions | None = None,
+    diagnostics: Diagnostics | None = None,
+    jobs: int | None = None,
+    window: Window | None = None,
+) -> FoldResult:
+    """Fold `perf script` output from every input into one profile (and one per event if asked).
+
+    `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on).
+    `window`: only the samples in this span (seconds of perf's clock, either end open)."""
+    options = options or FoldOptions()
+    diagnostics = diagnostics or Diagnostics()
+    collapser = PerfCollapser(options, diagnostics)
+    for path in inputs or [STDIN]:
+        fold_input(collapser, path, jobs, window=window)
+    result = _result(collapser)
+    if window is not None:
+        for profile in (result.profile, *result.per_event.values()):
+            profile.metadata["window"] = window.format()
+        if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
+            diagnostics.finish()
+            names = ", ".join(label(p) for p in inputs) or "<stdin>"
+            raise NoSamples(f"{names}: no samples in the window {window.format()}")
+    return finish_fold(result, inputs, options, diagnostics)
+
+
+def finish_fold(
+    result: FoldResult, inputs: Sequence[str], options: FoldOptions, diagnostics: Diagnostics
+) -> FoldResult:
+    """The end of every fold (here, and `fold --scheduler`'s): the summary line, the note on events not
+    folded, and the error when nothing could be folded."""
+    diagnostics.finish()
+    _explain_events(result, options, diagnostics)
+    profiles = (result.profile, *result.per_event.values())
+    if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
+        _missing_fields(inputs, diagnostics, refuse=not any(p.counts for p in profiles))
+    if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
+        names = ", ".join(label(p) for p in inputs) or "<stdin>"
+        if diagnostics.records == 0:
+            raise NoSamples(f"{names}: no samples found (empty input, or not `perf script` output)")
+        raise NoSamples(f"{names}: none of the {diagnostics.records:,} records could be folded")
+    return result
+
+
+def _missing_fields(inputs: Sequence[str], diagnostics: Diagnostics, refuse: bool) -> None:
+    """Text printed with `perf script -F` fields a fold cannot do without: say which; when nothing
+    could be folded, as the error (exit 3), else (stacks of threads alone: no ip) as a note."""
+    from ..io.sniff import read_head  # a regular file's head only: a pipe is never read ahead
+
+    for path in inputs:
+        head = read_head(path)
+        missing = missing_fields(head.split(b"\n")[:-1]) if head[:2] != GZIP_MAGIC else []
+        if not missing:
+            continue
+        fields = ", ".join(missing)
+        why = (
+            f"{label(path)}: perf script printed no {fields} field{'s' if len(missing) > 1 else ''}: a fold "
+            f"needs comm, tid, ip and sym (plain `perf script` prints them; or add {','.join(missing)} to -F)"
+        )
+        if refuse:
+            raise NoSamples(why)
+        diagnostics.note(f"note: {why}; the stacks are the threads alone")
+
+
+def _result(collapser: PerfCollapser) -> FoldResult:
+    per_event: dict[str, FoldedProfile] = {}
+    if collapser.options.per_event:
+        for event in collapser.by_event:
+            profile = collapser.profile(event)
+            per_event[profile.event or "unknown-event"] = profile
+        first = next(iter(per_event.values()), FoldedProfile())
+        return FoldResult(first, per_event)
+    skipped = Counter({decode(e): n for e, n in collapser.skipped_by_event.items()})
+    return FoldResult(collapser.profile(), {}, skipped)
+
+
+def _explain_events(result: FoldResult, options: FoldOptions, diagnostics: Diagnostics) -> None:
+    if not result.skipped_events:
+        return
+    others = ", ".join(f"{event} ({n:,} samples)" for event, n in result.skipped_events.most_common())
+    how = "-e/--event EVENT" if options.event_filter else "-e/--event EVENT, or --per-event DIR"
+    diagnostics.note(f"note: folded event {result.profile.event}; skipped {others}: select one with {how}")

@@ -1,0 +1,325 @@
+"""JIT naming and unwinding as a `flamegraph record` hook: oneDNN's kernels (`--jit`) and the
+Python functions of a Python 3.12+ command (`--python`, on by default for one).
+
+prepare: DNNL_JIT_DUMP=1 (--jit) and PYTHONPERFSUPPORT=1 (Python), and a Python command runs through
+         the in-process hook (`python [opts] .../flamegraph/frameworks/launcher.py --jit-dir DIR --python-dir DIR
+         -- SCRIPT|-m MOD|-c CODE ARGS`; a `#!` script through the interpreter it names).
+         With --pid nothing can be changed: the process must have been started with DNNL_JIT_DUMP=1
+         (and -X perf for its Python functions: said in one line).
+finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write the perf map;
+         then, for every process that left a jitdump marker, write its records with generated CFI
+         (`session.complete`), `perf inject --jit` them into perf.data (replaced in place) and name
+         the Python functions in the jitted files (`session.name_python`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...io.perf import find_perf
+from ...io.private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
+from ...record.command import python_target
+from ...record.spec import Recording, RecordSpec
+from . import jitmap, session, trampolines
+
+
+def _module_file(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None, name
+    return Path(spec.origin)
+
+
+HOOK = _module_file("flamegraph.frameworks.launcher")  # named as a module, so it is found wherever the layout puts it
+JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
+PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+OPTION_WITH_VALUE = ("-X", "-W")
+
+
+def wrap_command(command: tuple[str, ...], jit_dir: Path) -> tuple[str, ...] | None:
+    """`python [opts] PROGRAM ARGS` -> the same run through the hook; None for anything else."""
+    return hook_command(command, ("--jit-dir", str(jit_dir)))
+
+
+def hook_command(command: tuple[str, ...], options: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`python [opts] PROGRAM ARGS` -> the same run through the hook with `options`; a command
+    already run through the hook gets the options added (so --jit and --mxnet share one hook)."""
+    if not command or not PYTHON.match(os.path.basename(command[0])):
+        return None
+    i = 1
+    while i < len(command) and command[i].startswith("-") and command[i] not in ("-", "-m", "-c"):
+        i += 2 if command[i] in OPTION_WITH_VALUE else 1
+    program = command[i:]
+    if not program or program[0] == "-" or (program[0] in ("-m", "-c") and len(program) < 2):
+        return None  # the interactive interpreter or a program on stdin: nothing to hook
+    if program[0] == str(HOOK) and "--" in program:
+        end = program.index("--")
+        return (*command[:i], *program[:end], *options, *program[end:])
+    return (*command[:i], str(HOOK), *options, "--", *program)
+
+
+def user_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """The command as the user gave it: `python [opts] HOOK OPTIONS -- PROGRAM` -> `python [opts] PROGRAM`."""
+    if str(HOOK) not in command:
+        return command
+    at = command.index(str(HOOK))
+    end = command.index("--", at) if "--" in command[at:] else len(command) - 1
+    return (*command[:at], *command[end + 1 :])
+
+
+STALE = re.compile(r"^(jit-\d+\.(dump|kernels)|jitted-\d+-\d+\.so|dnnl-\d+|perf-\d+\.map)$")
+
+
+def clear_previous(directory: Path) -> None:
+    """Leave no files of an earlier recording into the same directory: they would be completed again."""
+    for entry in directory.iterdir():
+        if STALE.match(entry.name):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def marker_of(pid: int) -> str | None:
+    """The jitdump marker a process mapped at start (started through the hook), if any."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if path.endswith(f"/jit-{pid}.dump"):
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+def environment_has_dumps(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"DNNL_JIT_DUMP=1" in f.read().split(b"\0")
+    except OSError:
+        return True  # cannot tell: let the scan decide
+
+
+@dataclass
+class JitSummary:
+    """What --jit did, as facts; `metadata()` is the text the SVG header shows."""
+
+    command: str | None = None  # the user's command (the recorded one runs through the hook)
+    kernels: int = 0  # kernels named
+    with_cfi: int | None = None  # of them with unwind info; None: named from outside (perf map only)
+    naming_ms: list[int] = field(default_factory=list)  # each process's own scan at exit
+    unwind_seconds: float | None = None  # None: nothing was completed
+    inject_seconds: float = 0.0
+    python_functions: int = 0  # Python functions given unwind info (perf trampolines)
+
+    @property
+    def unwound(self) -> bool:
+        """The JIT kernels were given unwind info: stacks through them can be walked."""
+        return bool(self.with_cfi)
+
+    def metadata(self) -> dict[str, str]:
+        meta = {"command": self.command} if self.command is not None else {}
+        if self.python_functions:
+            meta["Python functions"] = f"{self.python_functions} with unwind info (perf trampolines)"
+        if self.with_cfi is not None and (self.kernels or not self.python_functions):
+            meta["JIT kernels"] = f"{self.kernels} named, {self.with_cfi} with unwind info"
+        elif self.kernels:
+            meta["JIT kernels"] = f"{self.kernels} named from outside (perf map)"
+        if self.unwind_seconds is not None:
+            naming = f"naming {'+'.join(map(str, self.naming_ms))} ms in the process, " if self.naming_ms else ""
+            meta["JIT work after the run"] = (
+                f"{naming}unwind info {self.unwind_seconds:.2f} s, perf inject {self.inject_seconds:.2f} s"
+            )
+        return meta
+
+
+PERF_SUPPORT = "PYTHONPERFSUPPORT"  # = -X perf (3.12+): the trampolines and /tmp/perf-<pid>.map
+
+
+@dataclass
+class JitHook:
+    """The `RecordHook` of `flamegraph record --jit` and of Python frames; `note` prints one line."""
+
+    directory: Path
+    note: Callable[[str], None] = print
+    dnnl: bool = True  # oneDNN's JIT kernels (--jit)
+    python: bool | None = False  # Python frames: None = when the command runs Python 3.12+ (--python)
+    hooked: bool = False  # prepare wrapped the command
+    python_on: bool = False  # prepare turned the interpreter's perf support on
+    summary: JitSummary = field(default_factory=JitSummary)
+    map_dirs: set[str] = field(default_factory=set)  # where the copies of the perf maps we wrote are
+
+    def prepare(self, spec: RecordSpec) -> RecordSpec:
+        self.directory = private_dir(self.directory)  # oneDNN, the hook and perf inject write there by name
+        if spec.pid is not None:  # (its directory may hold the live process's marker: nothing is cleared)
+            if self.dnnl and not environment_has_dumps(spec.pid):
+                self.note(
+                    f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
+                    "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.frameworks.launcher`)"
+                )
+            if self.python is not False and (note := running_python_note(spec.pid)) is not None:
+                self.note(note)
+            return spec
+        clear_previous(self.directory)
+        self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
+        command, options, env = spec.command, [], dict(spec.env)
+        if self.python is not False:
+            command, python_options = self.python_command(spec)
+            if python_options:
+                options += python_options
+                env[PERF_SUPPORT] = "1"
+        if self.dnnl:
+            options += ["--jit-dir", str(self.directory)]
+            env["DNNL_JIT_DUMP"] = "1"
+        if not options:
+            return spec
+        wrapped = hook_command(command, tuple(options))
+        if wrapped is None:
+            if self.dnnl:
+                self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
+            return spec
+        if self.dnnl:
+            check_dumps_cwd(spec.cwd or os.getcwd())
+        self.hooked = True
+        self.summary.command = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
+        return spec.replace(command=wrapped, env=env)
+
+    def python_command(self, spec: RecordSpec) -> tuple[tuple[str, ...], list[str]]:
+        """The command to wrap (a `#!` script run by its interpreter) and the hook's options for Python
+        frames, with one line saying what was done; no options where they cannot work."""
+        env = {**os.environ, **spec.env}
+        target = python_target(spec.command, env, spec.cwd)
+        if target is None:
+            if self.python:
+                self.note("flamegraph: --python: the command does not run a Python interpreter; no Python frames")
+            return spec.command, []
+        if target.version < (3, 12):
+            if self.python:
+                self.note(f"flamegraph: --python: {target.interpreter} is Python {target.release}; Python frames "
+                          "need 3.12+")  # fmt: skip
+            return spec.command, []
+        if hook_command(target.command, ("--python-dir", "-")) is None:
+            self.note(f"flamegraph: {target.interpreter} reads its program from stdin or runs interactively: "
+                      "no Python frames (give it a script, -m MODULE or -c CODE)")  # fmt: skip
+            return spec.command, []
+        self.python_on = True
+        self.note(f"flamegraph: Python {target.release}: perf support on ({PERF_SUPPORT}=1), its functions are "
+                  "frames (--no-python: off)")  # fmt: skip
+        return target.command, ["--python-dir", str(self.directory)]
+
+    def finish(self, recording: Recording) -> Recording:
+        if recording.spec.pid is not None:
+            self.name_running(recording.spec.pid)
+        started = time.perf_counter()
+        pythons = session.python_pids(str(self.directory))
+        arenas = trampolines.read_arenas(find_perf(), str(recording.perf_data)) if pythons else None
+        completed = [c for c in session.complete(str(self.directory), arenas) if c.kernels or c.python_functions]
+        unwind_seconds = time.perf_counter() - started
+        failure = inject(recording.perf_data, self.directory) if completed else None
+        unnamed = session.name_python(str(self.directory), completed) if completed and not failure else 0
+        inject_seconds = time.perf_counter() - started - unwind_seconds
+        if failure:
+            self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
+        if unnamed:
+            self.note(f"flamegraph: {unnamed} runs of Python functions could not be named in their jitted files")
+        for c in completed:
+            if c.located:
+                self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
+            self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
+            for (name, why), times in Counter(c.no_cfi).items():  # one line per kind, not per copy
+                copies = f" ({times} kernels)" if times > 1 else ""
+                self.note(f"flamegraph:   no unwind info for {name}{copies}: {why}")
+        if completed:
+            self.summary.kernels = sum(c.kernels for c in completed)
+            self.summary.with_cfi = sum(c.with_cfi for c in completed)
+            self.summary.naming_ms = [c.naming_ms for c in completed if c.naming_ms is not None]
+            self.summary.python_functions = sum(c.python_functions for c in completed)
+            self.summary.unwind_seconds, self.summary.inject_seconds = unwind_seconds, inject_seconds
+        recording.metadata.update(self.summary.metadata())
+        return recording
+
+    @property
+    def unwound(self) -> bool:
+        return self.summary.unwound
+
+    def cleanup(self) -> None:
+        """Once the run has read them (folds, exports): the /tmp/perf-PID.map files we wrote are removed
+        (their copies stay in the JIT directory); a map we did not write is never touched."""
+        for directory in sorted(self.map_dirs):
+            jitmap.remove_perf_maps(directory)
+
+    def name_running(self, pid: int) -> None:
+        """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
+        try:
+            result = jitmap.scan(pid)
+        except OSError as err:
+            self.note(
+                f"flamegraph: cannot read the memory of pid {pid} to name its JIT kernels ({err.strerror}): run as root"
+            )
+            return
+        if not result.kernels:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.map_dirs.add(str(self.directory))
+        path = jitmap.save_perf_map(result.kernels, pid, str(self.directory))
+        self.note(f"flamegraph: {result.summary()} -> {path}")
+        self.summary.kernels = len(result.kernels)
+        marker = marker_of(pid)
+        if marker is not None:  # started through the hook: unwind info can be added too
+            try:  # the process's directory, named by whoever started it: written in only if ours alone
+                directory = private_dir(Path(marker).parent)
+            except NotPrivate as refused:
+                self.note(f"flamegraph: no unwind info for the JIT kernels of pid {pid}: {refused}")
+                return
+            session.write_kernels(str(directory), pid, result.kernels)
+            self.directory = directory
+
+
+def running_python_note(pid: int) -> str | None:
+    """--pid of a Python 3.12+ process: its perf support can only be turned on from inside; one line."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+    target = python_target((exe,), {}, None)
+    if target is None or target.version < (3, 12):
+        return None
+    return (
+        f"flamegraph: pid {pid} is Python {target.release}: perf cannot turn its perf support on from outside; "
+        f"for its Python functions start it with `python -X perf` (or {PERF_SUPPORT}=1) and record it with "
+        "`flamegraph record -- python ...`"
+    )
+
+
+def inject(perf_data: Path, directory: Path) -> str | None:
+    """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any."""
+    out = fresh_name(directory, "injected-")  # perf opens it by name: in our directory, under a new name
+    # perf inject copies every jitted .so into its build-id cache (~/.debug), and perf script prefers
+    # that copy: the Python functions named in the files afterwards (session.name_python) would not be
+    # seen, and ~/.debug would grow by a file per kernel per run. A cache of our own, inside DIR.
+    # (perf script never reads it: it is removed once inject is done.)
+    cache = private_dir(directory / ".debug")
+    try:
+        proc = subprocess.run(
+            [find_perf(), "--buildid-dir", str(cache), "inject", "--jit", "-i", str(perf_data), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if proc.returncode != 0 or not out.is_file():
+        out.unlink(missing_ok=True)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        return f"perf inject --jit failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
+    os.replace(out, perf_data)
+    return None

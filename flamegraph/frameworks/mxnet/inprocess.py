@@ -1,0 +1,233 @@
+"""In the profiled process: MXNet's profiler and oneDNN's verbose log on, both written to DIR.
+
+Called by the in-process hook (`flamegraph/frameworks/launcher.py --mxnet-dir DIR -- PROGRAM`) before the
+program runs; the program itself is not changed. Standard library only, and mxnet is never
+imported here: the profiler is configured when the *program* imports mxnet (a meta-path finder
+wraps that one import), through the module the program loaded.
+
+    DIR/dnnl-verbose-<pid>.log   oneDNN's exec lines: oneDNN prints them on the C-level stdout
+                                 (fd 1), so fd 1 goes to this file and Python's sys.stdout keeps
+                                 the original stdout (the program's prints pass through as before)
+    DIR/profile-<pid>.json       the profiler's Chrome trace (symbolic and imperative operators)
+    DIR/mxnet-<pid>.json         the sidecar: both clocks at start and exit, file names, notes
+
+The profiler runs without `aggregate_stats`: with it, MXNet formats every operator's attributes
+through a std::stringstream on the engine thread (outside the operator's span); the tables sum
+the same spans from the trace instead, which is what `dumps()` would add up.
+
+The profiler is stopped and dumped at exit (atexit, before MXNet's own shutdown handler), after
+`mx.nd.waitall()`. A SIGTERM (perf stopping its workload on Ctrl-C) becomes SystemExit when the
+program has no handler of its own, so the exit handlers run and what was profiled is kept.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Container, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from ...io.private import create_file, private_dir, replace_file
+from .clock import read_clocks
+from .pthreads import ThreadWatch
+
+# Written to the program's environment when not set there already (MXNet reads them at bind time).
+# DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
+# single operators instead of bulk segments. The first two cover the symbolic executor (Module API:
+# segments "[FullyConnected,Activation,...]"); a hybridized Gluon block's CachedOp ignores them and
+# bulks by the engine's bulk size, which it sets to MAX_NODE_TRAIN_FWD/_BWD (default 15) around its
+# forward and backward passes: one "ImperativeBulk" span per pass, its operators not recorded.
+ENVIRONMENT = {
+    "DNNL_VERBOSE": "1",
+    "DNNL_VERBOSE_TIMESTAMP": "1",
+    "MXNET_EXEC_BULK_EXEC_TRAIN": "0",
+    "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "0",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "0",
+}
+# MXNet reads _FWD and _BWD with this one as their default: a user who set it keeps it for both.
+BULK_FALLBACK = {
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": (
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD",
+    )
+}
+BULK_VARIABLES = (*(name for name in ENVIRONMENT if name.startswith("MXNET_EXEC_BULK")), *BULK_FALLBACK)
+
+
+def bulk_settings(environment: Mapping[str, str | None]) -> dict[str, str]:
+    """The bulk variables set in `environment` whose value leaves some bulking on (not "0")."""
+    return {name: value for name in BULK_VARIABLES if (value := environment.get(name)) not in (None, "0")}
+
+
+def environment_to_set(present: Container[str]) -> dict[str, str]:
+    """The part of ENVIRONMENT the user's environment (`present`: its names) leaves to us."""
+    kept = {name for fallback, names in BULK_FALLBACK.items() if fallback in present for name in names}
+    return {name: value for name, value in ENVIRONMENT.items() if name not in present and name not in kept}
+
+
+SIDECAR_VERSION = 1
+# The profiler keeps every event in memory until it is dumped (~8 MB/s for the MLP): a timer thread
+# of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
+# that is complete up to its last dump (read back by profile.py's recovery).
+DUMP_PERIOD_S = 1.0
+
+
+def sidecar_path(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"mxnet-{pid}.json")
+
+
+def profile_path(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"profile-{pid}.json")
+
+
+def verbose_path(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"dnnl-verbose-{pid}.log")
+
+
+class Session:
+    """What the hook knows about this process; written to the sidecar at start and at exit."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.pid = os.getpid()
+        self.facts: dict[str, Any] = {
+            "version": SIDECAR_VERSION,
+            "pid": self.pid,
+            "clock_start": read_clocks().as_list(),
+            "clock_end": None,
+            "profile": profile_path(directory, self.pid),
+            "verbose": verbose_path(directory, self.pid),
+            "environment": {name: os.environ.get(name) for name in (*ENVIRONMENT, *BULK_FALLBACK)},
+            "mxnet": None,  # its version, once the program imports it
+            "dump_seconds": None,
+            "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
+            "notes": [],
+        }
+
+    def write(self) -> None:
+        # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/io/private.py).
+        replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
+
+    def note(self, text: str) -> None:
+        self.facts["notes"].append(text)
+
+
+def redirect_c_stdout(path: str) -> None:
+    """fd 1 -> `path` (oneDNN prints there); sys.stdout keeps writing to the original stdout."""
+    sys.stdout.flush()
+    original = os.dup(1)
+    target = create_file(os.path.dirname(path), os.path.basename(path))
+    os.dup2(target, 1)
+    os.close(target)
+    old = sys.stdout
+    stream = os.fdopen(original, "w", encoding=old.encoding, errors=old.errors, closefd=True)
+    stream.reconfigure(line_buffering=bool(old.line_buffering))
+    sys.stdout = stream
+    if sys.__stdout__ is old:
+        sys.__stdout__ = stream  # type: ignore[misc]
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` once the program's `import mxnet` has finished."""
+
+    def __init__(self, name: str, then: Any) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader, then = spec.loader, self.then
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def start_profiler(session: Session, mx: Any) -> None:
+    """Profile symbolic and imperative operators into DIR; dump at exit (before MXNet shuts down)."""
+    try:
+        session.facts["mxnet"] = str(getattr(mx, "__version__", "unknown"))
+        mx.profiler.set_config(
+            filename=session.facts["profile"], profile_symbolic=True, profile_imperative=True,
+            profile_memory=False, profile_api=False, aggregate_stats=False,
+            continuous_dump=True, dump_period=DUMP_PERIOD_S,
+        )  # fmt: skip
+        mx.profiler.set_state("run")
+    except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
+        session.note(f"the profiler could not be started: {type(err).__name__}: {err}")
+        session.write()
+        return
+    watch = ThreadWatch(DUMP_PERIOD_S)
+    watch.start()
+    atexit.register(dump_profiler, session, mx, watch)
+    session.write()
+
+
+def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
+    started = time.perf_counter()
+    try:
+        mx.nd.waitall()
+        mx.profiler.set_state("stop")
+        mx.profiler.dump()
+    except Exception as err:  # noqa: BLE001 - report, never break the program's exit
+        session.note(f"the profiler could not be dumped: {type(err).__name__}: {err}")
+    session.facts["dump_seconds"] = round(time.perf_counter() - started, 3)
+    watch.stop()  # the last scan: MXNet's shutdown handler, which ends the engine's workers, runs after us
+    session.facts["threads"] = watch.facts()
+    finish(session)
+
+
+def finish(session: Session) -> None:
+    session.facts["clock_end"] = read_clocks().as_list()
+    try:
+        sys.stdout.flush()
+        session.write()
+    except OSError:
+        pass
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def install(directory: str) -> Session:
+    """Set the environment, redirect oneDNN's stdout, and arm the profiler for `import mxnet`.
+    `directory` must be ours alone (private.NotPrivate otherwise): MXNet writes its trace there by name."""
+    private_dir(directory)
+    os.environ.update(environment_to_set(os.environ))
+    session = Session(directory)
+    redirect_c_stdout(session.facts["verbose"])
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+    if "mxnet" in sys.modules:
+        start_profiler(session, sys.modules["mxnet"])
+    else:
+        sys.meta_path.insert(0, _AfterImport("mxnet", lambda module: start_profiler(session, module)))
+        session.write()
+    atexit.register(_finish_if_never_imported, session)
+    return session
+
+
+def _finish_if_never_imported(session: Session) -> None:
+    if session.facts["mxnet"] is None:
+        session.note("the program never imported mxnet")
+        finish(session)
