@@ -1,4 +1,4 @@
-"""Imports point one way: cli -> stages -> model/diagnostics; collapse and render never meet;
+"""Imports point one way: cli -> stages -> model/io; folding and render never meet;
 flamegraph/ never imports collectors/ or mxnet; collectors/ use the library, never the CLI;
 symbol lookup shares the DWARF helpers with the JIT code but never imports it."""
 
@@ -195,3 +195,47 @@ def test_one_meaning_per_option_field() -> None:
         assert not names & {"kernel", "jit"}, (options.__name__, names & {"kernel", "jit"})
     assert {"annotate_kernel", "annotate_jit"} <= {field.name for field in fields(FoldOptions)}
     assert {"annotate_kernel", "keep_kernel"} <= {field.name for field in fields(OffCpuOptions)}
+
+
+# -- the layout: one folder per stage (docs/architecture.md) ----------------------------------------
+STAGES = ("record", "folding", "naming", "analysis", "render", "export", "fleet", "frameworks", "io", "cli")
+# File names two folders share because the folder is the meaning: each stage's off-CPU part, each
+# stage's options, each framework's record hook, the command next to the stage it runs.
+SHARED_NAMES = {
+    "__init__.py": "packages",
+    "offcpu.py": "record/, folding/, render/ and the offcpu command: each stage's off-CPU part",
+    "options.py": "folding/ and render/: each stage's options",
+    "hook.py": "frameworks/jit/ and frameworks/mxnet/: each framework's record hook",
+    "perf.py": "io/ runs perf script, folding/ folds what it prints",
+    "fold.py": "the fold command (cli/) and fold on a fleet (fleet/)",
+    "views.py": "analysis/ (focus, callers...) and frameworks/mxnet/ (group by operator)",
+    "summary.py": "render/ (the header's texts) and frameworks/mxnet/ (the operator tables)",
+    "model.py": "the shared types and fleet/'s request and result",
+    "inputs.py": "io/ opens inputs, cli/ says what a wrong one is",
+}
+
+
+def test_at_most_eight_modules_at_the_package_root() -> None:
+    root = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(root) <= 8, f"{len(root)} modules at flamegraph/: {root}; put each in its stage's folder"
+    assert all((PACKAGE / stage / "__init__.py").exists() for stage in STAGES)
+
+
+def test_two_modules_share_a_name_only_where_the_folder_is_the_meaning() -> None:
+    names: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in names.items() if len(paths) > 1 and name not in SHARED_NAMES}
+    assert not shared, f"modules sharing a name: {shared}"
+    records = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*record*.py") if p.parent.name != "cli")
+    assert not records, f"'record' is the folder record/ and the command cli/record.py: {records}"
+
+
+def test_the_jit_code_never_imports_the_mxnet_code() -> None:
+    """MXNet builds on the JIT's launcher and hook, never the other way (jit/hook.py imported
+    mxnet.inprocess while mxnet/recording.py imported jit.recording)."""
+    jit = module_file("flamegraph.frameworks.jit").parent
+    mxnet = "flamegraph.frameworks.mxnet"
+    for path in jit.rglob("*.py"):
+        bad = {name for name in imports_of(path) if name == mxnet or name.startswith(mxnet + ".")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"

@@ -218,7 +218,7 @@ def _fold_offcpu(
     window: Window | None,
     group_unknown: bool | None,
 ) -> None:
-    """`--offcpu`: pair switch-outs with switch-ins (flamegraph.offcpu); the header totals go to stderr.
+    """`--offcpu`: pair switch-outs with switch-ins (flamegraph.folding.offcpu); the header totals go to stderr.
     [unknown] frames are grouped by function under fold's rule (perf.data, build-ids checked)."""
     from ..folding.offcpu import fold_offcpu_totals
     from ..folding.perf_sched import OffCpuOptions

@@ -5,7 +5,7 @@ stack, with frames named by the folder's own `name_frame` (same names as `fold`,
 and JIT annotations and `[unknown]` grouping included). On-CPU, a sample stands for the time until
 the thread's next sample, at most one sampling interval (from the `frequency` capture fact, from
 the period of a clock event, else the lower decile of the gaps between a thread's samples), so idle
-time stays empty. Off-CPU waits (collapse.perf_sched) are spans of their own: switch-out to switch-in.
+time stays empty. Off-CPU waits (folding.perf_sched) are spans of their own: switch-out to switch-in.
 
 Records it reads (one sample per record; the first event in the text, as `fold` does):
     python 19065/19130  1252.176183: cpu-clock:
@@ -197,7 +197,7 @@ def read_offcpu_timeline(
     options = options or OffCpuOptions()
     collapser = SchedCollapser(options, diagnostics or Diagnostics())
     timeline = Timeline(unit="microseconds", event="sched:sched_switch")
-    # What the off-CPU folder (collapse.sched_totals.OffCpuFolder) keeps, the trace draws.
+    # What the off-CPU folder (folding.sched_totals.OffCpuFolder) keeps, the trace draws.
     states = {state.encode() for state in options.states} if options.states else None
     first, last = options.window.ns() if options.window else (0, 2**63)
     untimed = 0

@@ -1,6 +1,6 @@
 """Sum off-CPU waits per stack, exactly (integer nanoseconds), and the totals the graph's header shows.
 
-What it adds up are the `Wait`s of collapse.perf_sched; what it gives is a FoldedProfile in
+What it adds up are the `Wait`s of folding.perf_sched; what it gives is a FoldedProfile in
 microseconds whose metadata read, for example:
     off-CPU: 7.630 s in 22,639 waits of 9 threads
     by state: S 6.602 s, R 1.003 s, D 25.0 ms

@@ -1,4 +1,7 @@
-"""Run a Python program so that perf can name (and unwind) oneDNN's JIT kernels.
+"""Run a Python program so that perf can name (and unwind) oneDNN's JIT kernels, and MXNet's profiler records it.
+
+The in-process launcher of both frameworks (--jit, --mxnet): it sits beside frameworks/jit/ and
+frameworks/mxnet/ so neither imports the other.
 
     python -m flamegraph.frameworks.launcher --jit-dir DIR [--no-jitdump] -- train.py --epochs 2
     python /path/to/flamegraph/frameworks/launcher.py --jit-dir DIR -- -m package.module ARGS

@@ -1,11 +1,13 @@
 """oneDNN JIT kernels for perf: names (perf map) and complete stacks through them (jitdump with CFI).
 
-hook.py       runs a Python program with DNNL_JIT_DUMP=1 and, at exit, locates the kernels (stdlib only)
 jitmap.py     dump files matched against anonymous executable memory -> addresses, /tmp/perf-<pid>.map
 frame.py      the CFA tracker: one instruction at a time
 cfi.py        the linear sweep (capstone) producing each kernel's DWARF CFA program, or none
 unwind.py     .eh_frame + .eh_frame_hdr bytes for one kernel
 jitdump.py    perf's jitdump format: the marker and the code-load / unwinding records
 session.py    the JIT directory of a recording; `complete` writes the records
-recording.py  `flamegraph record --jit`: the recorder hook (pre-step, external scan, perf inject --jit)
+hook.py       `flamegraph record --jit`: the record hook (pre-step, external scan, perf inject --jit)
+
+The program runs through flamegraph/frameworks/launcher.py (DNNL_JIT_DUMP=1; at exit the kernels are
+located), which --mxnet shares: this package never imports frameworks/mxnet/.
 """
