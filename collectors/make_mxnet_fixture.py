@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from flamegraph.folding.script import THREAD_TIME
+from flamegraph.folding.grammar import THREAD_TIME
 from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
 from flamegraph.frameworks.mxnet.hook import evidence_command, read_sidecars

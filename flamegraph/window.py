@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import IO, NamedTuple
 
-from .folding.script import RECORD_TIME, is_detail
+from .folding.grammar import RECORD_TIME, is_detail
 
 # Plain digits (no sign, exponent, inf or nan), at most 12 before the point: perf's clock in seconds.
 SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]*)?|\.[0-9]+")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import NOBODY, Unprivileged
 
-from flamegraph.folding.memory import AllocationWeigher
+from flamegraph.folding.allocations import AllocationWeigher
 from flamegraph.io.diagnostics import EXIT_NO_PERF, EXIT_NOT_PERMITTED, EXIT_USAGE, BadOption, Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile

@@ -1,4 +1,4 @@
-"""The grammar of `perf script` text (flamegraph/folding/script.py) and the readers that use it.
+"""The grammar of `perf script` text (flamegraph/folding/grammar.py) and the readers that use it.
 
 The texts below are cut from `perf script` of a real recording (perf 6.1, `perf record -e cpu-clock
 -g` of a small C program): the layouts users paste, each read the way the plain layout is.
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flamegraph.export.timeline import read_timeline
-from flamegraph.folding import script
+from flamegraph.folding import grammar as script
 from flamegraph.folding.frames import name_frame
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.folding.perf_blocks import fold_blocks

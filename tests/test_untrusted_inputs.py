@@ -28,7 +28,8 @@ from flamegraph.color import (
     file_pattern_problem,
     parse_palette,
 )
-from flamegraph.folding import frames, script, tidy
+from flamegraph.folding import frames, tidy
+from flamegraph.folding import grammar as script
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.folding.perf_blocks import fold_blocks
 from flamegraph.io import sniff

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flamegraph.folding.wall import fold_wall, wall_options
+from flamegraph.folding.wall_time import fold_wall, wall_options
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile

@@ -280,7 +280,7 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     exports: ExportRequest,
     event: str,
 ) -> None:
-    from ..folding.wall import ONCPU_EVENT, wall_options
+    from ..folding.wall_time import ONCPU_EVENT, wall_options
     from ..io.diagnostics import BadOption
     from ..record import RecordSpec
     from ..record.spec import OFFCPU_CALL_GRAPH

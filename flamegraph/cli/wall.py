@@ -29,7 +29,7 @@ def record_wall(
     from ..folding.options import FoldOptions
     from ..folding.perf_sched import OffCpuOptions
     from ..folding.sched_totals import format_ns
-    from ..folding.wall import fold_wall
+    from ..folding.wall_time import fold_wall
     from ..io.diagnostics import Diagnostics
     from ..io.sidecar import Context
     from ..io.writer import write_results

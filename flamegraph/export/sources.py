@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
+from ..folding.grammar import is_non_sample, read_header
 from ..folding.perf import FoldOptions
 from ..folding.perf_sched import OffCpuOptions
-from ..folding.script import is_non_sample, read_header
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
 from ..io.folded import parse_count
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..folding.grammar import is_detail, is_header, is_header_frame, is_non_sample, read_header
 from ..folding.perf import FoldOptions, name_frame
 from ..folding.perf_sched import OffCpuOptions, SchedCollapser
-from ..folding.script import is_detail, is_header, is_header_frame, is_non_sample, read_header
 from ..io.diagnostics import Diagnostics
 from ..io.folded import decode
 

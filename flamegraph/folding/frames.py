@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from . import tidy
+from .grammar import FRAME_WITHOUT_DSO, srcline_suffix
 from .options import FoldOptions
-from .script import FRAME_WITHOUT_DSO, srcline_suffix
 
 UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
 # The reference's pattern, verbatim. Not run on input: backtracking its `(\w+)` against `(.+) \(`

@@ -24,8 +24,7 @@ from ..io.diagnostics import Diagnostics
 from ..io.folded import decode, encode
 from ..model import FoldedProfile
 from .frames import FrameNames, name_frame, split_frame
-from .options import FoldOptions, FrameHook, SampleHook
-from .script import (
+from .grammar import (
     FRAME_ON_HEADER,
     HEADER,
     HEADER_OURS,
@@ -38,6 +37,7 @@ from .script import (
     is_non_sample,
     is_period,
 )
+from .options import FoldOptions, FrameHook, SampleHook
 
 __all__ = [
     "FoldOptions", "FrameHook", "HeaderFacts", "Names", "PerfCollapser", "SampleHook", "Stacks", "name_frame",

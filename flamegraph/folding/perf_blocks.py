@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
+from .grammar import is_detail
 from .perf import Names, PerfCollapser
-from .script import is_detail
 
 # Small blocks pay: memory freed by one block's records is reused by the next (a cold process
 # spends more on page faults with 4 MiB blocks than with 256 KiB ones), and the pipe from perf

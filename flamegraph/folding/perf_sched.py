@@ -34,9 +34,7 @@ from ..io.diagnostics import Diagnostics
 from ..io.folded import decode
 from ..window import Window
 from .frames import FrameNames
-from .options import FoldOptions, FrameHook, SampleHook
-from .process_tree import ProcessTree
-from .script import (
+from .grammar import (
     COMM_RECORD,
     LOST_RECORD,
     SCHED_HEADER,
@@ -45,7 +43,9 @@ from .script import (
     TASK_RECORD,
     is_detail,
 )
-from .script import time_ns as parse_time_ns
+from .grammar import time_ns as parse_time_ns
+from .options import FoldOptions, FrameHook, SampleHook
+from .process_tree import ProcessTree
 from .wakers import NOT_RECORDED, SEPARATOR, is_waker_record, wakee_of, waker_frames
 
 # The header and record patterns are the grammar's (script.py).

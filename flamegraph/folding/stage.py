@@ -18,10 +18,10 @@ from ..io.folded import decode
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from ..model import FoldedProfile
 from ..window import Window, WindowFilter
+from .grammar import join_srclines, missing_fields
 from .options import FoldOptions
 from .perf import PerfCollapser
 from .perf_blocks import fold_blocks, iter_blocks, iter_lines
-from .script import join_srclines, missing_fields
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
 

@@ -14,7 +14,7 @@ import gzip
 import re
 import zlib
 
-from ..folding.script import ANY_HEADER, FRAME_LINE, is_detail, is_non_sample
+from ..folding.grammar import ANY_HEADER, FRAME_LINE, is_detail, is_non_sample
 from .inputs import PERF_DATA_MAGIC
 
 PERF_SCRIPT = "perf script output"

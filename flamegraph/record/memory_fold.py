@@ -7,7 +7,7 @@ grouped by function, --mxnet's operators through its sample hook).
 
 from __future__ import annotations
 
-from ..folding.memory import AllocationWeigher, MemoryTotals
+from ..folding.allocations import AllocationWeigher, MemoryTotals
 from ..folding.perf import FoldOptions, PerfCollapser, SampleHook
 from ..folding.stage import open_lines
 from ..io.diagnostics import Diagnostics, NoSamples

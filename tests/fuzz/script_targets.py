@@ -1,11 +1,11 @@
-"""Fuzz target of the grammar of `perf script` text (flamegraph/folding/script.py): each line
+"""Fuzz target of the grammar of `perf script` text (flamegraph/folding/grammar.py): each line
 class and fact holds on any input, and the folds that use it agree."""
 
 from __future__ import annotations
 
 import re
 
-from flamegraph.folding import script
+from flamegraph.folding import grammar as script
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.io.diagnostics import Diagnostics
 

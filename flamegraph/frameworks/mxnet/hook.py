@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...folding.script import SWITCH_ANYWHERE, THREAD_TIME
+from ...folding.grammar import SWITCH_ANYWHERE, THREAD_TIME
 from ...io.inputs import parse_json
 from ...io.perf import script_command, stream_script
 from ...io.private import private_dir

@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...folding.script import THREAD_TIME
+from ...folding.grammar import THREAD_TIME
 from .clock import Alignment
 from .dnnl import VerboseLog
 from .instruments import mark
