@@ -71,15 +71,17 @@ def fold_offcpu_totals(
     perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record."""
     progress = show_progress(status, "pairing") if status else None
 
-    def sources() -> Iterator[tuple[str, Iterable[bytes]]]:
-        for path in inputs or [STDIN]:
-            with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
-                yield label(path), lines
-            if status:
-                status.clear()
+    def lines_of(path: str) -> Iterator[bytes]:
+        # The lines are read inside open_lines: a corrupt gzip or perf.data raised while the pairing reads
+        # them is still turned into its one line by it (yielding the open iterator would read it outside).
+        with open_lines(path, SCRIPT_OPTIONS, progress) as lines:
+            yield from lines
+        if status:
+            status.clear()
 
+    sources = ((label(path), lines_of(path)) for path in inputs or [STDIN])
     names = ", ".join(label(p) for p in inputs) or "<stdin>"
-    return fold_offcpu_sources(sources(), names, options, diagnostics, resolve, recording_end)
+    return fold_offcpu_sources(sources, names, options, diagnostics, resolve, recording_end)
 
 
 def fold_offcpu_sources(
