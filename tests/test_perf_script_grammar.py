@@ -27,7 +27,7 @@ from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
 from flamegraph.folding.stage import fold_perf
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.sniff import PERF_SCRIPT, kind_of_head
-from flamegraph.window import WindowFilter
+from flamegraph.window import Window, WindowFilter
 
 PLAIN = b"""prog 12440 10638.687781:     250000 cpu-clock: 
 \t           162bd init_cpu_features.constprop.0+0xc2d (/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
@@ -264,7 +264,7 @@ def test_every_reader_reads_the_layouts_alike(tmp_path: Path) -> None:
         path = tmp_path / "in.txt"
         path.write_bytes(text)
         with path.open("rb") as stream:
-            windowed = WindowFilter(stream, (10638.6880, None)).read()
+            windowed = WindowFilter(stream, Window(10638.6880, None)).read()
         assert b"leaf+0x31" in windowed and b"init_cpu_features" not in windowed
     from flamegraph.export.sources import sniff
 

@@ -152,6 +152,7 @@ def offcpu_cli(
     from ..folding.offcpu import fold_offcpu_recording
     from ..folding.perf_sched import OffCpuOptions
     from ..folding.python import fold_interpreter
+    from ..frameworks.jit.hook import JitHook
     from ..io.diagnostics import Diagnostics
     from ..io.sidecar import Context
     from ..io.writer import write_results
@@ -181,8 +182,8 @@ def offcpu_cli(
     svg = None if no_svg else output
     check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
     cap = parse_spool_option(max_spool, None)
-    if cap is not None and (perf_data is not None or exports):
-        said = "--perf-data" if perf_data is not None else "--speedscope/--pprof/--chrome-trace"
+    if cap is not None and (perf_data is not None or exports or python is True):
+        said = "--perf-data" if perf_data is not None else "--python" if python is True else "an export"
         status.note(f"note: {said} read the whole perf.data after the run: recorded whole, --max-spool not applied")
         cap = None
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
@@ -193,7 +194,9 @@ def offcpu_cli(
 
             fold, recording, namer = pair_spooled(spec, options, group_unknown, status, cap, resolve)
         else:
-            recording = record_offcpu(spec, session.data_path, status, on_recording=session.mark_recorded)
+            jit_dir = session.data_path.absolute().with_name(session.data_path.name + ".jit")
+            hooks = [JitHook(jit_dir, note=status.note, dnnl=False, python=python)] if python is not False else []
+            recording = record_offcpu(spec, session.data_path, status, session.mark_recorded, hooks)
             status.note(_summary(recording, pid))
             namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
             grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
