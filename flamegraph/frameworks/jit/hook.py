@@ -218,7 +218,7 @@ class JitHook:
         return target.command, ["--python-dir", str(self.directory)]
 
     def finish(self, recording: Recording) -> Recording:
-        if recording.spec.pid is not None:
+        if recording.spec.pid is not None and self.dnnl:  # oneDNN kernels only: Python frames need -X perf
             self.name_running(recording.spec.pid)
         started = time.perf_counter()
         pythons = session.python_pids(str(self.directory))
