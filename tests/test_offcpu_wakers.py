@@ -339,18 +339,11 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
 # --- the page in a real browser ------------------------------------------------------------------------
 
 
-def rgb(fill: str) -> tuple[int, int, int]:
-    fill = fill.strip()
-    if fill.startswith("#"):
-        return int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16)
-    r, g, b = (int(part) for part in fill[fill.index("(") + 1 : -1].split(","))
-    return r, g, b
-
 
 @pytest.mark.browser
 def test_the_page_shows_the_waker_in_its_own_colour_above_the_separator(tmp_path: Path) -> None:
     from helpers.clients import chromium
-    from helpers.page import box, click, fill, frame
+    from helpers.page import box, click, fill, frame, rgb
 
     from flamegraph.render import render_svg
 

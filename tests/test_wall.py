@@ -82,18 +82,11 @@ def test_the_page_colours_waits_cold_and_the_rest_warm() -> None:
     assert "burn" in svg and "nap" in svg and "_[o]" not in svg  # the annotation colours, it is never shown
 
 
-def rgb(fill: str) -> tuple[int, int, int]:
-    fill = fill.strip()
-    if fill.startswith("#"):
-        return int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16)
-    r, g, b = (int(part) for part in fill[fill.index("(") + 1 : -1].split(","))
-    return r, g, b
-
 
 @pytest.mark.browser
 def test_the_page_in_a_browser(tmp_path: Path) -> None:
     from helpers.clients import chromium
-    from helpers.page import box, fill
+    from helpers.page import box, fill, rgb
 
     counts = {
         "spin-100;main;burn": 30000.0,

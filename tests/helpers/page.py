@@ -70,3 +70,12 @@ def viewport(driver, size: tuple[int, int] = WINDOW) -> None:  # type: ignore[no
 def plot(driver) -> float:  # type: ignore[no-untyped-def]
     """The graph's width in pixels: the window's less the margins (the --width value only in the static file)."""
     return float(driver.execute_script("return document.getElementById('view').getBoundingClientRect().width"))
+
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    """A fill as the page or the SVG gives it ('#rrggbb' or 'rgb(r, g, b)') as numbers."""
+    colour = colour.strip()
+    if colour.startswith("#"):
+        return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+    r, g, b = (int(part) for part in colour[colour.index("(") + 1 : -1].split(","))
+    return r, g, b
