@@ -163,6 +163,7 @@ class Spool:
         self._interval = 1
         self._number = 0
         self.started_ns = 0
+        self._begun = False
         self.ended_ns = 0  # when perf was seen to have exited
         self.boundaries: list[int] = []  # ns of each interval's end
         self.peak = 0  # bytes on disk at the fullest moment seen (polled every POLL_SECONDS)
@@ -245,6 +246,8 @@ class Spool:
             size = self.data.stat().st_size
         except OSError:
             return  # perf has not begun (it creates the file after installing its signal handlers)
+        if not self._begun:  # the intervals count from here: perf may take seconds to begin on a loaded machine
+            self._begun, self.started_ns = True, now
         due = False
         if self.every is not None:
             boundary = self._interval * self.every
