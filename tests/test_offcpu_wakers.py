@@ -8,12 +8,12 @@ from `writer_sends`, and whose main thread sleeps in nanosleep until a timer wak
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.programs import compile_c
 
 from flamegraph.analysis.offcpu_threads import blocked_part, thread_roles, waker_part
 from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
@@ -306,12 +306,7 @@ def share(counts: dict[str, float], thread: str, blocked_in: str, woken_under: s
 
 @pytest.mark.perf
 def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed (apt-get install gcc)")
-    source, program = tmp_path / "wakers.c", tmp_path / "wakers"
-    source.write_text(PROGRAM)
-    subprocess.run([gcc, "-O1", "-g", "-pthread", "-o", str(program), str(source)], check=True)
+    program = compile_c(tmp_path, "wakers", PROGRAM, "-pthread")
     folded, svg = tmp_path / "wakers.folded", tmp_path / "wakers.svg"
     proc = subprocess.run(
         [sys.executable, "-m", "flamegraph", "offcpu", "--wakers", "--folded", str(folded), "-o", str(svg),

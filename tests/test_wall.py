@@ -8,12 +8,12 @@ ran + waited equal to the window."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.programs import compile_c
 
 from flamegraph.folding.wall_time import fold_wall, wall_options
 from flamegraph.io.diagnostics import Diagnostics
@@ -125,12 +125,7 @@ int main(void) { for (int i = 0; i < 15; i++) { burn(); nap(); } return 0; }
 
 @pytest.mark.perf
 def test_known_wall_time_with_real_perf(tmp_path: Path) -> None:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed (apt-get install gcc)")
-    source, program = tmp_path / "spin.c", tmp_path / "spin"
-    source.write_text(PROGRAM)
-    subprocess.run([gcc, "-O1", "-g", "-o", str(program), str(source)], check=True)
+    program = compile_c(tmp_path, "spin", PROGRAM)
     folded = tmp_path / "wall.folded"
     proc = subprocess.run(
         [sys.executable, "-m", "flamegraph", "record", "--wall", "--folded", str(folded), "-o", str(tmp_path / "w.svg"),

@@ -1,0 +1,20 @@
+"""C test programs with a known answer, compiled for the test (-O1 -g): skipped with one reason without gcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def compile_c(directory: Path, name: str, source: str, *flags: str) -> Path:
+    """`source` built as `directory/name` (extra compiler flags such as -pthread)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed (apt-get install gcc)")
+    text, program = directory / f"{name}.c", directory / name
+    text.write_text(source)
+    subprocess.run([gcc, "-O1", "-g", *flags, "-o", str(program), str(text)], check=True)
+    return program
