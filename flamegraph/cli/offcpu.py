@@ -175,7 +175,7 @@ def offcpu_cli(
     render = RenderOptions(
         title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
         subtitle=f"off-CPU time (µs), sched:sched_switch{woken}, call graph {call_graph}",
-        preset=preset, highlights=list(highlight or []), width=width, top=top, show_idle=show_idle,
+        preset=preset, highlights=list(highlight or []), width=width, top=top, show_idle=show_idle or wakers,
     )  # fmt: skip
     render.check()  # a bad option must not cost a recording
     resolve_highlights(render.highlights, render.preset, "io")
