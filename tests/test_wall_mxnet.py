@@ -54,7 +54,9 @@ MLP = textwrap.dedent(
     os._exit(0)  # no interpreter or engine teardown after the read
     """
 )
-THREAD = re.compile(r"^(\S+-(\d+)): ran (\S+) (µs|ms|s), waited (\S+) (µs|ms|s), wall \S+ \S+ of the (\S+) (µs|ms|s) window$")
+THREAD = re.compile(
+    r"^(\S+-(\d+)): ran (\S+) (µs|ms|s), waited (\S+) (µs|ms|s), wall \S+ \S+ of the (\S+) (µs|ms|s) window$"
+)
 OPERATOR = re.compile(r"ExecuteOprBlock|mxnet::op::|;\[perf-\d+\.map\]")
 SCALE = {"µs": 1.0, "ms": 1e3, "s": 1e6}
 
@@ -87,8 +89,8 @@ def test_each_threads_tower_is_its_wall_time_and_the_kernels_figures(
     proc, tmp = recorded
     with open(tmp / "wall.folded", "rb") as lines:
         counts = read_folded(lines, "wall.folded", Diagnostics(echo=False)).counts
-    kernel = {f"python-{m[1]}": (int(m[2]) / 1e3, int(m[3]) / 1e3) for m in re.finditer(r"^SCHEDSTAT (\d+) (\d+) (\d+)$",
-                                                                                     proc.stdout, re.M)}  # fmt: skip
+    read = re.finditer(r"^SCHEDSTAT (\d+) (\d+) (\d+)$", proc.stdout, re.M)
+    kernel = {f"python-{m[1]}": (int(m[2]) / 1e3, int(m[3]) / 1e3) for m in read}  # µs ran, µs runnable
     said = {m[1]: m for line in proc.stderr.splitlines() if (m := THREAD.match(line))}
     threads = per_thread(counts)
     roles = thread_roles(counts)
@@ -97,8 +99,7 @@ def test_each_threads_tower_is_its_wall_time_and_the_kernels_figures(
     print(proc.stderr[-2500:], kernel, threads, sep="\n")
     assert workers and main in kernel
     for thread in (main, *workers):  # the threads that ran: what the graph says it ran is the kernel's CPU time
-        ran, delay = kernel[thread]
-        assert threads[thread]["ran"] == pytest.approx(ran, rel=0.1, abs=10_000), thread  # seen: within 2 %
+        assert threads[thread]["ran"] == pytest.approx(kernel[thread][0], rel=0.1, abs=10_000), thread  # seen: 0-2 %
     for thread, m in said.items():  # the terminal's line per thread is the folded file's sum
         ran, waited, window = (float(m[i]) * SCALE[m[i + 1]] for i in (3, 5, 7))
         assert ran == pytest.approx(threads[thread]["ran"], rel=0.006, abs=1)  # 3-4 digits
