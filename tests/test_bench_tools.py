@@ -52,3 +52,20 @@ def test_end_to_end_case_reports_both_svg_sizes_and_their_ratio(tmp_path: Path) 
     case = Case("t -> SVG", 1, 1, contenders, end_to_end=True)
     bench = Bench(None, None, tmp_path, tmp_path, False, False)
     assert bench.check(case) == ["ours SVG: 0.60 MB", "inferno SVG: 0.40 MB", "SVG ours / inferno: 1.50"]
+
+
+def test_offcpu_cost_compares_each_recording_with_its_own_rounds_runs() -> None:
+    from bench.offcpu_cost import Run, table
+
+    def round_(none: float, offcpu: float, wakers: float) -> dict[str, Run]:  # samples/s; CPU s = 10 000 / rate
+        return {mode: Run(mode, rate, 1e4 / rate, mb, 10.0) for mode, rate, mb in
+                (("none", none, 0.0), ("offcpu", offcpu, 50.0), ("wakers", wakers, 200.0))}  # fmt: skip
+
+    rows = table([round_(1000, 900, 800), round_(500, 500, 250), round_(2000, 1900, 1600)])
+    assert rows[0].startswith("| mode | throughput vs none |") and len(rows) == 4  # no wall runs: no row
+    offcpu, wakers = rows[2].split(" | "), rows[3].split(" | ")
+    assert offcpu[1] == "-5.0 % (-10.0 %..+0.0 %, n=3)"  # the median of the three pairs, not of the rates
+    assert wakers[1] == "-20.0 % (-50.0 %..-20.0 %, n=3)"
+    assert wakers[3] == "x1.19 (x1.12..x2.00, n=3)"  # CPU time against offcpu's in the same round
+    assert wakers[5] == "20.0 (20.0..20.0, n=3)" and wakers[6] == "x4.00 (x4.00..x4.00, n=3)"  # MB/s
+    assert offcpu[3] == "-"  # offcpu against itself: nothing

@@ -70,7 +70,11 @@ def test_make_offcpu_wakers_says_which_engine_worker_and_op_woke_the_main_thread
     print(proc.stdout[-1500:])
     assert waited > 50_000
     by_worker_op = sum(us for who, us in woke.items() if re.match(r"\S+-\d+ \(engine worker\) \[op\] \S", who))
-    assert by_worker_op >= 0.95 * waited  # seen: 99.9 %, [op] WaitForVar (the engine's sync operator)
+    # a wakeup perf lost (its buffers overran: 54 % of the records at load 12) is said, not guessed: the
+    # rest is the engine worker's (seen: 99.9 % quiet; 83 % + 16 % [waker not recorded] at load 12)
+    unrecorded = woke.get("[waker not recorded]", 0.0)
+    assert unrecorded <= 0.5 * waited
+    assert by_worker_op >= 0.95 * (waited - unrecorded)  # [op] WaitForVar (the engine's sync operator)
     assert "woken by: " in proc.stdout and "main thread's WaitForVar woken by:" in proc.stdout
     svg = (tmp_path / "mlp-offcpu.svg").read_text()
     assert '"--"' in svg  # the separator frame, among the page's frame names
