@@ -198,6 +198,15 @@ def record_cli(
             "end (live); uprobes on malloc, calloc, realloc, posix_memalign, aligned_alloc, anonymous mmap (root)",
         ),
     ] = None,
+    memory_sample: Annotated[
+        int,
+        typer.Option(
+            "--memory-sample",
+            metavar="N",
+            help="with --memory alloc: record 1 in N calls of each allocator (each weighs N times its bytes): "
+            "less data and fewer lost records; a prime N samples patterns of calls evenly",
+        ),
+    ] = 1,
 ) -> None:
     """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
@@ -228,10 +237,12 @@ def record_cli(
                             exports, event)  # fmt: skip
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     wanted = None
+    if memory is None and memory_sample != 1:
+        raise BadOption("--memory-sample samples allocation calls: it needs --memory")
     if memory is not None:
-        wanted = MemoryRequest(memory)  # a bad mode: one line, before recording
+        wanted = MemoryRequest(memory, memory_sample)  # a bad mode: one line, before recording
         what = "bytes allocated" if wanted.mode == "alloc" else "bytes still allocated at the end"
-        subtitle = f"{what}, every allocation call, call graph {call_graph}" + (f", window {window}" if window else "")
+        subtitle = f"{what}, {wanted.rate()}, call graph {call_graph}" + (f", window {window}" if window else "")
     options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)

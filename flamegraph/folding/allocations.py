@@ -20,6 +20,12 @@ of an mmapped chunk): that inner malloc is the outer call's, and is not counted 
 probes (alloc) it is the next malloc of the thread asking for the same size; with them (live), any
 allocation that starts while another of the thread's is still running.
 
+Sampled (`--memory-sample N`: the kernel records every Nth call of each function in each thread, each
+weighed N times its bytes), the outer and inner calls are sampled apart, so adjacency cannot pair them:
+glibc hands realloc(NULL, n) and aligned_alloc/memalign of alignment <= 16 to malloc by a tail call
+(that malloc's caller is the program's: it counts, they do not), and the malloc that posix_memalign or
+realloc calls has their frame as its caller (it does not count, they do).
+
 `live` pairs: an allocation's return gives its address, `free` and `munmap` end it, `realloc` moves
 it; what is still allocated when the input ends is written, in the order it was allocated.
 """
@@ -32,12 +38,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 MAP_ANONYMOUS = 0x20
+MALLOC_ALIGNMENT = 16  # glibc x86-64: a smaller alignment is served by malloc itself
 MAP_FAILED = 2**64 - 1
 DELEGATES = frozenset({b"realloc", b"posix_memalign", b"aligned_alloc"})  # glibc may serve them with malloc
 FIELDS = frozenset({b"size", b"nmemb", b"ptr", b"len", b"flags", b"addr", b"ret", b"align"})  # our probes' arguments
 FIELD = re.compile(rb"(\w+)=(\S+)")
 FRAME = re.compile(rb"^(\s*[0-9a-fA-F]+ )(.*?)( \([^()]*\))$")
 RETURN = b"__return"
+SERVING = re.compile(rb"\s[\w.]*(posix_memalign|realloc)[\w.]* \(")  # a libc frame whose function calls malloc
 
 
 @dataclass
@@ -63,6 +71,7 @@ class MemoryTotals:
     calls: Counter[str] = field(default_factory=Counter)
     bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
+    handed_on: int = 0  # sampled: realloc(NULL, n), aligned_alloc(<= 16, n): counted as the malloc they call
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
     freed: int = 0  # live: allocations freed before the end
@@ -110,7 +119,8 @@ def requested(call: Call) -> int:
 class AllocationWeigher:
     """perf script lines of the probes in, weighted records out (`iter_weighted`); totals in `totals`."""
 
-    def __init__(self, group: str, mode: str = "alloc", library: str = "") -> None:
+    def __init__(self, group: str, mode: str = "alloc", library: str = "", sample: int = 1) -> None:
+        self.sample = sample  # 1 in `sample` calls recorded: each weighs `sample` times its bytes
         self.marker = b" " + group.encode() + b":"
         self.live = mode == "live"
         self.event = b"memory:" + mode.encode()
@@ -140,7 +150,7 @@ class AllocationWeigher:
                 yield from self._record(call)
 
     def _record(self, call: Call) -> Iterator[bytes]:
-        yield call.head + b" " + str(call.size).encode() + b" " + self.event + b":"
+        yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
             yield FRAME.sub(rb"\1" + call.api + rb"\3", frame) if index == 0 else frame
         yield b""
@@ -170,6 +180,8 @@ class AllocationWeigher:
         last = self._last.pop(call.tid, None)
         if call.returned or call.api in (b"free", b"munmap"):
             return None
+        if self.sample > 1:
+            return self._sampled(call)
         if call.api == b"malloc" and last is not None and last.api in DELEGATES and last.size == requested(call):
             self.totals.nested += 1
             self.totals.calls[call.api.decode()] += 1
@@ -178,6 +190,21 @@ class AllocationWeigher:
             return None
         self._last[call.tid] = call
         return call
+
+    def _sampled(self, call: Call) -> Call | None:
+        """A sampled call: counted unless glibc counts it through another (see the module's docstring)."""
+        get = call.fields.get
+        if (call.api == b"realloc" and not get(b"ptr") and get(b"size")) or (
+            call.api == b"aligned_alloc" and get(b"align", 0) <= MALLOC_ALIGNMENT
+        ):
+            self.totals.handed_on += 1
+            self.totals.calls[call.api.decode()] += 1
+            return None
+        if call.api == b"malloc" and self._from_library(call) and SERVING.search(call.frames[1]):
+            self.totals.nested += 1
+            self.totals.calls[call.api.decode()] += 1
+            return None
+        return call if self._weigh(call) else None
 
     def _live(self, call: Call) -> Call | None:
         running = self._running.setdefault(call.tid, [])

@@ -65,14 +65,37 @@ PROBES = (
 
 @dataclass(frozen=True)
 class MemoryRequest:
-    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live). Every call is
-    recorded: perf's `-c N` does not thin uprobe events (kernel 6.18 records each hit, its period 1)."""
+    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live), and `sample`:
+    1 in N calls recorded (alloc only: a sampled free could not end its allocation)."""
 
     mode: str = "alloc"
+    sample: int = 1
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
+        if self.sample < 1:
+            raise BadOption(f"--memory-sample {self.sample}: a count of calls, 1 or more (1: every call)")
+        if self.sample > 1 and self.mode == "live":
+            raise BadOption("--memory-sample with --memory live: a free that is not sampled could not end its "
+                            "allocation; record live without sampling")  # fmt: skip
+
+    def rate(self) -> str:
+        """The rate, as the graph says it."""
+        n = self.sample
+        return "every allocation call" if n == 1 else f"1 in {n:,} allocation calls (bytes x{n:,})"
+
+    def aliasing_note(self) -> str | None:
+        """Why a sample count with factors misleads: every Nth call, counted, is not random. Calls that take
+        turns (a loop calling f then g, both malloc) repeat every 2 calls: N = 10 would see only f's."""
+        n = self.sample
+        factors = [f for f in range(2, min(n, 1000)) if n % f == 0 and all(f % d for d in range(2, f))]
+        if n < 4 or not factors:
+            return None
+        prime = next(m for m in range(n + 1, 2 * n) if all(m % d for d in range(2, int(m**0.5) + 1)))
+        every = " or ".join(str(f) for f in factors[:3])
+        return (f"note: --memory-sample {n} records calls {n}, {2 * n}, {3 * n}...: calls repeating in a pattern of "
+                f"{every} are sampled unevenly (a prime such as {prime} is not)")  # fmt: skip
 
     def probes(self) -> tuple[Probe, ...]:
         return tuple(p for p in PROBES if p.allocates or self.mode == "live")
@@ -98,9 +121,13 @@ class MemoryProbes:
         return events
 
     def apply(self, spec: RecordSpec) -> RecordSpec:
-        """`spec` recording these probes (every call: no frequency) instead of its event."""
+        """`spec` recording these probes instead of its event: every call (no frequency), or every Nth.
+        Sampled, perf must not ask for the period in each sample: a trace event whose samples carry it
+        is recorded at every hit whatever the period (kernel/events/core.c, perf_swevent_event)."""
         first, *rest = self.events()
         extra = [arg for event in rest for arg in ("-e", event)]
+        if self.request.sample > 1:
+            extra += ["-c", str(self.request.sample), "--no-period"]
         how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
         return spec.replace(options=how)
 
@@ -110,6 +137,11 @@ class MemoryProbes:
         facts = {"allocators probed": f"{apis} in {self.library}"}
         if self.request.mode == "live":
             facts["allocators probed"] += " (and free, munmap, the returned addresses)"
+        if self.request.sample > 1:
+            n = self.request.sample
+            facts["sampling"] = (
+                f"1 in {n:,} calls of each function in each thread recorded, each weighs {n:,}x its bytes"
+            )
         if self.missing:
             facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
         return facts
@@ -255,6 +287,8 @@ def memory_probes(
     if not any(p.allocates for p in probes.added):
         raise PerfFailed(f"{library} defines none of the allocation functions ({', '.join(probes.missing)})")
     remove_stale(perf, note)
+    if (aliasing := request.aliasing_note()) is not None:
+        note(aliasing)
     try:
         specs = probe_specs(group, probes.added, addresses, request.mode == "live")
         added = _perf_probe(perf, ["-x", library, *(arg for spec in specs for arg in ("-a", spec))])
