@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..frameworks.mxnet.hook import MxnetHook
     from ..model import FoldedProfile
     from ..record import Recording, RecordSpec, Status
-    from ..record.memory import MemoryRequest
+    from ..record.memory import MemoryRequest, Probe
     from ..render import RenderOptions
     from ..window import Window
     from .scratch import ScratchRecording
@@ -366,13 +366,25 @@ def record_and_draw(
         jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
         wanted = jit or python is not False  # Python frames: for a Python 3.12+ command unless --no-python
         jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
-        mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
+        mx_dir = data_path.absolute().with_name(data_path.name + ".mxnet")
+        mx = MxnetHook(mx_dir, note=status.note, memory=memory is not None) if mxnet else None
         try:
             recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
         finally:
             if jit_hook is not None:
                 jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
     exit_like_the_command(recording, status.note)
+
+
+def _storage_probes(spec: RecordSpec, status: Status) -> list[Probe]:
+    """--memory --mxnet: the probe on MXNet's own storage allocator, when the target has libmxnet.so."""
+    from ..frameworks.mxnet.storage import find_libmxnet, storage_probe
+
+    library, why = find_libmxnet(spec.command, spec.pid, spec.env)
+    if library is None:
+        status.note(f"note: --memory --mxnet: MXNet's storage allocator not probed ({why})")
+        return []
+    return [storage_probe(library)]
 
 
 def _record_and_write(
@@ -402,7 +414,8 @@ def _record_and_write(
         from ..record.memory import memory_probes
         from ..record.memory_fold import fold_memory_recording
 
-        with memory_probes(memory, spec.pid, status.note) as probes:  # deleted however the recording ends
+        more = _storage_probes(spec, status) if mx is not None and memory.mode == "alloc" else []
+        with memory_probes(memory, spec.pid, status.note, more) as probes:  # deleted however the recording ends
             recording = record(probes.apply(spec), data_path, hooks=hooks, on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
@@ -417,6 +430,8 @@ def _record_and_write(
         fold_interpreter(profile)
     if mx and joiner:
         mx.report(joiner, profile)
+        if memory is not None:
+            mx.report_bytes(joiner, profile)
     options = draw.options
     svg = draw.svg if options is not None else None
     context = Context.of(profile, **drawn_with(options))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 MAP_ANONYMOUS = 0x20
@@ -80,7 +80,7 @@ class MemoryTotals:
     live_bytes: int = 0
 
 
-def parse_call(header: bytes, frames: list[bytes], marker: bytes) -> Call | None:
+def parse_call(header: bytes, frames: list[bytes], marker: bytes, run: bytes = b"") -> Call | None:
     """The call in a record whose header holds `marker` (b' GROUP:'); None for any other record."""
     at = header.find(marker)
     if at < 0:
@@ -102,6 +102,7 @@ def parse_call(header: bytes, frames: list[bytes], marker: bytes) -> Call | None
             return None
     returned = event.endswith(RETURN)
     api = event[: -len(RETURN)] if returned else event
+    api = api[: -len(run)] if run and api.endswith(run) else api
     tid = head_words[1].rpartition(b"/")[2]
     return Call(header[:at].strip(), tid, api, returned, values, frames)
 
@@ -119,9 +120,16 @@ def requested(call: Call) -> int:
 class AllocationWeigher:
     """perf script lines of the probes in, weighted records out (`iter_weighted`); totals in `totals`."""
 
-    def __init__(self, group: str, mode: str = "alloc", library: str = "", sample: int = 1) -> None:
+    def __init__(
+        self, group: str, mode: str = "alloc", library: str = "", sample: int = 1, wrappers: Mapping[str, str] = {}
+    ) -> None:
         self.sample = sample  # 1 in `sample` calls recorded: each weighs `sample` times its bytes
+        # api -> leaf frame of an allocator above the C library (MXNet's storage): the C library's calls
+        # under that frame are its own, counted once (as it)
+        self.leaves = {api.encode(): frame.encode() for api, frame in wrappers.items()}
+        self.inside = tuple(b" " + frame.encode() + b" (" for frame in wrappers.values())
         self.marker = b" " + group.encode() + b":"
+        self.run = b"_" + group.rpartition("_")[2].encode()  # events are named API_PID (record/memory.py)
         self.live = mode == "live"
         self.event = b"memory:" + mode.encode()
         self.library = library.encode()
@@ -134,7 +142,7 @@ class AllocationWeigher:
     def iter_weighted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
         """The records of counted allocations, weighted, as lines without line ends; live: at the end."""
         for header, frames in iter_records(lines):
-            call = parse_call(header, frames, self.marker)
+            call = parse_call(header, frames, self.marker, self.run)
             if call is None:
                 continue
             self._seq += 1
@@ -152,7 +160,7 @@ class AllocationWeigher:
     def _record(self, call: Call) -> Iterator[bytes]:
         yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
-            yield FRAME.sub(rb"\1" + call.api + rb"\3", frame) if index == 0 else frame
+            yield FRAME.sub(rb"\1" + self.leaves.get(call.api, call.api) + rb"\3", frame) if index == 0 else frame
         yield b""
 
     def _weigh(self, call: Call) -> bool:
@@ -180,6 +188,8 @@ class AllocationWeigher:
         last = self._last.pop(call.tid, None)
         if call.returned or call.api in (b"free", b"munmap"):
             return None
+        if self._wrapped(call):
+            return None
         if self.sample > 1:
             return self._sampled(call)
         if call.api == b"malloc" and last is not None and last.api in DELEGATES and last.size == requested(call):
@@ -190,6 +200,14 @@ class AllocationWeigher:
             return None
         self._last[call.tid] = call
         return call
+
+    def _wrapped(self, call: Call) -> bool:
+        """A call of the C library made by an allocator probed above it (counted as that one)."""
+        if not self.inside or call.api in self.leaves or not any(w in f for f in call.frames[1:] for w in self.inside):
+            return False
+        self.totals.nested += 1
+        self.totals.calls[call.api.decode()] += 1
+        return True
 
     def _sampled(self, call: Call) -> Call | None:
         """A sampled call: counted unless glibc counts it through another (see the module's docstring)."""

@@ -37,6 +37,11 @@ GROUP_PREFIX = "flamegraph_mem_"
 GROUP = re.compile(rf"^[pr]:({GROUP_PREFIX}(\d+))/", re.MULTILINE)  # uprobe_events: "p:GROUP/EVENT PATH:0x..."
 MODES = ("alloc", "live")
 RETURN_SUFFIX = "__return"  # perf probe names a return probe EVENT__return
+
+
+def event_name(group: str, api: str) -> str:
+    """GROUP:malloc_PID: perf probe 6.1 refuses an event name that any group has already (another run's)."""
+    return f"{group}:{api}_{group.rpartition('_')[2]}"
 PROBE_SECONDS = 60.0  # perf probe reads the library's symbols: well under a second on libc
 
 
@@ -48,6 +53,9 @@ class Probe:
     args: str  # perf probe fetchargs
     allocates: bool = True  # False: free, munmap (live only)
     returns: bool = False  # live: a uretprobe gives the address it returned
+    symbol: str = ""  # its .dynsym name when not `api` (a C++ function's mangled name)
+    library: str = ""  # the library that defines it; "": the C library
+    frame: str = ""  # the leaf's name in the graph when not `api`; calls of the C library below it are its own
 
 
 # posix_memalign returns its address through a pointer that is gone at the return: live pairs it not.
@@ -111,13 +119,17 @@ class MemoryProbes:
     added: list[Probe] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # functions the library does not define
 
+    def wrappers(self) -> dict[str, str]:
+        """api -> leaf frame of the probes outside the C library (MXNet's storage): their malloc is theirs."""
+        return {p.api: p.frame or p.api for p in self.added if p.library}
+
     def events(self) -> list[str]:
         """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
         events = []
         for probe in self.added:
-            events.append(f"{self.group}:{probe.api}" + ("" if probe.allocates else "/call-graph=no/"))
+            events.append(event_name(self.group, probe.api) + ("" if probe.allocates else "/call-graph=no/"))
             if probe.returns and self.request.mode == "live":
-                events.append(f"{self.group}:{probe.api}{RETURN_SUFFIX}/call-graph=no/")
+                events.append(f"{event_name(self.group, probe.api)}{RETURN_SUFFIX}/call-graph=no/")
         return events
 
     def apply(self, spec: RecordSpec) -> RecordSpec:
@@ -133,8 +145,10 @@ class MemoryProbes:
 
     def facts(self) -> dict[str, str]:
         """The capture facts: which functions were probed where, and how often."""
-        apis = ", ".join(p.api for p in self.added if p.allocates)
+        apis = ", ".join(p.api for p in self.added if p.allocates and not p.library)
         facts = {"allocators probed": f"{apis} in {self.library}"}
+        for probe in (p for p in self.added if p.library):
+            facts["allocators probed"] += f"; {probe.frame or probe.api} in {probe.library}"
         if self.request.mode == "live":
             facts["allocators probed"] += " (and free, munmap, the returned addresses)"
         if self.request.sample > 1:
@@ -205,17 +219,17 @@ def probe_specs(group: str, probes: Sequence[Probe], addresses: dict[str, int], 
     """perf probe -a arguments: 'GROUP:malloc=0x98930 size=%di:u64', and 'GROUP:malloc=0x98930%return ...'."""
     specs = []
     for probe in probes:
-        address = addresses[probe.api]
-        specs.append(f"{group}:{probe.api}=0x{address:x} {probe.args}")
+        address = addresses[probe.symbol or probe.api]
+        specs.append(f"{event_name(group, probe.api)}=0x{address:x} {probe.args}")
         if probe.returns and live:
-            specs.append(f"{group}:{probe.api}=0x{address:x}%return ret=$retval:x64")
+            specs.append(f"{event_name(group, probe.api)}=0x{address:x}%return ret=$retval:x64")
     return specs
 
 
 def _perf_probe(perf: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            [perf, "probe", "-q", *args], capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace"
+            [perf, "probe", *args], capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace"
         )
     except subprocess.TimeoutExpired:
         raise PerfFailed(f"perf probe {args[0]} did not finish in {PROBE_SECONDS:.0f} s") from None
@@ -226,6 +240,7 @@ def _perf_probe(perf: str, args: Sequence[str]) -> subprocess.CompletedProcess[s
 def probe_failure(stderr: str) -> FlamegraphError:
     """perf probe's complaint -> one line: perf without `probe` (built without libelf), no permission, other."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and line.strip() != "Error:"]
+    lines = [line for line in lines if not line.startswith("Hint:")] or lines
     said = " ".join(lines)
     if "not a perf-command" in said or "not built" in said or "NO_LIBELF" in said:
         return PerfMissing("this perf cannot add uprobes (`perf probe` is missing: perf built without libelf)")
@@ -270,9 +285,10 @@ def remove_stale(perf: str, note: Callable[[str], None]) -> None:
 
 @contextmanager
 def memory_probes(
-    request: MemoryRequest, pid: int | None, note: Callable[[str], None] = print
+    request: MemoryRequest, pid: int | None, note: Callable[[str], None] = print, more: Sequence[Probe] = ()
 ) -> Iterator[MemoryProbes]:
-    """Adds the probes, yields them, and deletes them whatever happens (errors, Ctrl-C, perf dying)."""
+    """Adds the probes (the C library's, and `more` in other libraries: each must be there), yields them,
+    and deletes them whatever happens (errors, Ctrl-C, perf dying)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         raise PerfFailed(f"--memory reads x86-64 registers; this machine is {platform.machine()}")
     perf = find_perf()
@@ -289,11 +305,20 @@ def memory_probes(
     remove_stale(perf, note)
     if (aliasing := request.aliasing_note()) is not None:
         note(aliasing)
+    elsewhere = {p.library: [q for q in more if q.library == p.library] for p in more}
+    found = {lib: function_addresses(lib, [p.symbol or p.api for p in wanted]) for lib, wanted in elsewhere.items()}
+    for probe in more:
+        if (probe.symbol or probe.api) not in found[probe.library]:
+            raise PerfFailed(f"{probe.library} does not define {probe.frame or probe.api}: it cannot be probed")
     try:
-        specs = probe_specs(group, probes.added, addresses, request.mode == "live")
-        added = _perf_probe(perf, ["-x", library, *(arg for spec in specs for arg in ("-a", spec))])
-        if added.returncode != 0:
-            raise probe_failure(added.stderr)
+        live = request.mode == "live"
+        places = [(library, addresses, probes.added), *((lib, found[lib], ps) for lib, ps in elsewhere.items())]
+        for lib, defined, these in places:
+            specs = probe_specs(group, these, defined, live)
+            added = _perf_probe(perf, ["-x", lib, *(arg for spec in specs for arg in ("-a", spec))])
+            if added.returncode != 0:
+                raise probe_failure(added.stderr)
+        probes.added = [*probes.added, *more]
         yield probes
     finally:
         if group in groups_defined() and not delete_group(perf, group):

@@ -40,7 +40,7 @@ def fold_memory_recording(
     diagnostics = Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     request = probes.request
-    weigher = AllocationWeigher(probes.group, request.mode, probes.library, request.sample)
+    weigher = AllocationWeigher(probes.group, request.mode, probes.library, request.sample, probes.wrappers())
     label = str(recording.perf_data)
     try:
         args, progress = script_args(recording, window, MEMORY_FIELDS), show_progress(status, "weighing")
