@@ -383,3 +383,75 @@ def test_not_permitted_is_one_line(unprivileged: Unprivileged) -> None:
     assert done.returncode == EXIT_NOT_PERMITTED, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "needs root" in done.stderr
     assert not out.exists()
+
+
+# -- MXNet's storage allocator ---------------------------------------------------------------------
+
+
+def test_bytes_per_operator_are_checked_against_the_storage_counters() -> None:
+    """The probe's bytes under each [op] frame beside the rises of `Memory: cpu/0` inside its spans; the C
+    library's calls under the probe (drawn again with frame pointers) are not the table's."""
+    from flamegraph.frameworks.mxnet.profile import parse_profile
+    from flamegraph.frameworks.mxnet.storage import bytes_lines, bytes_rows, check_text
+
+    def event(ph: str, ts: int, **more: object) -> dict[str, object]:
+        return {"ph": ph, "ts": ts, "tid": 7, "pid": 0, **more}
+
+    counter = {"name": "Memory: cpu/0", "cat": "Device Storage"}
+    events = [
+        event("B", 100, name="FullyConnected", cat="operator"),
+        event("C", 110, args={"Memory: cpu/0": 4096}, **counter),
+        event("C", 120, args={"Memory: cpu/0": 6144}, **counter),
+        event("E", 130, name="FullyConnected", cat="operator"),
+        event("C", 140, args={"Memory: cpu/0": 2048}, **counter),  # a free: no rise
+        event("B", 150, name="Activation", cat="operator"),
+        event("C", 160, args={"Memory: cpu/0": 3072}, **counter),
+        event("E", 170, name="Activation", cat="operator"),
+    ]
+    import json
+
+    trace = parse_profile(json.dumps({"traceEvents": events}).encode())
+    profile = FoldedProfile(counts={
+        "python;[op] FullyConnected;mxnet::StorageImpl::Alloc": 6144,
+        "python;[op] FullyConnected;x;posix_memalign": 6144,  # the C library's, under the probe
+        "python;[op] Activation;mxnet::StorageImpl::Alloc": 900,
+    })  # fmt: skip
+    rows = bytes_rows(profile, trace)
+    assert [(r.frame, r.drawn, r.counted, r.calls) for r in rows] == [
+        ("[op] FullyConnected", 6144, 6144, 2),
+        ("[op] Activation", 900, 1024, 1),
+    ]
+    assert "NOT within 5 % (worst [op] Activation: -12.1 %)" in check_text(rows)
+    assert any("6.00 KiB" in line for line in bytes_lines(rows))
+
+
+DENSE = """
+from mxnet import autograd, gluon, nd
+net = gluon.nn.Sequential(); net.add(gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(10)); net.initialize()
+trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+x, y, loss = nd.random.uniform(shape=(32, 100)), nd.zeros((32,)), gluon.loss.SoftmaxCrossEntropyLoss()
+for _ in range(5):
+    with autograd.record():
+        out = loss(net(x), y)
+    out.backward()
+    trainer.step(32)
+nd.waitall()
+"""
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_mxnet_bytes_per_operator_agree_with_the_profilers_counters(tmp_path: Path) -> None:
+    """A 5-step Dense model (87 storage allocations): frame pointers, the cheap stacks (importing mxnet
+    calls malloc ~260,000 times); the operators come from the thread and time, not the stack."""
+    pytest.importorskip("mxnet")
+    (tmp_path / "dense.py").write_text(DENSE)
+    args = ["record", "--memory", "--mxnet", "--call-graph", "fp", "-o", str(tmp_path / "m.svg"),
+            "--folded", str(tmp_path / "m.folded"), "--", sys.executable, str(tmp_path / "dense.py")]  # fmt: skip
+    done = subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "operators above 1 % of the counted bytes within 5 %" in done.stderr, done.stderr
+    profile = load(tmp_path / "m.folded")
+    storage = [s for s in profile.counts if s.endswith(";mxnet::StorageImpl::Alloc")]
+    assert any(";[op] FullyConnected;" in s for s in storage), storage
+    assert "mxnet::StorageImpl::Alloc in" in (tmp_path / "m.svg").read_text() and not ours()
