@@ -39,8 +39,8 @@ def stack(leaf: str, *callers: str) -> list[str]:
     return [f"   98930 {leaf} ({LIBC})", *(f"   1156 {name} (/tmp/b)" for name in callers)]
 
 
-def weigh(lines: list[bytes], mode: str = "alloc") -> tuple[list[bytes], AllocationWeigher]:
-    weigher = AllocationWeigher(G, mode, LIBC)
+def weigh(lines: list[bytes], mode: str = "alloc", sample: int = 1) -> tuple[list[bytes], AllocationWeigher]:
+    weigher = AllocationWeigher(G, mode, LIBC, sample)
     return list(weigher.iter_weighted(lines)), weigher
 
 
@@ -86,6 +86,32 @@ def test_alloc_counts_the_allocators_own_calls_once() -> None:
     out, weigher = weigh(lines)
     assert [h.split(b" ")[3] for h in headers(out)] == [b"222", b"1048576", b"1048576"]
     assert (weigher.totals.nested, weigher.totals.internal) == (1, 1)
+
+
+def test_sampled_calls_weigh_n_times_and_glibcs_inner_calls_count_once() -> None:
+    """Sampled, an outer call and the malloc it makes are recorded apart: the tail-called malloc of
+    realloc(NULL, n) and aligned_alloc(16, n) counts (its caller is the program's), the malloc inside
+    posix_memalign does not (its caller is posix_memalign); strdup's malloc is the program's."""
+    inside = [f"   98930 malloc ({LIBC})", f"   9a2be __posix_memalign ({LIBC})", "   1156 main (/tmp/b)"]
+    strdup = [f"   98930 malloc ({LIBC})", f"   9e9a9 __GI___strdup ({LIBC})", "   1156 main (/tmp/b)"]
+    lines = [
+        *record_text(1, "1.1", "realloc", "(7f) ptr=0x0 size=111", stack("realloc", "main")),
+        *record_text(1, "1.2", "malloc", "(7f) size=111", stack("malloc", "main")),  # its tail call
+        *record_text(1, "1.3", "aligned_alloc", "(7f) align=16 size=222", stack("__libc_memalign", "main")),
+        *record_text(1, "1.4", "aligned_alloc", "(7f) align=64 size=444", stack("__libc_memalign", "main")),
+        *record_text(1, "1.5", "posix_memalign", "(7f) align=16 size=333", stack("__posix_memalign", "main")),
+        *record_text(1, "1.6", "malloc", "(7f) size=333", inside),
+        *record_text(1, "1.7", "malloc", "(7f) size=12", strdup),
+        *record_text(1, "1.8", "realloc", "(7f) ptr=0x10 size=0", stack("realloc", "main")),  # a free
+    ]
+    out, weigher = weigh(lines, sample=7)
+    assert headers(out) == [
+        b"b 1/1 1.2: 777 memory:alloc:",
+        b"b 1/1 1.4: 3108 memory:alloc:",
+        b"b 1/1 1.5: 2331 memory:alloc:",
+        b"b 1/1 1.7: 84 memory:alloc:",
+    ]
+    assert (weigher.totals.handed_on, weigher.totals.nested) == (2, 1)
 
 
 def test_live_keeps_only_what_was_not_freed() -> None:
@@ -140,9 +166,31 @@ def test_bytes_are_shown_in_powers_of_1024(value: int, text: str) -> None:
     assert format_bytes(value) == text
 
 
-def test_memory_request_refuses_what_it_cannot_do() -> None:
-    with pytest.raises(BadOption, match="choose alloc"):
-        MemoryRequest("peak")
+@pytest.mark.parametrize(
+    ("mode", "sample", "message"),
+    [("peak", 1, "choose alloc"), ("alloc", 0, "1 or more"), ("live", 7, "without sampling")],
+)
+def test_memory_request_refuses_what_it_cannot_do(mode: str, sample: int, message: str) -> None:
+    with pytest.raises(BadOption, match=message):
+        MemoryRequest(mode, sample)
+
+
+@pytest.mark.parametrize(("sample", "said"), [(7, None), (97, None), (10, "pattern of 2 or 5"), (1024, "such as 1031")])
+def test_a_sample_count_with_factors_is_said_to_alias(sample: int, said: str | None) -> None:
+    note = MemoryRequest("alloc", sample).aliasing_note()
+    assert note == said if said is None else said in (note or "")
+
+
+def test_sampling_asks_perf_for_every_nth_call_without_periods() -> None:
+    """With PERF_SAMPLE_PERIOD in a trace event's samples the kernel records every hit whatever the period."""
+    from flamegraph.record.memory import PROBES, MemoryProbes
+    from flamegraph.record.spec import RecordSpec
+
+    probes = MemoryProbes(MemoryRequest("alloc", 7), G, LIBC, added=list(PROBES[:2]))
+    extra = probes.apply(RecordSpec(command=("ls",))).options.extra_args
+    assert extra[-3:] == ("-c", "7", "--no-period") and probes.facts()["sampling"].startswith("1 in 7 calls")
+    assert "-c" not in MemoryProbes(MemoryRequest("alloc"), G, LIBC, added=list(PROBES[:2])).apply(
+        RecordSpec(command=("ls",))).options.extra_args  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -162,7 +210,15 @@ def test_memory_alone_means_alloc(args: list[str], parsed: list[str]) -> None:
     assert with_memory_mode(args) == parsed
 
 
-@pytest.mark.parametrize(("args", "message"), [(["--memory", "peak"], "choose alloc")])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--memory", "peak"], "choose alloc"),
+        (["--memory", "live", "--memory-sample", "7"], "without sampling"),
+        (["--memory-sample", "7"], "needs --memory"),
+        (["--memory", "--memory-sample", "0"], "1 or more"),
+    ],
+)
 def test_cli_bad_memory_options_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     done = subprocess.run([*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "m.svg"), "--", "true"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -180,6 +236,17 @@ __attribute__((noinline)) void *alloc_big(void) { void *p = malloc(3000); memset
 __attribute__((noinline)) void *alloc_small(void) { void *p = calloc(10, 100); memset(p, 1, 8); return p; }
 int main(void) {
   for (int i = 0; i < 300; i++) { void *a = alloc_big(); void *b = alloc_small(); free(a); free(b); }
+  return 0;
+}
+"""
+TURNS = r"""
+#include <stdlib.h>
+#include <string.h>
+/* both with malloc, taking turns: every Nth call of an even N would see only one of them */
+__attribute__((noinline)) void *alloc_big(void) { void *p = malloc(3000); memset(p, 1, 8); return p; }
+__attribute__((noinline)) void *alloc_small(void) { void *p = malloc(1000); memset(p, 1, 8); return p; }
+int main(void) {
+  for (int i = 0; i < 3000; i++) { void *a = alloc_big(); void *b = alloc_small(); free(a); free(b); }
   return 0;
 }
 """
@@ -245,6 +312,19 @@ def test_known_split_is_drawn_within_two_percent(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
+def test_sampled_split_is_drawn_within_two_percent(tmp_path: Path) -> None:
+    """1 in 7 calls (6,000 mallocs taking turns: 857 recorded), each weighing 7 times its bytes."""
+    done, profile = run_memory(tmp_path, compiled(tmp_path, "turns", TURNS), "--memory-sample", "7")
+    big = bytes_under(profile, "main;alloc_big;malloc")
+    small = bytes_under(profile, "main;alloc_small;malloc")
+    assert small > 0 and abs(big / small - 3) <= 0.06, (big, small)
+    assert abs(big - 3000 * 3000) <= 0.01 * 3000 * 3000 and abs(small - 3000 * 1000) <= 0.01 * 3000 * 1000
+    svg = (tmp_path / "m.svg").read_text()
+    assert "1 in 7 allocation calls (bytes x7)" in svg and "sampling: 1 in 7 calls" in svg
+    assert "lost samples" not in svg and not ours()
+
+
+@pytest.mark.perf
 def test_live_draws_only_the_leak(tmp_path: Path) -> None:
     done, profile = run_memory(tmp_path, compiled(tmp_path, "leak", LEAK), "live")
     assert bytes_under(profile, "main;kept;malloc") == 100 * 4096
@@ -303,3 +383,75 @@ def test_not_permitted_is_one_line(unprivileged: Unprivileged) -> None:
     assert done.returncode == EXIT_NOT_PERMITTED, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "needs root" in done.stderr
     assert not out.exists()
+
+
+# -- MXNet's storage allocator ---------------------------------------------------------------------
+
+
+def test_bytes_per_operator_are_checked_against_the_storage_counters() -> None:
+    """The probe's bytes under each [op] frame beside the rises of `Memory: cpu/0` inside its spans; the C
+    library's calls under the probe (drawn again with frame pointers) are not the table's."""
+    from flamegraph.frameworks.mxnet.profile import parse_profile
+    from flamegraph.frameworks.mxnet.storage import bytes_lines, bytes_rows, check_text
+
+    def event(ph: str, ts: int, **more: object) -> dict[str, object]:
+        return {"ph": ph, "ts": ts, "tid": 7, "pid": 0, **more}
+
+    counter = {"name": "Memory: cpu/0", "cat": "Device Storage"}
+    events = [
+        event("B", 100, name="FullyConnected", cat="operator"),
+        event("C", 110, args={"Memory: cpu/0": 4096}, **counter),
+        event("C", 120, args={"Memory: cpu/0": 6144}, **counter),
+        event("E", 130, name="FullyConnected", cat="operator"),
+        event("C", 140, args={"Memory: cpu/0": 2048}, **counter),  # a free: no rise
+        event("B", 150, name="Activation", cat="operator"),
+        event("C", 160, args={"Memory: cpu/0": 3072}, **counter),
+        event("E", 170, name="Activation", cat="operator"),
+    ]
+    import json
+
+    trace = parse_profile(json.dumps({"traceEvents": events}).encode())
+    profile = FoldedProfile(counts={
+        "python;[op] FullyConnected;mxnet::StorageImpl::Alloc": 6144,
+        "python;[op] FullyConnected;x;posix_memalign": 6144,  # the C library's, under the probe
+        "python;[op] Activation;mxnet::StorageImpl::Alloc": 900,
+    })  # fmt: skip
+    rows = bytes_rows(profile, trace)
+    assert [(r.frame, r.drawn, r.counted, r.calls) for r in rows] == [
+        ("[op] FullyConnected", 6144, 6144, 2),
+        ("[op] Activation", 900, 1024, 1),
+    ]
+    assert "NOT within 5 % (worst [op] Activation: -12.1 %)" in check_text(rows)
+    assert any("6.00 KiB" in line for line in bytes_lines(rows))
+
+
+DENSE = """
+from mxnet import autograd, gluon, nd
+net = gluon.nn.Sequential(); net.add(gluon.nn.Dense(64, activation="relu"), gluon.nn.Dense(10)); net.initialize()
+trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+x, y, loss = nd.random.uniform(shape=(32, 100)), nd.zeros((32,)), gluon.loss.SoftmaxCrossEntropyLoss()
+for _ in range(5):
+    with autograd.record():
+        out = loss(net(x), y)
+    out.backward()
+    trainer.step(32)
+nd.waitall()
+"""
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_mxnet_bytes_per_operator_agree_with_the_profilers_counters(tmp_path: Path) -> None:
+    """A 5-step Dense model (87 storage allocations): frame pointers, the cheap stacks (importing mxnet
+    calls malloc ~260,000 times); the operators come from the thread and time, not the stack."""
+    pytest.importorskip("mxnet")
+    (tmp_path / "dense.py").write_text(DENSE)
+    args = ["record", "--memory", "--mxnet", "--call-graph", "fp", "-o", str(tmp_path / "m.svg"),
+            "--folded", str(tmp_path / "m.folded"), "--", sys.executable, str(tmp_path / "dense.py")]  # fmt: skip
+    done = subprocess.run([*FLAMEGRAPH, *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "operators above 1 % of the counted bytes within 5 %" in done.stderr, done.stderr
+    profile = load(tmp_path / "m.folded")
+    storage = [s for s in profile.counts if s.endswith(";mxnet::StorageImpl::Alloc")]
+    assert any(";[op] FullyConnected;" in s for s in storage), storage
+    assert "mxnet::StorageImpl::Alloc in" in (tmp_path / "m.svg").read_text() and not ours()

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..frameworks.mxnet.hook import MxnetHook
     from ..model import FoldedProfile
     from ..record import Recording, RecordSpec, Status
-    from ..record.memory import MemoryRequest
+    from ..record.memory import MemoryRequest, Probe
     from ..render import RenderOptions
     from ..window import Window
     from .scratch import ScratchRecording
@@ -198,6 +198,15 @@ def record_cli(
             "end (live); uprobes on malloc, calloc, realloc, posix_memalign, aligned_alloc, anonymous mmap (root)",
         ),
     ] = None,
+    memory_sample: Annotated[
+        int,
+        typer.Option(
+            "--memory-sample",
+            metavar="N",
+            help="with --memory alloc: record 1 in N calls of each allocator (each weighs N times its bytes): "
+            "less data and fewer lost records; a prime N samples patterns of calls evenly",
+        ),
+    ] = 1,
 ) -> None:
     """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
@@ -228,10 +237,12 @@ def record_cli(
                             exports, event)  # fmt: skip
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
     wanted = None
+    if memory is None and memory_sample != 1:
+        raise BadOption("--memory-sample samples allocation calls: it needs --memory")
     if memory is not None:
-        wanted = MemoryRequest(memory)  # a bad mode: one line, before recording
+        wanted = MemoryRequest(memory, memory_sample)  # a bad mode: one line, before recording
         what = "bytes allocated" if wanted.mode == "alloc" else "bytes still allocated at the end"
-        subtitle = f"{what}, every allocation call, call graph {call_graph}" + (f", window {window}" if window else "")
+        subtitle = f"{what}, {wanted.rate()}, call graph {call_graph}" + (f", window {window}" if window else "")
     options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
@@ -355,13 +366,25 @@ def record_and_draw(
         jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
         wanted = jit or python is not False  # Python frames: for a Python 3.12+ command unless --no-python
         jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
-        mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
+        mx_dir = data_path.absolute().with_name(data_path.name + ".mxnet")
+        mx = MxnetHook(mx_dir, note=status.note, memory=memory is not None) if mxnet else None
         try:
             recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
         finally:
             if jit_hook is not None:
                 jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
     exit_like_the_command(recording, status.note)
+
+
+def _storage_probes(spec: RecordSpec, status: Status) -> list[Probe]:
+    """--memory --mxnet: the probe on MXNet's own storage allocator, when the target has libmxnet.so."""
+    from ..frameworks.mxnet.storage import find_libmxnet, storage_probe
+
+    library, why = find_libmxnet(spec.command, spec.pid, spec.env)
+    if library is None:
+        status.note(f"note: --memory --mxnet: MXNet's storage allocator not probed ({why})")
+        return []
+    return [storage_probe(library)]
 
 
 def _record_and_write(
@@ -391,7 +414,8 @@ def _record_and_write(
         from ..record.memory import memory_probes
         from ..record.memory_fold import fold_memory_recording
 
-        with memory_probes(memory, spec.pid, status.note) as probes:  # deleted however the recording ends
+        more = _storage_probes(spec, status) if mx is not None and memory.mode == "alloc" else []
+        with memory_probes(memory, spec.pid, status.note, more) as probes:  # deleted however the recording ends
             recording = record(probes.apply(spec), data_path, hooks=hooks, on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
@@ -406,6 +430,8 @@ def _record_and_write(
         fold_interpreter(profile)
     if mx and joiner:
         mx.report(joiner, profile)
+        if memory is not None:
+            mx.report_bytes(joiner, profile)
     options = draw.options
     svg = draw.svg if options is not None else None
     context = Context.of(profile, **drawn_with(options))

@@ -20,6 +20,12 @@ of an mmapped chunk): that inner malloc is the outer call's, and is not counted 
 probes (alloc) it is the next malloc of the thread asking for the same size; with them (live), any
 allocation that starts while another of the thread's is still running.
 
+Sampled (`--memory-sample N`: the kernel records every Nth call of each function in each thread, each
+weighed N times its bytes), the outer and inner calls are sampled apart, so adjacency cannot pair them:
+glibc hands realloc(NULL, n) and aligned_alloc/memalign of alignment <= 16 to malloc by a tail call
+(that malloc's caller is the program's: it counts, they do not), and the malloc that posix_memalign or
+realloc calls has their frame as its caller (it does not count, they do).
+
 `live` pairs: an allocation's return gives its address, `free` and `munmap` end it, `realloc` moves
 it; what is still allocated when the input ends is written, in the order it was allocated.
 """
@@ -28,16 +34,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 MAP_ANONYMOUS = 0x20
+MALLOC_ALIGNMENT = 16  # glibc x86-64: a smaller alignment is served by malloc itself
 MAP_FAILED = 2**64 - 1
 DELEGATES = frozenset({b"realloc", b"posix_memalign", b"aligned_alloc"})  # glibc may serve them with malloc
 FIELDS = frozenset({b"size", b"nmemb", b"ptr", b"len", b"flags", b"addr", b"ret", b"align"})  # our probes' arguments
 FIELD = re.compile(rb"(\w+)=(\S+)")
 FRAME = re.compile(rb"^(\s*[0-9a-fA-F]+ )(.*?)( \([^()]*\))$")
 RETURN = b"__return"
+SERVING = re.compile(rb"\s[\w.]*(posix_memalign|realloc)[\w.]* \(")  # a libc frame whose function calls malloc
 
 
 @dataclass
@@ -63,6 +71,7 @@ class MemoryTotals:
     calls: Counter[str] = field(default_factory=Counter)
     bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
+    handed_on: int = 0  # sampled: realloc(NULL, n), aligned_alloc(<= 16, n): counted as the malloc they call
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
     freed: int = 0  # live: allocations freed before the end
@@ -71,7 +80,7 @@ class MemoryTotals:
     live_bytes: int = 0
 
 
-def parse_call(header: bytes, frames: list[bytes], marker: bytes) -> Call | None:
+def parse_call(header: bytes, frames: list[bytes], marker: bytes, run: bytes = b"") -> Call | None:
     """The call in a record whose header holds `marker` (b' GROUP:'); None for any other record."""
     at = header.find(marker)
     if at < 0:
@@ -93,6 +102,7 @@ def parse_call(header: bytes, frames: list[bytes], marker: bytes) -> Call | None
             return None
     returned = event.endswith(RETURN)
     api = event[: -len(RETURN)] if returned else event
+    api = api[: -len(run)] if run and api.endswith(run) else api
     tid = head_words[1].rpartition(b"/")[2]
     return Call(header[:at].strip(), tid, api, returned, values, frames)
 
@@ -110,8 +120,16 @@ def requested(call: Call) -> int:
 class AllocationWeigher:
     """perf script lines of the probes in, weighted records out (`iter_weighted`); totals in `totals`."""
 
-    def __init__(self, group: str, mode: str = "alloc", library: str = "") -> None:
+    def __init__(
+        self, group: str, mode: str = "alloc", library: str = "", sample: int = 1, wrappers: Mapping[str, str] = {}
+    ) -> None:
+        self.sample = sample  # 1 in `sample` calls recorded: each weighs `sample` times its bytes
+        # api -> leaf frame of an allocator above the C library (MXNet's storage): the C library's calls
+        # under that frame are its own, counted once (as it)
+        self.leaves = {api.encode(): frame.encode() for api, frame in wrappers.items()}
+        self.inside = tuple(b" " + frame.encode() + b" (" for frame in wrappers.values())
         self.marker = b" " + group.encode() + b":"
+        self.run = b"_" + group.rpartition("_")[2].encode()  # events are named API_PID (record/memory.py)
         self.live = mode == "live"
         self.event = b"memory:" + mode.encode()
         self.library = library.encode()
@@ -124,7 +142,7 @@ class AllocationWeigher:
     def iter_weighted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
         """The records of counted allocations, weighted, as lines without line ends; live: at the end."""
         for header, frames in iter_records(lines):
-            call = parse_call(header, frames, self.marker)
+            call = parse_call(header, frames, self.marker, self.run)
             if call is None:
                 continue
             self._seq += 1
@@ -140,9 +158,9 @@ class AllocationWeigher:
                 yield from self._record(call)
 
     def _record(self, call: Call) -> Iterator[bytes]:
-        yield call.head + b" " + str(call.size).encode() + b" " + self.event + b":"
+        yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
-            yield FRAME.sub(rb"\1" + call.api + rb"\3", frame) if index == 0 else frame
+            yield FRAME.sub(rb"\1" + self.leaves.get(call.api, call.api) + rb"\3", frame) if index == 0 else frame
         yield b""
 
     def _weigh(self, call: Call) -> bool:
@@ -170,6 +188,10 @@ class AllocationWeigher:
         last = self._last.pop(call.tid, None)
         if call.returned or call.api in (b"free", b"munmap"):
             return None
+        if self._wrapped(call):
+            return None
+        if self.sample > 1:
+            return self._sampled(call)
         if call.api == b"malloc" and last is not None and last.api in DELEGATES and last.size == requested(call):
             self.totals.nested += 1
             self.totals.calls[call.api.decode()] += 1
@@ -178,6 +200,29 @@ class AllocationWeigher:
             return None
         self._last[call.tid] = call
         return call
+
+    def _wrapped(self, call: Call) -> bool:
+        """A call of the C library made by an allocator probed above it (counted as that one)."""
+        if not self.inside or call.api in self.leaves or not any(w in f for f in call.frames[1:] for w in self.inside):
+            return False
+        self.totals.nested += 1
+        self.totals.calls[call.api.decode()] += 1
+        return True
+
+    def _sampled(self, call: Call) -> Call | None:
+        """A sampled call: counted unless glibc counts it through another (see the module's docstring)."""
+        get = call.fields.get
+        if (call.api == b"realloc" and not get(b"ptr") and get(b"size")) or (
+            call.api == b"aligned_alloc" and get(b"align", 0) <= MALLOC_ALIGNMENT
+        ):
+            self.totals.handed_on += 1
+            self.totals.calls[call.api.decode()] += 1
+            return None
+        if call.api == b"malloc" and self._from_library(call) and SERVING.search(call.frames[1]):
+            self.totals.nested += 1
+            self.totals.calls[call.api.decode()] += 1
+            return None
+        return call if self._weigh(call) else None
 
     def _live(self, call: Call) -> Call | None:
         running = self._running.setdefault(call.tid, [])

@@ -37,6 +37,11 @@ GROUP_PREFIX = "flamegraph_mem_"
 GROUP = re.compile(rf"^[pr]:({GROUP_PREFIX}(\d+))/", re.MULTILINE)  # uprobe_events: "p:GROUP/EVENT PATH:0x..."
 MODES = ("alloc", "live")
 RETURN_SUFFIX = "__return"  # perf probe names a return probe EVENT__return
+
+
+def event_name(group: str, api: str) -> str:
+    """GROUP:malloc_PID: perf probe 6.1 refuses an event name that any group has already (another run's)."""
+    return f"{group}:{api}_{group.rpartition('_')[2]}"
 PROBE_SECONDS = 60.0  # perf probe reads the library's symbols: well under a second on libc
 
 
@@ -48,6 +53,9 @@ class Probe:
     args: str  # perf probe fetchargs
     allocates: bool = True  # False: free, munmap (live only)
     returns: bool = False  # live: a uretprobe gives the address it returned
+    symbol: str = ""  # its .dynsym name when not `api` (a C++ function's mangled name)
+    library: str = ""  # the library that defines it; "": the C library
+    frame: str = ""  # the leaf's name in the graph when not `api`; calls of the C library below it are its own
 
 
 # posix_memalign returns its address through a pointer that is gone at the return: live pairs it not.
@@ -65,14 +73,37 @@ PROBES = (
 
 @dataclass(frozen=True)
 class MemoryRequest:
-    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live). Every call is
-    recorded: perf's `-c N` does not thin uprobe events (kernel 6.18 records each hit, its period 1)."""
+    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live), and `sample`:
+    1 in N calls recorded (alloc only: a sampled free could not end its allocation)."""
 
     mode: str = "alloc"
+    sample: int = 1
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
+        if self.sample < 1:
+            raise BadOption(f"--memory-sample {self.sample}: a count of calls, 1 or more (1: every call)")
+        if self.sample > 1 and self.mode == "live":
+            raise BadOption("--memory-sample with --memory live: a free that is not sampled could not end its "
+                            "allocation; record live without sampling")  # fmt: skip
+
+    def rate(self) -> str:
+        """The rate, as the graph says it."""
+        n = self.sample
+        return "every allocation call" if n == 1 else f"1 in {n:,} allocation calls (bytes x{n:,})"
+
+    def aliasing_note(self) -> str | None:
+        """Why a sample count with factors misleads: every Nth call, counted, is not random. Calls that take
+        turns (a loop calling f then g, both malloc) repeat every 2 calls: N = 10 would see only f's."""
+        n = self.sample
+        factors = [f for f in range(2, min(n, 1000)) if n % f == 0 and all(f % d for d in range(2, f))]
+        if n < 4 or not factors:
+            return None
+        prime = next(m for m in range(n + 1, 2 * n) if all(m % d for d in range(2, int(m**0.5) + 1)))
+        every = " or ".join(str(f) for f in factors[:3])
+        return (f"note: --memory-sample {n} records calls {n}, {2 * n}, {3 * n}...: calls repeating in a pattern of "
+                f"{every} are sampled unevenly (a prime such as {prime} is not)")  # fmt: skip
 
     def probes(self) -> tuple[Probe, ...]:
         return tuple(p for p in PROBES if p.allocates or self.mode == "live")
@@ -88,28 +119,43 @@ class MemoryProbes:
     added: list[Probe] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # functions the library does not define
 
+    def wrappers(self) -> dict[str, str]:
+        """api -> leaf frame of the probes outside the C library (MXNet's storage): their malloc is theirs."""
+        return {p.api: p.frame or p.api for p in self.added if p.library}
+
     def events(self) -> list[str]:
         """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
         events = []
         for probe in self.added:
-            events.append(f"{self.group}:{probe.api}" + ("" if probe.allocates else "/call-graph=no/"))
+            events.append(event_name(self.group, probe.api) + ("" if probe.allocates else "/call-graph=no/"))
             if probe.returns and self.request.mode == "live":
-                events.append(f"{self.group}:{probe.api}{RETURN_SUFFIX}/call-graph=no/")
+                events.append(f"{event_name(self.group, probe.api)}{RETURN_SUFFIX}/call-graph=no/")
         return events
 
     def apply(self, spec: RecordSpec) -> RecordSpec:
-        """`spec` recording these probes (every call: no frequency) instead of its event."""
+        """`spec` recording these probes instead of its event: every call (no frequency), or every Nth.
+        Sampled, perf must not ask for the period in each sample: a trace event whose samples carry it
+        is recorded at every hit whatever the period (kernel/events/core.c, perf_swevent_event)."""
         first, *rest = self.events()
         extra = [arg for event in rest for arg in ("-e", event)]
+        if self.request.sample > 1:
+            extra += ["-c", str(self.request.sample), "--no-period"]
         how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
         return spec.replace(options=how)
 
     def facts(self) -> dict[str, str]:
         """The capture facts: which functions were probed where, and how often."""
-        apis = ", ".join(p.api for p in self.added if p.allocates)
+        apis = ", ".join(p.api for p in self.added if p.allocates and not p.library)
         facts = {"allocators probed": f"{apis} in {self.library}"}
+        for probe in (p for p in self.added if p.library):
+            facts["allocators probed"] += f"; {probe.frame or probe.api} in {probe.library}"
         if self.request.mode == "live":
             facts["allocators probed"] += " (and free, munmap, the returned addresses)"
+        if self.request.sample > 1:
+            n = self.request.sample
+            facts["sampling"] = (
+                f"1 in {n:,} calls of each function in each thread recorded, each weighs {n:,}x its bytes"
+            )
         if self.missing:
             facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
         return facts
@@ -173,17 +219,17 @@ def probe_specs(group: str, probes: Sequence[Probe], addresses: dict[str, int], 
     """perf probe -a arguments: 'GROUP:malloc=0x98930 size=%di:u64', and 'GROUP:malloc=0x98930%return ...'."""
     specs = []
     for probe in probes:
-        address = addresses[probe.api]
-        specs.append(f"{group}:{probe.api}=0x{address:x} {probe.args}")
+        address = addresses[probe.symbol or probe.api]
+        specs.append(f"{event_name(group, probe.api)}=0x{address:x} {probe.args}")
         if probe.returns and live:
-            specs.append(f"{group}:{probe.api}=0x{address:x}%return ret=$retval:x64")
+            specs.append(f"{event_name(group, probe.api)}=0x{address:x}%return ret=$retval:x64")
     return specs
 
 
 def _perf_probe(perf: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            [perf, "probe", "-q", *args], capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace"
+            [perf, "probe", *args], capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace"
         )
     except subprocess.TimeoutExpired:
         raise PerfFailed(f"perf probe {args[0]} did not finish in {PROBE_SECONDS:.0f} s") from None
@@ -194,6 +240,7 @@ def _perf_probe(perf: str, args: Sequence[str]) -> subprocess.CompletedProcess[s
 def probe_failure(stderr: str) -> FlamegraphError:
     """perf probe's complaint -> one line: perf without `probe` (built without libelf), no permission, other."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and line.strip() != "Error:"]
+    lines = [line for line in lines if not line.startswith("Hint:")] or lines
     said = " ".join(lines)
     if "not a perf-command" in said or "not built" in said or "NO_LIBELF" in said:
         return PerfMissing("this perf cannot add uprobes (`perf probe` is missing: perf built without libelf)")
@@ -238,9 +285,10 @@ def remove_stale(perf: str, note: Callable[[str], None]) -> None:
 
 @contextmanager
 def memory_probes(
-    request: MemoryRequest, pid: int | None, note: Callable[[str], None] = print
+    request: MemoryRequest, pid: int | None, note: Callable[[str], None] = print, more: Sequence[Probe] = ()
 ) -> Iterator[MemoryProbes]:
-    """Adds the probes, yields them, and deletes them whatever happens (errors, Ctrl-C, perf dying)."""
+    """Adds the probes (the C library's, and `more` in other libraries: each must be there), yields them,
+    and deletes them whatever happens (errors, Ctrl-C, perf dying)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         raise PerfFailed(f"--memory reads x86-64 registers; this machine is {platform.machine()}")
     perf = find_perf()
@@ -255,11 +303,22 @@ def memory_probes(
     if not any(p.allocates for p in probes.added):
         raise PerfFailed(f"{library} defines none of the allocation functions ({', '.join(probes.missing)})")
     remove_stale(perf, note)
+    if (aliasing := request.aliasing_note()) is not None:
+        note(aliasing)
+    elsewhere = {p.library: [q for q in more if q.library == p.library] for p in more}
+    found = {lib: function_addresses(lib, [p.symbol or p.api for p in wanted]) for lib, wanted in elsewhere.items()}
+    for probe in more:
+        if (probe.symbol or probe.api) not in found[probe.library]:
+            raise PerfFailed(f"{probe.library} does not define {probe.frame or probe.api}: it cannot be probed")
     try:
-        specs = probe_specs(group, probes.added, addresses, request.mode == "live")
-        added = _perf_probe(perf, ["-x", library, *(arg for spec in specs for arg in ("-a", spec))])
-        if added.returncode != 0:
-            raise probe_failure(added.stderr)
+        live = request.mode == "live"
+        places = [(library, addresses, probes.added), *((lib, found[lib], ps) for lib, ps in elsewhere.items())]
+        for lib, defined, these in places:
+            specs = probe_specs(group, these, defined, live)
+            added = _perf_probe(perf, ["-x", lib, *(arg for spec in specs for arg in ("-a", spec))])
+            if added.returncode != 0:
+                raise probe_failure(added.stderr)
+        probes.added = [*probes.added, *more]
         yield probes
     finally:
         if group in groups_defined() and not delete_group(perf, group):

@@ -40,7 +40,7 @@ def fold_memory_recording(
     diagnostics = Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     request = probes.request
-    weigher = AllocationWeigher(probes.group, request.mode, probes.library)
+    weigher = AllocationWeigher(probes.group, request.mode, probes.library, request.sample, probes.wrappers())
     label = str(recording.perf_data)
     try:
         args, progress = script_args(recording, window, MEMORY_FIELDS), show_progress(status, "weighing")
@@ -59,6 +59,8 @@ def fold_memory_recording(
         raise NoSamples(f"{label}: no bytes {what} ({calls_text(totals)})")
     profile.unit = UNIT
     profile.event = "bytes allocated" if request.mode == "alloc" else "bytes still allocated at the end"
+    if request.sample > 1:
+        profile.event += f" (1 in {request.sample:,} calls, x{request.sample:,})"
     profile.metadata.update({k: v for k, v in recording.metadata.items() if k not in ("event", "frequency")})
     profile.metadata.update(probes.facts())
     profile.metadata.update(memory_facts(totals, recording.seconds, request.mode))
@@ -82,6 +84,8 @@ def memory_facts(totals: MemoryTotals, seconds: float, mode: str) -> dict[str, s
     left = []
     if totals.nested:
         left.append(f"{totals.nested:,} the allocator's own inner calls (counted once, as the outer call)")
+    if totals.handed_on:
+        left.append(f"{totals.handed_on:,} realloc(NULL, n), aligned_alloc(<= 16, n) (counted as the malloc they call)")
     if totals.internal:
         left.append(f"{totals.internal:,} anonymous mmaps of the C library itself (arenas, thread stacks)")
     if totals.not_anonymous:

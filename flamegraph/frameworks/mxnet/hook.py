@@ -34,10 +34,11 @@ from ...window import Window
 from ..jit.hook import hook_command, user_command
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
-from .inprocess import bulk_settings, environment_to_set
+from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
 from .profile import ProfilerTrace, read_profile
+from .storage import BytesRow, bytes_lines, bytes_rows, check_text
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
 from .switches import off_cpu_intervals
 from .threads import ThreadMapping, learn_thread_map, recorded_threads
@@ -235,6 +236,7 @@ class MxnetHook:
     processes: list[dict[str, Any]] = field(default_factory=list)
     last: JoinSummary | None = None  # what the last `report` found
     timing: str = ""  # what building the joiner cost
+    memory: bool = False  # record --memory: the profiler's storage counters on too (the bytes table's check)
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         if spec.pid is not None:
@@ -252,6 +254,8 @@ class MxnetHook:
         self.hooked = True
         self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         env = environment_to_set({*os.environ, *spec.env})
+        if self.memory:
+            env[PROFILE_MEMORY] = "1"
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
@@ -321,6 +325,16 @@ class MxnetHook:
             self.note(f"mxnet: join after the run: {self.timing}")
         self.last = summary
         return summary
+
+
+    def report_bytes(self, joiner: Joiner, profile: FoldedProfile) -> list[BytesRow]:
+        """After a memory fold: bytes per operator beside the profiler's storage counters (printed, in the header)."""
+        rows = bytes_rows(profile, joiner.trace)
+        for line in bytes_lines(rows):
+            self.note(line)
+        if rows:
+            profile.metadata["MXNet bytes per operator"] = check_text(rows)
+        return rows
 
 
 def instrument_threads(facts: dict[str, Any], dumpers: set[int], python: set[int]) -> dict[int, bytes]:

@@ -75,6 +75,7 @@ def environment_to_set(present: Container[str]) -> dict[str, str]:
 
 
 SIDECAR_VERSION = 1
+PROFILE_MEMORY = "FLAMEGRAPH_MXNET_PROFILE_MEMORY"  # "1": the storage counters too (record --memory --mxnet)
 # The profiler keeps every event in memory until it is dumped (~8 MB/s for the MLP): a timer thread
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
 # that is complete up to its last dump (read back by profile.py's recovery).
@@ -168,7 +169,7 @@ def start_profiler(session: Session, mx: Any) -> None:
         session.facts["mxnet"] = str(getattr(mx, "__version__", "unknown"))
         mx.profiler.set_config(
             filename=session.facts["profile"], profile_symbolic=True, profile_imperative=True,
-            profile_memory=False, profile_api=False, aggregate_stats=False,
+            profile_memory=os.environ.get(PROFILE_MEMORY) == "1", profile_api=False, aggregate_stats=False,
             continuous_dump=True, dump_period=DUMP_PERIOD_S,
         )  # fmt: skip
         mx.profiler.set_state("run")

@@ -7,7 +7,11 @@ CLOCK_REALTIME, `tid` a 64-bit hash of the C++ thread id (not the Linux TID):
     {"name": "FullyConnected", "cat": "operator", "ph": "E", "ts": 1795356975007402, ...}
     {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}
 Each operator is also written as an async pair ("ph": "b"/"e", same times): those are skipped,
-as are counters ("C") and metadata ("M"). Complete events ("ph": "X", "dur") are read too.
+as is metadata ("M"). Complete events ("ph": "X", "dur") are read too. With profile_memory=True the
+storage's counters (bytes in use after each allocation and free, on the thread that made it) are kept
+as the increases they show:
+    {"name": "Memory: cpu/0", "cat": "Device Storage", "ph": "C", "ts": 1795722207591307,
+     "args": {"Memory: cpu/0": 512}, "pid": 9785678402843609691, "tid": 8985424698992349153}
 
 A file cut short (the process was killed while dumping) or garbled is read as far as it goes:
 every complete event object is recovered and the damage is reported, never raised.
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OPERATOR = "operator"
+STORAGE = "Device Storage"
 # A flat JSON object (MXNet's events nest only inside "M" metadata, which we do not need).
 FLAT_OBJECT = re.compile(rb"\{[^{}]*\}")
 
@@ -87,6 +92,7 @@ class ProfilerTrace:
 
     threads: dict[int, SpanIndex] = field(default_factory=dict)
     events: int = 0  # event objects read
+    storage: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # tid -> (ts, bytes more in use)
     problems: list[str] = field(default_factory=list)  # one line each, with figures
 
     @property
@@ -129,7 +135,29 @@ def parse_profile(data: bytes) -> ProfilerTrace:
     events = list(_events(data, trace))
     trace.events = len(events)
     _pair(events, trace)
+    trace.storage = storage_increases(events)
     return trace
+
+
+def storage_increases(events: Iterable[dict[str, Any]]) -> dict[int, list[tuple[float, float]]]:
+    """tid -> (ts, increase) of each storage counter event that rose (each counter by itself, in time order)."""
+    counters = [e for e in events if e.get("ph") == "C" and e.get("cat") == STORAGE and _number(e.get("ts"))]
+    before: dict[str, float] = {}
+    rises: dict[int, list[tuple[float, float]]] = {}
+    for event in sorted(counters, key=lambda e: e["ts"]):
+        name, args, tid = event.get("name"), event.get("args"), event.get("tid")
+        value = args.get(name) if isinstance(args, dict) and isinstance(name, str) else None
+        if not isinstance(name, str) or not isinstance(value, int | float) or not isinstance(tid, int):
+            continue
+        rise = value - before.get(name, 0.0)
+        before[name] = value
+        if rise > 0:
+            rises.setdefault(tid, []).append((float(event["ts"]), float(rise)))
+    return rises
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float)
 
 
 def _events(data: bytes, trace: ProfilerTrace) -> Iterator[dict[str, Any]]:
