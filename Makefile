@@ -93,6 +93,8 @@ perf-deps: ## install perf with apt when missing (needs root)
 PY312 ?= $(shell ls -d $$HOME/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1)
 VENV312 ?= .venv-312
 WORKLOAD_PYTHON ?= $(if $(wildcard $(VENV312)/bin/python),$(abspath $(VENV312))/bin/python,)
+# make flamegraph ENGINE=threaded: MXNet's default engine even on 3.12 (operators on its own threads, not under train_epoch)
+ENGINE ?= auto
 
 $(VENV312)/.installed:
 	@test -n "$(PY312)" || { echo "workload-venv: no Python 3.12 (pyenv's, or give PY312=/path/to/python3.12)"; exit 2; }
@@ -103,7 +105,7 @@ $(VENV312)/.installed:
 workload-venv: $(VENV312)/.installed ## a Python 3.12 venv for the workload (mxnet 1.9.1, numpy 1.26): make flamegraph then shows Python frames
 
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) --engine $(ENGINE) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
