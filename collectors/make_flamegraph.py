@@ -2,6 +2,7 @@
 
     python -m collectors.make_flamegraph [--out out] [--epochs 3] [--no-baseline] [--no-jit] [--no-mxnet]
                                          [--python PY] [--engine auto|naive|threaded]
+                                         [--data DIR] [--max-batches N]
 
 Prepares MNIST (once), trains without perf before and after for the baseline throughput, trains under
 `perf record` (JIT kernels named and unwound: DNNL_JIT_DUMP, jitdump, `perf inject --jit`, call graph
@@ -66,6 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="no [op]/[dnnl] frames (MXNet's profiler and oneDNN's verbose log stay off, bulk execution on)",
     )
+    p.add_argument("--data", type=Path, default=None, help="the four IDX files (default: MNIST, prepared once)")
+    p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after N batches (0: all)")
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -119,11 +122,11 @@ class OnCpuRun:
 
 def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     """Baseline, recording (with `hooks`: pre-/post-steps such as JIT naming), fold, render."""
-    data = prepare_mnist(args.cache)
+    data = args.data.absolute() if args.data is not None else prepare_mnist(args.cache)
     engine = choose_engine(args.engine, args.python, frames=not args.no_jit and not hooks)
     if engine.line:
         print(f"== {engine.line}", flush=True)
-    mlp = MlpRun(data, epochs=args.epochs, python=args.python, env=engine.env)
+    mlp = MlpRun(data, epochs=args.epochs, max_batches=args.max_batches, python=args.python, env=engine.env)
     baseline = None
     if not args.no_baseline:
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 1 of 2)", flush=True)
