@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench long-bench
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu render-bench long-bench python-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -121,6 +121,11 @@ screenshots: venv system-deps ## the sample graphs in headless Chromium at 1400x
 
 render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH_PL=...) on 81,000 synthetic stacks
 	FLAMEGRAPH_SHARED=$(SHARED) $(PY) bench/bench_render.py --stacks 81000 --runs 3
+
+COST_PAIRS ?= 4
+python-cost: venv workload-venv ## what Python frames cost the MLP on 3.12: perf support on/off, NaiveEngine/threaded (interleaved pairs, median + spread)
+	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare perf-support --pairs $(COST_PAIRS)
+	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare engine --pairs $(COST_PAIRS)
 
 LONG_SECONDS ?= 600
 long-bench: venv perf-deps ## a --every 60 --max-spool 256M recording of LONG_SECONDS against plain perf record: peak disk, RSS, samples kept
