@@ -57,7 +57,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Completed
     env = {k: v for k, v in os.environ.items() if k != "MXNET_ENGINE_TYPE"}
     env["PYTHONPATH"] = str(REPO)
     argv = [sys.executable, "-m", "collectors.make_flamegraph", "--out", str(tmp / "out"), "--epochs", "1",
-            "--max-batches", str(BATCHES), "--freq", "999", "--no-baseline", "--data", str(data), "--python", python]  # fmt: skip
+            "--max-batches", str(BATCHES), "--freq", "999", "--no-baseline", "--data", str(data),
+            "--python", python]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return proc, tmp / "out"
