@@ -22,7 +22,7 @@ from helpers.pythons import need_mxnet_python
 
 from collectors.mnist import idx_images, idx_labels
 
-pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
+pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 BATCHES = 60  # at 999 Hz: ~60 samples in JIT kernels (~0.5 a batch at 499 Hz, 14 % of the samples)
