@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -93,6 +93,8 @@ perf-deps: ## install perf with apt when missing (needs root)
 PY312 ?= $(shell ls -d $$HOME/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1)
 VENV312 ?= .venv-312
 WORKLOAD_PYTHON ?= $(if $(wildcard $(VENV312)/bin/python),$(abspath $(VENV312))/bin/python,)
+# make flamegraph ENGINE=threaded: MXNet's default engine even on 3.12 (operators on its own threads, not under train_epoch)
+ENGINE ?= auto
 
 $(VENV312)/.installed:
 	@test -n "$(PY312)" || { echo "workload-venv: no Python 3.12 (pyenv's, or give PY312=/path/to/python3.12)"; exit 2; }
@@ -103,7 +105,7 @@ $(VENV312)/.installed:
 workload-venv: $(VENV312)/.installed ## a Python 3.12 venv for the workload (mxnet 1.9.1, numpy 1.26): make flamegraph then shows Python frames
 
 flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) --engine $(ENGINE) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
@@ -123,6 +125,11 @@ render-bench: venv ## time `flamegraph render` against flamegraph.pl (FLAMEGRAPH
 ROUNDS ?= 3
 offcpu-cost: venv perf-deps ## what offcpu --wakers and record --wall cost on the MLP vs plain offcpu and no recording: ROUNDS interleaved rounds, median, spread
 	$(PY) bench/offcpu_cost.py --rounds $(ROUNDS)
+
+COST_PAIRS ?= 4
+python-cost: venv workload-venv ## what Python frames cost the MLP on 3.12: perf support on/off, NaiveEngine/threaded (interleaved pairs, median + spread)
+	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare perf-support --pairs $(COST_PAIRS)
+	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare engine --pairs $(COST_PAIRS)
 
 LONG_SECONDS ?= 600
 long-bench: venv perf-deps ## a --every 60 --max-spool 256M recording of LONG_SECONDS against plain perf record: peak disk, RSS, samples kept

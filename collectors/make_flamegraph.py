@@ -1,6 +1,8 @@
 """`make flamegraph`: the MXNet MLP on MNIST under perf -> out/mlp-oncpu.folded and out/mlp-oncpu.svg.
 
     python -m collectors.make_flamegraph [--out out] [--epochs 3] [--no-baseline] [--no-jit] [--no-mxnet]
+                                         [--python PY] [--engine auto|naive|threaded]
+                                         [--data DIR] [--max-batches N]
 
 Prepares MNIST (once), trains without perf before and after for the baseline throughput, trains under
 `perf record` (JIT kernels named and unwound: DNNL_JIT_DUMP, jitdump, `perf inject --jit`, call graph
@@ -9,6 +11,10 @@ and renders it with the oneDNN highlight preset. With MXNet's profiler and oneDN
 (`--mxnet`, the default; --no-mxnet leaves them off) the graph has [op] and [dnnl] frames and the
 header the per-operator and per-primitive tables. Prints where the files are, the top frames and the
 profiling overhead on training throughput (samples/s without and with perf, same invocation).
+A Python 3.12+ trainer (--python, $WORKLOAD_PYTHON) trains with MXNET_ENGINE_TYPE=NaiveEngine (--engine
+auto): MXNet then runs each operator inside the push, on the Python thread, so one stack holds
+`train_epoch -> forward -> [op] FullyConnected -> [dnnl] inner_product -> jit kernel` as perf unwound it
+(the threaded engine runs them on its own threads, where no Python frame is). Said in the header.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ from flamegraph.record import RecordHook, RecordOptions, script_args
 from .driver import driver_parser, run_driver, write_facts
 from .mnist import prepare_mnist
 from .recipe import (
+    ENGINE_VARIABLE,
+    ENGINES,
     MlpRun,
+    choose_engine,
     fold_training,
     mxnet_hook,
     overhead,
@@ -58,6 +67,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="no [op]/[dnnl] frames (MXNet's profiler and oneDNN's verbose log stay off, bulk execution on)",
     )
+    p.add_argument("--data", type=Path, default=None, help="the four IDX files (default: MNIST, prepared once)")
+    p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after N batches (0: all)")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="MXNet's engine: naive (operators on the Python thread that pushed them), threaded (MXNet's "
+        "default), auto (naive when the trainer's Python functions are frames: Python 3.12+ with JIT unwinding)",
+    )
     return p.parse_args(argv)
 
 
@@ -79,6 +97,7 @@ class OnCpuRun:
     val_acc: float | None
     shares: dict[str, float]  # % of samples under each of ONEDNN_FRAMES
     mxnet: JoinSummary | None
+    engine: str  # MXNET_ENGINE_TYPE of the runs ("" for MXNet's default)
 
     def facts(self) -> dict[str, object]:
         return {
@@ -97,13 +116,17 @@ class OnCpuRun:
             "val_acc": self.val_acc,
             "shares_percent": {k: round(v, 1) for k, v in self.shares.items()},
             "mxnet": mxnet_figures(self.mxnet) if self.mxnet is not None else None,
+            "engine": self.engine or None,
         }
 
 
 def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     """Baseline, recording (with `hooks`: pre-/post-steps such as JIT naming), fold, render."""
-    data = prepare_mnist(args.cache)
-    mlp = MlpRun(data, epochs=args.epochs, python=args.python)
+    data = args.data.absolute() if args.data is not None else prepare_mnist(args.cache)
+    engine = choose_engine(args.engine, args.python, frames=not args.no_jit and not hooks)
+    if engine.line:
+        print(f"== {engine.line}", flush=True)
+    mlp = MlpRun(data, epochs=args.epochs, max_batches=args.max_batches, python=args.python, env=engine.env)
     baseline = None
     if not args.no_baseline:
         print(f"== training {args.epochs} epochs without perf (baseline throughput, 1 of 2)", flush=True)
@@ -137,6 +160,8 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     profile.metadata["workload"] = f"MXNet MLP 784-128-64-10 on MNIST, batch 64, {args.epochs} epochs, oneDNN" + (
         ", MXNet profiler + oneDNN verbose log on, bulk execution off" if mxnet else ""
     )
+    if engine.header:
+        profile.metadata["MXNet engine"] = engine.header
     if recorded.log.val_acc is not None:
         profile.metadata["validation accuracy"] = f"{recorded.log.val_acc:.4f}"
     profile.metadata["throughput"] = f"{rate:,.0f} samples/s under perf" + (
@@ -162,6 +187,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
         recorded.log.val_acc,
         shares(profile, ONEDNN_FRAMES),
         mxnet.last if mxnet is not None else None,
+        engine.env.get(ENGINE_VARIABLE, ""),
     )
 
 

@@ -23,6 +23,7 @@ from flamegraph.io.sidecar import Context
 from flamegraph.io.writer import write_results
 from flamegraph.model import FoldedProfile
 from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
+from flamegraph.record.command import python_target
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.summary import top_self
 from flamegraph.window import Window
@@ -63,6 +64,45 @@ class MlpRun:
     def environment(self) -> dict[str, str]:
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         return {"PYTHONPATH": path, **self.env}
+
+
+ENGINE_VARIABLE = "MXNET_ENGINE_TYPE"
+NAIVE = "NaiveEngine"
+ENGINES = ("auto", "naive", "threaded")
+NAIVE_HEADER = (
+    "NaiveEngine (MXNET_ENGINE_TYPE): each operator runs inside its push, on the Python thread that pushed it, one "
+    "at a time, so a stack joins the Python caller to its operator as perf unwound it; same accuracies as the "
+    "threaded engine, not its overlap of operators (docs/python.md)"
+)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """MXNet's engine for the runs: the trainer's environment, one line for the terminal, the header's text."""
+
+    env: dict[str, str]
+    line: str
+    header: str
+
+
+def choose_engine(wanted: str, python: str, frames: bool) -> EngineChoice:
+    """`auto`: the naive engine when the trainer's Python functions become frames (Python 3.12+, `frames`:
+    recorded with the JIT hook), MXNet's default threaded engine otherwise. A MXNET_ENGINE_TYPE the user
+    set is kept, whatever `wanted` says."""
+    own = os.environ.get(ENGINE_VARIABLE)
+    if own:
+        return EngineChoice({}, f"{ENGINE_VARIABLE}={own} (yours) kept", f"{own} (your {ENGINE_VARIABLE})")
+    if wanted == "auto":
+        target = python_target((python,), os.environ) if frames else None
+        wanted = "naive" if target is not None and target.version >= (3, 12) else "threaded"
+    if wanted == "threaded":
+        return EngineChoice({}, "", "")
+    return EngineChoice(
+        {ENGINE_VARIABLE: NAIVE},
+        f"{ENGINE_VARIABLE}={NAIVE}: operators run on the Python thread that pushed them, so the graph joins "
+        "train_epoch to its operators and kernels (--engine threaded: MXNet's default engine)",
+        NAIVE_HEADER,
+    )
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.mlp_log import TrainLog, format_epoch, format_marker, parse_log
-from collectors.recipe import ROOT, MlpRun, overhead, shares
+from collectors.recipe import ROOT, MlpRun, choose_engine, overhead, shares
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.io.perf import find_perf
@@ -83,6 +83,26 @@ def test_mlp_command_runs_from_any_directory(tmp_path: Path) -> None:
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT) and env["MXNET_MKLDNN_ENABLED"] == "0"
 
 
+def test_the_engine_is_naive_only_where_python_frames_join_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """make flamegraph: MXNet's NaiveEngine for a 3.12+ trainer recorded with Python frames (operators on the
+    Python thread), MXNet's default otherwise; the user's MXNET_ENGINE_TYPE wins over either."""
+    monkeypatch.delenv("MXNET_ENGINE_TYPE", raising=False)
+    pythons = {}
+    for release in ("3.12", "3.11"):
+        pythons[release] = tmp_path / f"python{release}"  # the version is read from the name: never run
+        pythons[release].write_text("#!/bin/sh\n")
+        pythons[release].chmod(0o755)
+    naive = choose_engine("auto", str(pythons["3.12"]), frames=True)
+    assert naive.env == {"MXNET_ENGINE_TYPE": "NaiveEngine"} and "NaiveEngine (MXNET_ENGINE_TYPE)" in naive.header
+    assert naive.line.startswith("MXNET_ENGINE_TYPE=NaiveEngine: operators run on the Python thread")
+    for wanted, python, frames in (("auto", "3.11", True), ("auto", "3.12", False), ("threaded", "3.12", True)):
+        assert choose_engine(wanted, str(pythons[python]), frames) == choose_engine("threaded", "", False)
+    assert choose_engine("naive", str(pythons["3.11"]), frames=False).env == naive.env  # asked for: given
+    monkeypatch.setenv("MXNET_ENGINE_TYPE", "ThreadedEngine")
+    yours = choose_engine("naive", str(pythons["3.12"]), frames=True)
+    assert yours.env == {} and yours.header == "ThreadedEngine (your MXNET_ENGINE_TYPE)"
+
+
 def load(path: Path) -> FoldedProfile:
     with open(path, "rb") as f:
         return read_folded(f, str(path), Diagnostics())
@@ -111,6 +131,9 @@ def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
     # the training window excludes start-up: no `import mxnet` (dlopen of libmxnet) in it
     assert not any("_dl_map_object" in stack for stack in profile.counts)
     assert "top 10 frames by self samples" in proc.stdout and "overhead:" in proc.stdout
+    if sys.version_info < (3, 12):  # the Makefile's 3.11: no Python frames, said once; MXNet's own engine
+        assert (proc.stdout + proc.stderr).count(f"is Python 3.{sys.version_info[1]}: its Python functions") == 1
+        assert facts["engine"] is None and "NaiveEngine" not in proc.stdout
     svg = (tmp_path / "mlp-oncpu.svg").read_text()
     assert "MultiSGDKernel" in svg  # the optimizer's frames
     version = perf_version(find_perf())

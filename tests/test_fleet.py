@@ -376,3 +376,21 @@ def test_library_and_other_commands_run_without_dask(tmp_path: Path) -> None:
     args = ["fold", "--scheduler", "local", str(tmp_path / "x")]
     ran = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert ran.returncode == 4 and "no such file" in ran.stderr  # input checks come before the cluster
+
+
+def test_a_python_312_command_is_said_to_get_no_python_frames(tmp_path: Path) -> None:
+    """fleet records no Python frames (flamegraph record does): one line for a 3.12+ command, none for 3.11
+    (record's own note says that one) nor for a program that is no Python."""
+    from flamegraph.fleet.tasks import python_frames_note
+
+    for release in ("3.12", "3.11"):
+        interpreter = tmp_path / f"python{release}"
+        interpreter.write_text("#!/bin/sh\n")
+        interpreter.chmod(0o755)
+        said = python_frames_note((str(interpreter), "train.py"))
+        if release == "3.12":
+            assert said == (f"{interpreter} is Python 3.12: fleet records no Python frames, only the interpreter's C "
+                            "functions (flamegraph record -- COMMAND draws its Python functions)")  # fmt: skip
+        else:
+            assert said is None
+    assert python_frames_note(("/bin/sleep", "1")) is None

@@ -13,7 +13,7 @@ from flamegraph.color import resolve_highlights
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
 from flamegraph.frameworks.mxnet.dnnl import Primitive, VerboseLog
 from flamegraph.frameworks.mxnet.hook import recorded_map
-from flamegraph.frameworks.mxnet.join import COMPLETE, EXECUTE, SUBMITS, Joiner, op_frame
+from flamegraph.frameworks.mxnet.join import COMPLETE, EXECUTE, NAIVE_EXECUTE, SUBMITS, Joiner, op_frame
 from flamegraph.frameworks.mxnet.profile import ProfilerTrace, Span, SpanIndex
 from flamegraph.frameworks.mxnet.summary import is_unnamed, summarize
 from flamegraph.frameworks.mxnet.switches import OffCpu, off_cpu_intervals
@@ -222,6 +222,23 @@ def test_a_python_thread_with_a_few_spans_is_no_engine_thread() -> None:
     assert join(header(ENGINE, 2500), engine_loop) == engine_loop
     summary = summarize(join)
     assert (summary.engine_samples, summary.op_named) == (3, 2)  # the engine's own loop counts, Python does not
+
+
+def test_naive_engine_operators_sit_under_the_python_frames_that_pushed_them() -> None:
+    """MXNET_ENGINE_TYPE=NaiveEngine runs each operator inside NaiveEngine::PushAsync on the Python thread:
+    the [op] frame goes right above it, under the Python callers perf unwound (the MLP on 3.12: none
+    before, as the thread is no engine thread and its stacks are complete)."""
+    trace = ProfilerTrace({P_ENGINE: SpanIndex([Span(1000, 2000, "FullyConnected")])})
+    join = Joiner(trace, None, ZERO, recorded_threads(trace.threads, {P_ENGINE: [MAIN]}))
+    join.engine_tids = set()  # the main thread is a Python thread
+    pushed = [b"gemm_[j]", SUBMIT, b"FullyConnectedComputeExCPU", b"_M_invoke", NAIVE_EXECUTE, b"NaiveEngine::Push",
+              b"MXExecutorForward", b"Executor.forward (executor.py)", b"train_epoch (train_mlp.py)", b"_start"]
+    assert join(header(MAIN, 1500), pushed) == [*pushed[:4], b"[op] FullyConnected", *pushed[4:]]
+    assert join(header(MAIN, 2500), pushed)[4] == b"[op] (none)"  # in the push, before its span began
+    python = [b"_PyEval_EvalFrameDefault", b"train_epoch (train_mlp.py)", b"_start"]
+    assert join(header(MAIN, 1500), python) == python  # Python's own work during the span: not the operator's
+    summary = summarize(join)
+    assert (summary.engine_samples, summary.op_named) == (2, 1)
 
 
 def test_off_cpu_intervals() -> None:

@@ -33,6 +33,7 @@ from ..frameworks.mxnet.hook import MxnetHook
 from ..io.diagnostics import FlamegraphError, NoSamples, NoSuchProcess
 from ..io.private import scratch_dir
 from ..record import RecordOptions, RecordSpec, Status, record
+from ..record.command import python_target
 from . import watchdog
 from .hosts import children, command_line, matching_processes, records_into
 from .model import FAILED, OK, HostIdentity, HostRequest, HostResult
@@ -109,6 +110,8 @@ def _record_and_fold(
         keep = True
 
     hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
+    if request.target.command and (said := python_frames_note(spec.command)) is not None:
+        notes.note(said)
     try:
         mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -143,6 +146,17 @@ def _record_and_fold(
                 hook.cleanup()  # the perf maps we wrote
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def python_frames_note(command: tuple[str, ...]) -> str | None:
+    """One line for a launched Python 3.12+ command: fleet records no Python frames (`flamegraph record`
+    does; a 3.11 command gets record's own note). Python frames need the hook, perf inject and the
+    interpreter folding on the host, which fleet's fold does not do."""
+    target = python_target(command, os.environ)
+    if target is None or target.version < (3, 12):
+        return None
+    return (f"{target.interpreter} is Python {target.release}: fleet records no Python frames, only the "
+            "interpreter's C functions (flamegraph record -- COMMAND draws its Python functions)")  # fmt: skip
 
 
 def _kept(data: Path, parent: Path | None) -> Path:

@@ -65,3 +65,37 @@ def need_pyspy(python: str) -> str:
             last = (pip.stderr.strip().splitlines() or ["?"])[-1]
             skip_or_fail(f"needs py-spy 0.4 from PyPI ({PYSPY_REQUIREMENT}): pip failed: {last}")
     return str(binary)
+
+
+# What the Makefile's `make workload-venv` installs: MXNet 1.9.1 runs on 3.12 with numpy 1.26 (the oldest
+# with 3.12 wheels; the trainer restores the aliases numpy 1.24 removed) and setuptools (for distutils).
+MXNET_312_REQUIREMENTS = ("mxnet==1.9.1", "numpy==1.26.*", "setuptools")
+
+
+def need_mxnet_python() -> str:
+    """A Python 3.12 interpreter that imports MXNet: $WORKLOAD_PYTHON when it is one, else a venv of
+    pyenv's 3.12 under the test cache with MXNET_312_REQUIREMENTS from PyPI (made on first use)."""
+    given = os.environ.get("WORKLOAD_PYTHON")
+    if given and _imports_mxnet(given):
+        return given
+    base = need_python("3.12")
+    venv = cache_root() / "mxnet-3.12"
+    python = venv / "bin" / "python"
+    if not _imports_mxnet(str(python)):
+        made = subprocess.run([base, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True)
+        pip = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *MXNET_312_REQUIREMENTS], capture_output=True, text=True
+        ) if made.returncode == 0 else made  # fmt: skip
+        if pip.returncode != 0 or not _imports_mxnet(str(python)):
+            last = (pip.stderr.strip().splitlines() or ["?"])[-1]
+            skip_or_fail(f"needs MXNet 1.9.1 on Python 3.12 ({' '.join(MXNET_312_REQUIREMENTS)} from PyPI): {last}")
+    return str(python)
+
+
+def _imports_mxnet(python: str) -> bool:
+    """`python` is 3.12+ and finds MXNet's package (not imported: that takes seconds)."""
+    probe = "import sys, importlib.util; sys.exit(sys.version_info < (3, 12) or not importlib.util.find_spec('mxnet'))"
+    try:
+        return subprocess.run([python, "-I", "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

@@ -9,8 +9,9 @@ prepare: a Python command runs through the in-process hook with `--mxnet-dir DIR
 finish:  reads the sidecar the process left (clocks, file names, notes).
 joiner:  loads the trace and the verbose log (a missing, empty, truncated or garbled one is one
          line and no frames of that kind), takes the thread map the process recorded (else learns
-         it from a first `perf script` pass: which TIDs sample ExecuteOprBlock when), reads the
-         threads' context switches in that pass, and returns the fold's sample hook.
+         it from a first `perf script` pass: which TIDs sample ExecuteOprBlock, or the naive engine's
+         PushAsync, when), reads the threads' context switches in that pass, and returns the fold's
+         sample hook.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .threads import ThreadMapping, learn_thread_map, recorded_threads
 SIDECAR = re.compile(r"^mxnet-(\d+)\.json$")
 PREVIOUS = re.compile(r"^(mxnet-\d+\.json|profile-\d+\.json|dnnl-verbose-\d+\.log)$")
 EXECUTE_TEXT = b"ThreadedEngine::ExecuteOprBlock"
+NAIVE_TEXT = b"NaiveEngine::PushAsync"  # MXNET_ENGINE_TYPE=NaiveEngine: the operator runs inside the push
 SWITCH_EVENTS = "--switch-events"  # context switches: the profiler's time split into on- and off-CPU
 # Measured on the hybridized Gluon CNN of tests/test_mxnet_users.py (docs/mxnet.md, "Bulk execution").
 BULK_COST = "measured cost: none above noise (CPU per Gluon training step, median of 4 runs: 17.8 ms off, 19.1 ms on)"
@@ -212,7 +214,7 @@ def parse_evidence(lines: Iterable[bytes], alignment: Alignment) -> Evidence:
                     evidence.switches.setdefault(thread_of(header), []).append((t, switch.group(1) == b"OUT"))
                     evidence.last = max(evidence.last, t)
                 header = None
-        elif header is not None and not counted and EXECUTE_TEXT in line:
+        elif header is not None and not counted and (EXECUTE_TEXT in line or NAIVE_TEXT in line):
             t = alignment.realtime_us(float(header.group(3)))
             evidence.engine_times.setdefault(thread_of(header), []).append(t)
             evidence.last = max(evidence.last, t)

@@ -4,7 +4,10 @@ A `Joiner` is the fold's per-sample hook (`FoldOptions.sample_hook`): it gets th
 line and its folded frames (leaf first) and returns them with, where they belong:
     [op] NAME       just above ThreadedEngine::ExecuteOprBlock (everything under it is the operator's
                     cost; the innermost one when the engine runs an operator inside the completion
-                    callback of another); NAME is the span of the sample's profiler thread at its time
+                    callback of another), or NaiveEngine::PushAsync (MXNET_ENGINE_TYPE=NaiveEngine runs
+                    each operator inside the push, on the thread that pushed it: the Python frames
+                    that did are then the stack's own callers); NAME is the span of the sample's
+                    profiler thread at its time
                     ... or inside the completion callback (ThreadedEngine::OnCompleteStatic) of
                     the operator whose span ended last on that thread: the profiler stops its
                     clock first thing in that callback, then records the span and the engine
@@ -44,6 +47,7 @@ from .switches import OffCpu
 from .threads import ThreadMapping
 
 EXECUTE = b"mxnet::engine::ThreadedEngine::ExecuteOprBlock"
+NAIVE_EXECUTE = b"mxnet::engine::NaiveEngine::PushAsync"  # the naive engine runs the operator in the push
 COMPLETE = b"mxnet::engine::ThreadedEngine::OnCompleteStatic"
 COMPLETION_LIMIT_US = 10_000.0  # a completion this long after the span ended: something is off, say (none)
 SUBMITS = (b"mxnet::MKLDNNStream::Submit", b"mxnet::DNNLStream::Submit")  # MXNet 1.x, 2.x
@@ -62,6 +66,12 @@ KEEP_TIMES = 50_000  # sample times kept for the clock check (every k-th beyond 
 def thread_of(header: re.Match[bytes]) -> int:
     """The TID of a THREAD_TIME match (collapse/script.py): the id after '/', or the only one printed."""
     return int(header.group(2) or header.group(1))
+
+
+def execute_at(frames: list[bytes]) -> int | None:
+    """The index of the innermost frame that executes an operator (either engine's), or None."""
+    found = [frames.index(anchor) for anchor in (EXECUTE, NAIVE_EXECUTE) if anchor in frames]
+    return min(found) if found else None
 
 
 def op_frame(name: str) -> str:
@@ -149,7 +159,8 @@ class Joiner:
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)
         index = self.by_tid.get(tid)
-        has_execute = EXECUTE in frames
+        execute = execute_at(frames)
+        has_execute = execute is not None
         submit = next((s for s in SUBMITS if s in frames), None)
         jit_leaf = bool(frames) and frames[0].endswith(JIT_SUFFIX)
         if index is None and not has_execute and submit is None and not jit_leaf:
@@ -157,7 +168,7 @@ class Joiner:
         span = index.at(t) if index is not None else None
         inserts: list[tuple[int, bytes]] = []
         if index is not None or has_execute:
-            op = self._op(frames, tid, span, index is not None, has_execute, t)
+            op = self._op(frames, tid, span, index is not None, execute, t)
             if op is not None:
                 inserts.append(op)
             if op is not None or tid in self.engine_tids:  # (inside ExecuteOprBlock, op is never None)
@@ -176,9 +187,9 @@ class Joiner:
         return span if span is not None and t - span.end <= COMPLETION_LIMIT_US else None
 
     def _op(
-        self, frames: list[bytes], tid: int, span: Span | None, mapped: bool, has_execute: bool, t: float
+        self, frames: list[bytes], tid: int, span: Span | None, mapped: bool, execute: int | None, t: float
     ) -> tuple[int, bytes] | None:
-        if has_execute:
+        if execute is not None:
             if mapped:
                 self.operator_times.add(t)
             if not mapped:
@@ -191,7 +202,7 @@ class Joiner:
             else:
                 text = OP_NONE
             self.counts.ops[text] += 1
-            return frames.index(EXECUTE), self.name(text)
+            return execute, self.name(text)
         if span is None or (frames and frames[-1] in THREAD_ROOTS):
             # Outside any operator (idle, or the engine's own work); or a complete stack that does not
             # pass through ExecuteOprBlock although the thread is inside a span: nothing to say.
