@@ -293,7 +293,7 @@ def open_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_scratch_recording_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
-    from flamegraph.cli.scratch import ScratchRecording
+    from flamegraph.pipeline.scratch import ScratchRecording
 
     with pytest.raises(NotPrivate, match=r"may be written by others \(mode 0777, no sticky bit\)"):
         with ScratchRecording("flamegraph-record-", None, print) as scratch:

@@ -163,7 +163,7 @@ def offcpu_cli(
     from ..record.proc import snapshot_threads, whole_window_resolver
     from ..render import RenderOptions, render_svg
     from .inputs import open_in_browser
-    from .scratch import ScratchRecording, exit_like_the_command
+    from ..pipeline.scratch import ScratchRecording, exit_like_the_command
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
@@ -229,7 +229,7 @@ def _summary(recording: Recording, pid: int | None) -> str:
     if pid is not None and not alive(pid) and not recording.interrupted:
         line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
     elif recording.exit_status:
-        from .scratch import command_ended
+        from ..pipeline.scratch import command_ended
 
         line += f"; {command_ended(recording.exit_status)}"
     return line

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ..record.memory import MemoryRequest
     from ..render import RenderOptions
     from ..window import Window
-    from .scratch import ScratchRecording
+    from ..pipeline.scratch import ScratchRecording
 
 
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
@@ -304,7 +304,7 @@ def record_streaming(
 ) -> None:  # fmt: skip
     """--max-spool / --every: folded while perf records (flamegraph.cli.streamed)."""
     from ..record import Status
-    from .scratch import exit_like_the_command
+    from ..pipeline.scratch import exit_like_the_command
     from .streamed import record_streamed
 
     status = Status()
@@ -346,7 +346,7 @@ def record_and_draw(
     from ..frameworks.jit.hook import JitHook
     from ..frameworks.mxnet.hook import MxnetHook
     from ..record import Status
-    from .scratch import ScratchRecording, exit_like_the_command
+    from ..pipeline.scratch import ScratchRecording, exit_like_the_command
 
     status = Status()
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
@@ -438,7 +438,7 @@ def drawn_with(options: RenderOptions | None) -> dict[str, object]:
 def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
     counted = f" {samples:,} samples" if samples is not None else ""
     size = path.stat().st_size / 1e6 if path.exists() else 0.0
-    from .scratch import command_ended
+    from ..pipeline.scratch import command_ended
 
     ended = f"; {command_ended(exit_status)}" if exit_status else ""
     return f"recorded{counted} in {seconds:.1f} s ({size:.1f} MB){ended}"

@@ -140,7 +140,7 @@ def _write_interval(
 
 
 def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) -> str:
-    from .scratch import command_ended
+    from ..pipeline.scratch import command_ended
 
     ended = f"; {command_ended(recording.exit_status)}" if recording.exit_status else ""
     samples = fold.counts.samples + spool.dropped.samples

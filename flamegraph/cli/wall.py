@@ -40,7 +40,7 @@ def record_wall(
     from ..render import render_svg
     from .inputs import open_in_browser
     from .record_flags import check_outputs
-    from .scratch import ScratchRecording, exit_like_the_command
+    from ..pipeline.scratch import ScratchRecording, exit_like_the_command
 
     status = Status()
     drawn_svg = svg if options is not None else None
