@@ -158,12 +158,12 @@ def offcpu_cli(
     from ..io.writer import write_results
     from ..naming.grouping import grouping_note, namer_for_recording
     from ..naming.observer import FrameObserver
+    from ..pipeline.scratch import ScratchRecording, exit_like_the_command
     from ..record import Status
     from ..record.offcpu import offcpu_spec, record_offcpu
     from ..record.proc import snapshot_threads, whole_window_resolver
     from ..render import RenderOptions, render_svg
     from .inputs import open_in_browser
-    from ..pipeline.scratch import ScratchRecording, exit_like_the_command
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
@@ -190,7 +190,7 @@ def offcpu_cli(
         before = snapshot_threads(pid) if pid is not None else {}
         resolve = whole_window_resolver(pid, before) if pid is not None else None
         if cap is not None:
-            from .streamed import pair_spooled
+            from ..pipeline.streamed import pair_spooled
 
             fold, recording, namer = pair_spooled(spec, options, group_unknown, status, cap, resolve)
         else:
