@@ -38,6 +38,7 @@ from .record_flags import (
     check_request,
     parse_call_graph_option,
     parse_spool_option,
+    render_options,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from ..pipeline.oncpu import OnCpuRequest
     from ..record import Status
     from ..record.memory import MemoryRequest
-    from ..render import RenderOptions
     from ..window import Window
 
 
@@ -56,30 +56,6 @@ def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
     status.note(f"top frames by self {profile.unit} ({profile.total:,.0f} in all):")
     for name, weight in top_self(profile.counts.items(), n):
         status.note(f"  {100 * weight / total:5.1f} %  {name}")
-
-
-def render_options(
-    name: str,
-    title: str | None,
-    subtitle: str,
-    preset: str | None,
-    highlights: list[str],
-    width: int = 1200,
-    top: int = 10,
-    memory: bool = False,
-) -> RenderOptions:
-    """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
-    from ..color import HighlightRule, resolve_highlights
-    from ..render import RenderOptions
-
-    rules: list[str | HighlightRule] = list(highlights)
-    what = "memory" if memory else "on-CPU"
-    options = RenderOptions(
-        title=title or f"{name}: {what}", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top
-    )
-    options.check()
-    resolve_highlights(options.highlights, options.preset, "mem" if memory else "hot")
-    return options
 
 
 def with_memory_mode(args: list[str]) -> list[str]:
