@@ -304,9 +304,8 @@ def test_scratch_recording_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
 def test_fleet_host_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
     from flamegraph.fleet.model import FAILED, HostIdentity, HostRequest, Target
     from flamegraph.fleet.tasks import record_host
-    from flamegraph.folding.with_report import fold_with_report
 
-    request = HostRequest(Target(command=("true",)), 1.0, fold_with_report)
+    request = HostRequest(Target(command=("true",)), 1.0)
     result = record_host(request, HostIdentity("here"), "worker", lambda _seconds: False)
     assert result.state == FAILED and result.exit_code == EXIT_NO_INPUT
     assert "no sticky bit" in result.reason and os.listdir(open_tmpdir) == []

@@ -36,12 +36,13 @@ class Outputs:
     png: Path | None = None
     exports: ExportRequest = ExportRequest()
 
-    def check(self, perf_data: Path | None = None) -> None:
-        """Every output (and perf.data) can be written, and a PNG can be drawn: checked before recording."""
+    def check(self, *also: Path | None) -> None:
+        """Every output (and `also`: perf.data, fleet's outlier SVG) can be written, and a PNG can be drawn:
+        checked before recording."""
         from ..io.writer import check_writable
 
         png = self.png if self.svg is not None else None
-        for path in (self.svg, self.folded, *(path for _, path in self.exports.files), perf_data, png):
+        for path in (self.svg, self.folded, *(path for _, path in self.exports.files), *also, png):
             check_writable(path)
         if png is not None:
             from ..render.png import check_png
