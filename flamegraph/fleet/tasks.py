@@ -111,7 +111,7 @@ def _record_and_fold(
     oncpu = OnCpuRequest(spec, threads=request.threads, group_unknown=request.group_unknown, keep_interpreter=True,
                          jit=request.jit, python=False, mxnet=request.mxnet)  # fmt: skip
     try:
-        with RecordHooks(oncpu, data, notes.note) as hooks:
+        with RecordHooks.of(oncpu, data, notes.note) as hooks:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             with Stopper(data, stop, request.duration if request.target.command else None):
                 recording, _ = record_hooked(oncpu, data, hooks, notes, on_recording=recorded)

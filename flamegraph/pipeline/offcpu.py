@@ -74,7 +74,7 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
             )
         else:  # the same hooks as on-CPU (Python's frames, not oneDNN's), their perf maps removed after the exports
             hooked = OnCpuRequest(request.spec, python=request.python)
-            hooks = stack.enter_context(RecordHooks(hooked, session.data_path, status.note))
+            hooks = stack.enter_context(RecordHooks.of(hooked, session.data_path, status.note))
             fold, recording, namer = _record_and_pair(request, session, hooks, status, resolve)
         if (note := grouping_note(namer)) is not None:
             status.note(note)

@@ -12,7 +12,7 @@ stopper around perf) and the `make` recipes (their own hooks) run its steps: `Re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,24 +54,35 @@ class OnCpuResult:
     written: Written
 
 
+@dataclass
 class RecordHooks:
-    """The record hooks a request asks for, their files beside perf.data (PERF_DATA.jit/, PERF_DATA.mxnet/).
-    A context manager: the perf maps the JIT hook wrote go once every perf script pass has read them."""
+    """The record hooks of one recording: --jit/--python's and --mxnet's. A context manager: the perf maps
+    the JIT hook wrote go once every perf script pass (folds, exports) has read them."""
 
-    def __init__(self, request: OnCpuRequest, data_path: Path, note: Callable[[str], None]) -> None:
+    jit: JitHook | None = None
+    mxnet: MxnetHook | None = None
+
+    @classmethod
+    def of(cls, request: OnCpuRequest, data_path: Path, note: Callable[[str], None]) -> RecordHooks:
+        """The hooks the request asks for, their files beside perf.data (PERF_DATA.jit/, PERF_DATA.mxnet/)."""
         from ..frameworks.jit.hook import JitHook
         from ..frameworks.mxnet.hook import MxnetHook
 
         beside = data_path.absolute()
-        wanted = request.jit or request.python is not False  # Python frames unless --no-python
-        self.jit: JitHook | None = (
-            JitHook(beside.with_name(beside.name + ".jit"), note=note, dnnl=request.jit, python=request.python)
-            if wanted
-            else None
-        )
-        self.mxnet: MxnetHook | None = (
-            MxnetHook(beside.with_name(beside.name + ".mxnet"), note=note) if request.mxnet else None
-        )
+        jit = None
+        if request.jit or request.python is not False:  # Python frames unless --no-python
+            jit = JitHook(beside.with_name(beside.name + ".jit"), note=note, dnnl=request.jit, python=request.python)
+        mxnet = MxnetHook(beside.with_name(beside.name + ".mxnet"), note=note) if request.mxnet else None
+        return cls(jit, mxnet)
+
+    @classmethod
+    def among(cls, hooks: Sequence[RecordHook]) -> RecordHooks:
+        """The JIT and MXNet hooks among a caller's own (the `make` recipes build theirs)."""
+        from ..frameworks.jit.hook import JitHook
+        from ..frameworks.mxnet.hook import MxnetHook
+
+        jit = next((hook for hook in hooks if isinstance(hook, JitHook)), None)
+        return cls(jit, next((hook for hook in hooks if isinstance(hook, MxnetHook)), None))
 
     @property
     def hooks(self) -> list[RecordHook]:
@@ -149,7 +160,7 @@ def record_oncpu(request: OnCpuRequest, outputs: Outputs, status: Status) -> OnC
 
     outputs.check(request.perf_data)
     with ScratchRecording("flamegraph-record-", request.perf_data, status.note) as session:
-        with RecordHooks(request, session.data_path, status.note) as hooks:
+        with RecordHooks.of(request, session.data_path, status.note) as hooks:
             recording, probes = record_hooked(request, session.data_path, hooks, status, session.mark_recorded)
             status.note(recorded_line(recording, session.data_path))
             profile = fold_oncpu(recording, request, status, hooks, probes)
