@@ -32,3 +32,35 @@ def test_the_api_pipeline_example_runs_as_written(tmp_path: Path, monkeypatch: p
     assert namespace["folded"].profile.total > 0  # type: ignore[attr-defined]
     assert b"<svg" in Path("again.svg").read_bytes()[:400]
     assert os.path.getsize("busy.folded") > 0
+
+
+def test_fold_and_draw_pipelines_without_perf(tmp_path: Path) -> None:
+    """`fold` and `render` as library calls: the same bytes as the golden fold, FILE.json beside it, an SVG
+    titled from it; a bad output is refused before anything is read."""
+    from flamegraph.pipeline.draw import DrawInput, draw_svg, read_for_drawing
+    from flamegraph.pipeline.perf_inputs import FoldRequest, fold_inputs
+    from flamegraph.render import RenderOptions
+
+    golden = REPO / "tests" / "golden" / "fold"
+    notes: list[str] = []
+    out = tmp_path / "out.folded"
+    result = fold_inputs(FoldRequest([str(golden / "cxx-names.perf.txt")], output=out), notes.append)
+    assert result.written == [out] and out.read_bytes() == (golden / "cxx-names.default.folded").read_bytes()
+    assert json.loads((tmp_path / "out.folded.json").read_text())["unit"] == "samples"
+    got = read_for_drawing(DrawInput([str(out)]))
+    assert got.read.profile.counts == result.profile.counts and got.context is not None
+    assert b"<svg" in draw_svg(got, RenderOptions(title=got.title("Flame Graph")))[:400]
+
+
+def test_outputs_are_checked_before_recording(tmp_path: Path) -> None:
+    from flamegraph.io.diagnostics import FlamegraphError
+    from flamegraph.pipeline.oncpu import OnCpuRequest, record_oncpu
+    from flamegraph.pipeline.outputs import Outputs
+    from flamegraph.record import RecordSpec, Status
+
+    directory = tmp_path / "out.folded"
+    directory.mkdir()  # an output that is a directory cannot be written
+    request = OnCpuRequest(RecordSpec(command=("true",)), perf_data=tmp_path / "kept.data")
+    with pytest.raises(FlamegraphError, match="is a directory"):
+        record_oncpu(request, Outputs(folded=directory), Status())
+    assert not (tmp_path / "kept.data").exists()  # nothing was recorded
