@@ -14,14 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flamegraph.folding.python import fold_interpreter
-from flamegraph.folding.with_report import fold_with_report
-from flamegraph.frameworks.jit.hook import JitHook
 from flamegraph.frameworks.mxnet.hook import MxnetHook
 from flamegraph.io.diagnostics import FlamegraphError
-from flamegraph.io.sidecar import Context
-from flamegraph.io.writer import write_results
 from flamegraph.model import FoldedProfile
+from flamegraph.pipeline import outputs as pipeline_outputs
+from flamegraph.pipeline.oncpu import OnCpuRequest, RecordHooks, fold_oncpu
 from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from flamegraph.record.command import python_target
 from flamegraph.render import RenderOptions, render_svg
@@ -110,7 +107,12 @@ class RecordedRun:
     recording: Recording
     log: TrainLog
     lines: list[str]
-    jit_unwound: bool = False  # recorded with JIT kernels given unwind info (a JitHook)
+    hooks: RecordHooks = field(default_factory=RecordHooks)  # the JIT and MXNet hooks it was recorded with
+
+    @property
+    def jit_unwound(self) -> bool:
+        """Recorded with JIT kernels given unwind info (a JitHook)."""
+        return self.hooks.unwound
 
     @property
     def window(self) -> Window | None:
@@ -154,8 +156,7 @@ def record_mlp(
         tail = next((line for line in reversed(lines) if line.strip()), "no output")
         status = recording.exit_status
         raise TrainingFailed(f"training under perf failed (exit {status}; {perf_data} kept): {tail}")
-    jit_unwound = any(isinstance(hook, JitHook) and hook.unwound for hook in hooks)
-    return RecordedRun(recording, log, lines, jit_unwound)
+    return RecordedRun(recording, log, lines, RecordHooks.among(hooks))
 
 
 def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook | None = None) -> FoldedProfile:
@@ -164,12 +165,8 @@ def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook
     With `mxnet` (the hook the run was recorded with), MXNet operator and oneDNN primitive frames
     are joined in, and the coverage, clock and per-operator tables are printed and put in the header.
     """
-    joiner = mxnet.joiner(run.recording, run.window) if mxnet is not None else None
-    status, unwound = Status(), run.jit_unwound
-    profile = fold_with_report(run.recording, run.window, status, False, group_unknown, joiner, unwound)
-    if mxnet is not None and joiner is not None:
-        mxnet.report(joiner, profile)
-    return fold_interpreter(profile)  # a Python 3.12+ trainer's frames read as Python (collapse.python)
+    request = OnCpuRequest(run.recording.spec, run.window, group_unknown=group_unknown)  # the pipeline's own fold
+    return fold_oncpu(run.recording, request, Status(), RecordHooks(run.hooks.jit, mxnet))
 
 
 def mxnet_hook(directory: Path) -> MxnetHook:
@@ -181,8 +178,7 @@ def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title:
     """The folded text with its capture facts beside it (FOLDED.json: `flamegraph render FOLDED` draws the
     same graph) and, when asked, the SVG with the oneDNN highlight preset (the CLI's safe writer)."""
     options = RenderOptions(title=title, subtitle=subtitle, preset="onednn")
-    context = Context.of(profile, title=title, subtitle=subtitle, preset="onednn")
-    write_results(profile, folded, svg, lambda: render_svg(profile, options), lambda line: None, context)
+    pipeline_outputs.write_outputs(profile, pipeline_outputs.Outputs(svg, options, folded), lambda line: None)
 
 
 def print_top(profile: FoldedProfile, n: int = 10, width: int = 100) -> None:

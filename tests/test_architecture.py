@@ -198,12 +198,12 @@ def test_one_meaning_per_option_field() -> None:
 
 
 # -- the layout: one folder per stage (docs/architecture.md) ----------------------------------------
-STAGES = ("record", "folding", "naming", "analysis", "render", "export", "fleet", "frameworks", "io", "cli")
+STAGES = ("record", "folding", "naming", "analysis", "render", "export", "fleet", "frameworks", "io", "pipeline", "cli")
 # File names two folders share because the folder is the meaning: each stage's off-CPU part, each
 # stage's options, each framework's record hook, the command next to the stage it runs.
 SHARED_NAMES = {
     "__init__.py": "packages",
-    "offcpu.py": "record/, folding/, render/ and the offcpu command: each stage's off-CPU part",
+    "offcpu.py": "record/, folding/, render/, pipeline/ and the offcpu command: each stage's off-CPU part",
     "options.py": "folding/ and render/: each stage's options",
     "hook.py": "frameworks/jit/ and frameworks/mxnet/: each framework's record hook",
     "perf.py": "io/ runs perf script, folding/ folds what it prints",
@@ -239,3 +239,53 @@ def test_the_jit_code_never_imports_the_mxnet_code() -> None:
     for path in jit.rglob("*.py"):
         bad = {name for name in imports_of(path) if name == mxnet or name.startswith(mxnet + ".")}
         assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+# -- commands are thin: flags -> a request -> the pipeline -> the result printed ----------------------
+MAX_COMMAND_BODY = 45
+
+
+def command_bodies() -> dict[str, int]:
+    """Each command's body in lines: the statements after its docstring (the option declarations are its
+    signature), blank and comment-only lines not counted."""
+    found = {}
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.parse(path.read_text()).body:
+            commands = [d for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)]
+            if not isinstance(node, ast.FunctionDef) or not any(
+                isinstance(d.func, ast.Attribute) and d.func.attr == "command" for d in commands
+            ):
+                continue
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            span = lines[body[0].lineno - 1 : body[-1].end_lineno]
+            code = [line for line in span if line.strip() and not line.lstrip().startswith("#")]
+            found[f"{path.name}:{node.name}"] = len(code)
+    return found
+
+
+def test_command_bodies_are_thin() -> None:
+    bodies = command_bodies()
+    assert {"fold.py:fold", "render.py:render", "record.py:record_cli", "offcpu.py:offcpu_cli"} <= set(bodies)
+    fat = {name: size for name, size in bodies.items() if size > MAX_COMMAND_BODY}
+    assert not fat, f"command bodies over {MAX_COMMAND_BODY} lines (move the work into flamegraph/pipeline/): {fat}"
+
+
+# The steps only the pipeline composes: record's fold with its report, the writer of a recording's files,
+# its exports. A command, fleet or a recipe that calls one of these writes the sequence a second time.
+PIPELINE_STEPS = {"fold_with_report", "fold_memory_recording", "write_results", "write_recording_exports"}
+
+
+def test_only_the_pipeline_composes_record_fold_report_write_export() -> None:
+    pipeline = PACKAGE / "pipeline"
+    sources = [*PACKAGE.rglob("*.py"), *(REPO / "collectors").rglob("*.py"), *(REPO / "bench").rglob("*.py")]
+    callers = set()
+    for path in sources:
+        if path.is_relative_to(pipeline):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in PIPELINE_STEPS:
+                    callers.add(f"{path.relative_to(REPO)}:{name}")
+    assert not callers, f"the pipeline's steps composed outside flamegraph/pipeline/: {sorted(callers)}"

@@ -27,7 +27,6 @@ from flamegraph.fleet.hosts import command_line, matching_processes
 from flamegraph.fleet.merge import fleet_metadata, merge_hosts, root_frame
 from flamegraph.fleet.model import FAILED, MISSING, OK, HostRequest, HostResult, Target
 from flamegraph.fleet.outlier import find_outlier, split_by_root
-from flamegraph.folding.with_report import fold_with_report
 from flamegraph.io.diagnostics import (
     EXIT_NO_CLUSTER,
     EXIT_NO_PERF,
@@ -287,7 +286,7 @@ def test_faulty_hosts_are_named_with_their_reason(tcp: TcpCluster, tmp_path: Pat
     tcp.wait_workers("noperf", "refused", "frozen")
     marker = f"fleet-faults-{os.getpid()}"
     workload = subprocess.Popen([sys.executable, "-c", WORKLOAD, "60", marker])
-    request = HostRequest(Target(match=marker), 1.0, fold_with_report, freq=99, call_graph="fp")
+    request = HostRequest(Target(match=marker), 1.0, freq=99, call_graph="fp")
     notes: list[str] = []
     from flamegraph.fleet.cluster import record_fleet
 

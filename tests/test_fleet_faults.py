@@ -23,7 +23,6 @@ from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, fleet_perfs, has_events, tcp_cluster, wait_for
 
 from flamegraph.fleet.model import MISSING, HostRequest, Target
-from flamegraph.folding.with_report import fold_with_report
 from flamegraph.io.diagnostics import EXIT_INTERRUPTED, EXIT_NO_CLUSTER, EXIT_NO_INPUT, EXIT_OK, ClusterUnavailable
 
 pytestmark = pytest.mark.fleet
@@ -321,7 +320,7 @@ def test_a_stopped_worker_leaves_no_perf_recording(tmp_path: Path) -> None:
 
     marker = f"fleet-stopped-{os.getpid()}"
     duration = 2.0
-    request = HostRequest(Target(command=(sys.executable, "-c", SPIN, marker)), duration, fold_with_report, freq=99,
+    request = HostRequest(Target(command=(sys.executable, "-c", SPIN, marker)), duration, freq=99,
                           call_graph="fp")  # fmt: skip
     outcome: list[object] = []
     with tcp_cluster(tmp_path, "frozen") as cluster:

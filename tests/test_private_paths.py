@@ -293,7 +293,7 @@ def open_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_scratch_recording_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
-    from flamegraph.cli.scratch import ScratchRecording
+    from flamegraph.pipeline.scratch import ScratchRecording
 
     with pytest.raises(NotPrivate, match=r"may be written by others \(mode 0777, no sticky bit\)"):
         with ScratchRecording("flamegraph-record-", None, print) as scratch:
@@ -304,9 +304,8 @@ def test_scratch_recording_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
 def test_fleet_host_refuses_an_open_tmpdir(open_tmpdir: Path) -> None:
     from flamegraph.fleet.model import FAILED, HostIdentity, HostRequest, Target
     from flamegraph.fleet.tasks import record_host
-    from flamegraph.folding.with_report import fold_with_report
 
-    request = HostRequest(Target(command=("true",)), 1.0, fold_with_report)
+    request = HostRequest(Target(command=("true",)), 1.0)
     result = record_host(request, HostIdentity("here"), "worker", lambda _seconds: False)
     assert result.state == FAILED and result.exit_code == EXIT_NO_INPUT
     assert "no sticky bit" in result.reason and os.listdir(open_tmpdir) == []

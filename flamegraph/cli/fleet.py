@@ -17,7 +17,7 @@ from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse
 from .app import app
 from .inputs import refuse_binary
 from .numbers import finite
-from .record_flags import Highlight, Preset, Threads
+from .record_flags import Highlight, Preset, Threads, render_options
 
 if TYPE_CHECKING:  # the stages are imported where the commands run: `flamegraph --help` stays cheap
     from ..fleet.model import HostResult, Target
@@ -109,29 +109,24 @@ def fleet_record(
     from ..fleet.model import OK, HostRequest
     from ..fleet.outlier import find_outlier
     from ..fleet.scheduler import Scheduler
-    from ..folding.with_report import fold_with_report
     from ..frameworks.jit.hook import JIT_CALL_GRAPH
-    from ..io.writer import check_writable, write_results
+    from ..pipeline.outputs import Outputs, write_outputs
     from ..record import Status
-    from ..render import render_svg
-    from .record import render_options, report_top
+    from .record import defaulted, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
     if (jit or mxnet) and not target.command:
         raise BadOption("--jit and --mxnet need the process launched by us: use -- COMMAND")
-    source = ctx.get_parameter_source("call_graph")
-    if jit and (source is None or source.name == "DEFAULT"):
+    if jit and defaulted(ctx, "call_graph"):
         call_graph = JIT_CALL_GRAPH
     if no_svg and folded is None:
         raise BadOption("--no-svg needs --folded")
     where = Scheduler.parse(scheduler)
-    for path in (None if no_svg else output, folded, outlier):
-        check_writable(path)  # before anything is recorded, as `flamegraph record` checks
     subtitle = f"{event}, {freq} Hz, call graph {call_graph}: {target.describe()}"
     options = render_options("fleet", title, subtitle, preset, list(highlight or []))
-    request = HostRequest(
-        target, duration, fold_with_report, event, freq, call_graph, jit, mxnet, threads, group_unknown
-    )
+    outputs = Outputs(None if no_svg else output, options, folded)
+    outputs.check(outlier)  # before anything is recorded, as `flamegraph record` checks
+    request = HostRequest(target, duration, event, freq, call_graph, jit, mxnet, threads, group_unknown)
     status = Status()
     with connect(where) as client:
         recording = record_fleet(client, request, grace, status.note)
@@ -139,8 +134,7 @@ def fleet_record(
     for result in results:
         _report_host(result, status)
     profile = _merged(results, per_host, target, where.describe(), duration)
-    svg = output if not no_svg else None
-    write_results(profile, folded, svg, lambda: render_svg(profile, options), status.note)
+    write_outputs(profile, outputs, status.note)
     report_top(profile, status)
     if outlier is not None:
         straggler = find_outlier({r.host: r.profile for r in results if r.state == OK and r.profile is not None})

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 # Only what the command's signature needs: `flamegraph --help` imports every command module, so the
 # recording, pairing and rendering stages are imported where they run.
+from ..export import ExportRequest
 from ..io.diagnostics import BadOption
 from ..record.spec import OFFCPU_CALL_GRAPH
 from .app import app
+from .inputs import open_in_browser
 from .numbers import finite, parse_window_option
 from .record_flags import (
     Command,
@@ -28,14 +30,11 @@ from .record_flags import (
     PythonFrames,
     Title,
     Width,
-    check_outputs,
     check_request,
     parse_call_graph_option,
     parse_spool_option,
+    render_options,
 )
-
-if TYPE_CHECKING:
-    from ..record import Recording
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
 
@@ -145,25 +144,12 @@ def offcpu_cli(
       flamegraph offcpu --pid 4242 --duration 5 --folded waits.folded -o waits.svg --open
       flamegraph offcpu --wakers --state S,D --min-us 100 -o wakers.svg -- ./server
     """
-    from dataclasses import replace
-
-    from ..color import resolve_highlights
-    from ..export import ExportRequest
-    from ..folding.offcpu import fold_offcpu_recording
     from ..folding.perf_sched import OffCpuOptions
-    from ..folding.python import fold_interpreter
-    from ..frameworks.jit.hook import JitHook
-    from ..io.diagnostics import Diagnostics
-    from ..io.sidecar import Context
-    from ..io.writer import write_results
-    from ..naming.grouping import grouping_note, namer_for_recording
-    from ..naming.observer import FrameObserver
+    from ..pipeline.offcpu import OffCpuRequest, record_offcpu_graph
+    from ..pipeline.outputs import Outputs
+    from ..pipeline.scratch import exit_like_the_command
     from ..record import Status
-    from ..record.offcpu import offcpu_spec, record_offcpu
-    from ..record.proc import snapshot_threads, whole_window_resolver
-    from ..render import RenderOptions, render_svg
-    from .inputs import open_in_browser
-    from .scratch import ScratchRecording, exit_like_the_command
+    from ..record.offcpu import offcpu_spec
 
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
@@ -171,65 +157,16 @@ def offcpu_cli(
     options = OffCpuOptions(keep_kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
     spec = offcpu_spec(pid, command or (), duration, call_graph, wakers)
     status = Status()
-    woken = " and who woke it" if wakers else ""
-    render = RenderOptions(
-        title=title or f"Off-CPU: {Path(spec.command[0]).name if spec.command else f'pid {pid}'}",
-        subtitle=f"off-CPU time (µs), sched:sched_switch{woken}, call graph {call_graph}",
-        preset=preset, highlights=list(highlight or []), width=width, top=top, show_idle=show_idle or wakers,
-    )  # fmt: skip
-    render.check()  # a bad option must not cost a recording
-    resolve_highlights(render.highlights, render.preset, "io")
-    svg = None if no_svg else output
-    check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
+    name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
+    subtitle = f"off-CPU time (µs), sched:sched_switch{' and who woke it' if wakers else ''}, call graph {call_graph}"
+    render = render_options(name, title or f"Off-CPU: {name}", subtitle, preset, list(highlight or []), width, top,
+                            palette="io", show_idle=show_idle or wakers)  # fmt: skip
     cap = parse_spool_option(max_spool, None)
-    if cap is not None and (perf_data is not None or exports or python is True):
-        said = "--perf-data" if perf_data is not None else "--python" if python is True else "an export"
-        status.note(f"note: {said} read the whole perf.data after the run: recorded whole, --max-spool not applied")
-        cap = None
-    with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
-        before = snapshot_threads(pid) if pid is not None else {}
-        resolve = whole_window_resolver(pid, before) if pid is not None else None
-        if cap is not None:
-            from .streamed import pair_spooled
-
-            fold, recording, namer = pair_spooled(spec, options, group_unknown, status, cap, resolve)
-        else:
-            jit_dir = session.data_path.absolute().with_name(session.data_path.name + ".jit")
-            hooks = [JitHook(jit_dir, note=status.note, dnnl=False, python=python)] if python is not False else []
-            recording = record_offcpu(spec, session.data_path, status, session.mark_recorded, hooks)
-            status.note(_summary(recording, pid))
-            namer = namer_for_recording(str(recording.perf_data)) if group_unknown else None
-            grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
-            fold = fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve)
-        if (note := grouping_note(namer)) is not None:
-            status.note(note)
-        profile = fold.profile if keep_interpreter else fold_interpreter(fold.profile)
-        rules = [rule for rule in render.highlights if isinstance(rule, str)]
-        drawn = Context.of(
-            profile, title=render.title, subtitle=render.subtitle, preset=render.preset, highlights=rules
-        )
-        write_results(profile, folded, svg, lambda: render_svg(profile, render), status.note, drawn, png)
-        if open_ and svg is not None:
-            open_in_browser(svg)
-        if exports:
-            from ..export.files import write_recording_exports
-
-            request = ExportRequest(exports.files, render.title)
-            write_recording_exports(request, profile, recording, status.note, offcpu=options, pid=pid)
-        for key, value in fold.totals.terminal().items():
-            status.note(f"{key}: {value}")
-    exit_like_the_command(recording, status.note)
-
-
-def _summary(recording: Recording, pid: int | None) -> str:
-    from ..record.proc import alive
-
-    size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
-    line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"
-    if pid is not None and not alive(pid) and not recording.interrupted:
-        line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
-    elif recording.exit_status:
-        from .scratch import command_ended
-
-        line += f"; {command_ended(recording.exit_status)}"
-    return line
+    request = OffCpuRequest(spec, options, pid, group_unknown, keep_interpreter, python, perf_data, cap)
+    outputs = Outputs(None if no_svg else output, render, folded, png, ExportRequest(exports.files, render.title))
+    result = record_offcpu_graph(request, outputs, status)
+    if open_ and result.written.svg is not None:
+        open_in_browser(result.written.svg)
+    for key, value in result.totals.terminal().items():
+        status.note(f"{key}: {value}")
+    exit_like_the_command(result.recording, status.note)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,21 +35,18 @@ from .record_flags import (
     Title,
     Top,
     Width,
-    check_outputs,
     check_request,
     parse_call_graph_option,
     parse_spool_option,
+    render_options,
 )
 
 if TYPE_CHECKING:
-    from ..frameworks.jit.hook import JitHook
-    from ..frameworks.mxnet.hook import MxnetHook
     from ..model import FoldedProfile
-    from ..record import Recording, RecordSpec, Status
-    from ..record.memory import MemoryRequest, Probe
-    from ..render import RenderOptions
+    from ..pipeline.oncpu import OnCpuRequest
+    from ..record import Status
+    from ..record.memory import MemoryRequest
     from ..window import Window
-    from .scratch import ScratchRecording
 
 
 def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
@@ -60,30 +56,6 @@ def report_top(profile: FoldedProfile, status: Status, n: int = 8) -> None:
     status.note(f"top frames by self {profile.unit} ({profile.total:,.0f} in all):")
     for name, weight in top_self(profile.counts.items(), n):
         status.note(f"  {100 * weight / total:5.1f} %  {name}")
-
-
-def render_options(
-    name: str,
-    title: str | None,
-    subtitle: str,
-    preset: str | None,
-    highlights: list[str],
-    width: int = 1200,
-    top: int = 10,
-    memory: bool = False,
-) -> RenderOptions:
-    """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
-    from ..color import HighlightRule, resolve_highlights
-    from ..render import RenderOptions
-
-    rules: list[str | HighlightRule] = list(highlights)
-    what = "memory" if memory else "on-CPU"
-    options = RenderOptions(
-        title=title or f"{name}: {what}", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top
-    )
-    options.check()
-    resolve_highlights(options.highlights, options.preset, "mem" if memory else "hot")
-    return options
 
 
 def with_memory_mode(args: list[str]) -> list[str]:
@@ -220,12 +192,12 @@ def record_cli(
       flamegraph record --memory live -o leaks.svg -- ./server
     """
     from ..frameworks.jit.hook import JIT_CALL_GRAPH
-    from ..io.diagnostics import BadOption
+    from ..pipeline.oncpu import OnCpuRequest, record_oncpu
+    from ..pipeline.outputs import Outputs
+    from ..pipeline.scratch import exit_like_the_command
     from ..record import RecordOptions, RecordSpec, Status
-    from ..record.memory import MemoryRequest
 
-    source = ctx.get_parameter_source("call_graph")
-    if jit and (source is None or source.name == "DEFAULT"):
+    if jit and defaulted(ctx, "call_graph"):
         call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
@@ -235,35 +207,74 @@ def record_cli(
         return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
                             width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
                             exports, event)  # fmt: skip
-    subtitle = f"{event}, {freq} Hz, call graph {call_graph}" + (f", window {window}" if window else "")
-    wanted = None
-    if memory is None and memory_sample != 1:
-        raise BadOption("--memory-sample samples allocation calls: it needs --memory")
-    if memory is not None:
-        wanted = MemoryRequest(memory, memory_sample)  # a bad mode: one line, before recording
-        what = "bytes allocated" if wanted.mode == "alloc" else "bytes still allocated at the end"
-        subtitle = f"{what}, {wanted.rate()}, call graph {call_graph}" + (f", window {window}" if window else "")
+    wanted = _memory_request(memory, memory_sample)  # a bad mode: one line, before recording
+    subtitle = _subtitle(event, freq, call_graph, window, wanted)
     options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
-    exports = ExportRequest(exports.files, options.title)
-    draw = OutputRequest(
-        options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
-        open_, keep_interpreter,
-    )  # fmt: skip
+    request = OnCpuRequest(spec, span, threads, group_unknown, keep_interpreter, jit, python, mxnet, wanted, perf_data)
+    drawn = None if no_svg else options
+    outputs = Outputs(None if no_svg else output, drawn, folded, png, ExportRequest(exports.files, options.title))
+    status = Status()
     spool = parse_spool_option(max_spool, every)
-    if spool is not None:
-        whole_file = [name for name, on in (("--perf-data", perf_data), ("--jit", jit), ("--mxnet", mxnet),
-                      ("--memory", wanted is not None), ("--python", python is True),
-                      ("--speedscope/--pprof/--chrome-trace", bool(exports))) if on]  # fmt: skip
-        if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
-            raise BadOption(f"--every folds while recording: not yet with {', '.join(whole_file)}")
-        if not whole_file:
-            record_streaming(spec, span, draw, spool, every)
-            return
+    if spool is not None and streamable(request, every, bool(exports), status):
+        from ..pipeline.streamed import record_streamed
+
+        result = record_streamed(request, outputs, spool, every, status)
+    else:
+        result = record_oncpu(request, outputs, status)
+    print_result(result.written.svg if open_ else None, result.profile, status)
+    exit_like_the_command(result.recording, status.note)
+
+
+def defaulted(ctx: typer.Context, name: str) -> bool:
+    """The option was not given (its default stands): --jit and --wall choose their own call graph."""
+    source = ctx.get_parameter_source(name)
+    return source is None or source.name == "DEFAULT"
+
+
+def _subtitle(event: str, freq: int, call_graph: str, window: str | None, memory: MemoryRequest | None) -> str:
+    windowed = f", window {window}" if window else ""
+    if memory is None:
+        return f"{event}, {freq} Hz, call graph {call_graph}{windowed}"
+    what = "bytes allocated" if memory.mode == "alloc" else "bytes still allocated at the end"
+    return f"{what}, {memory.rate()}, call graph {call_graph}{windowed}"
+
+
+def _memory_request(memory: str | None, sample: int) -> MemoryRequest | None:
+    """--memory MODE [--memory-sample N]: checked before anything is recorded."""
+    from ..io.diagnostics import BadOption
+    from ..record.memory import MemoryRequest
+
+    if memory is None and sample != 1:
+        raise BadOption("--memory-sample samples allocation calls: it needs --memory")
+    return MemoryRequest(memory, sample) if memory is not None else None
+
+
+def streamable(request: OnCpuRequest, every: float | None, exports: bool, status: Status) -> bool:
+    """--max-spool/--every fold while perf records; what reads the whole perf.data after the run is recorded
+    whole (said; with --every, refused: its intervals are written as perf records)."""
+    from ..io.diagnostics import BadOption
+
+    whole_file = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit", request.jit),
+                  ("--mxnet", request.mxnet), ("--memory", request.memory is not None),
+                  ("--python", request.python is True), ("--speedscope/--pprof/--chrome-trace", exports))
+                  if on]  # fmt: skip
+    if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
+        raise BadOption(f"--every folds while recording: not yet with {', '.join(whole_file)}")
+    if whole_file:
         note = f"note: {', '.join(whole_file)} read the whole perf.data after the run: recorded whole, --max-spool"
-        Status().note(f"{note} not applied (the disk is not bounded)")
-    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python)
+        status.note(f"{note} not applied (the disk is not bounded)")
+    return not whole_file
+
+
+def print_result(svg: Path | None, profile: FoldedProfile, status: Status) -> None:
+    """--open's SVG in the browser, the top frames by self weight."""
+    if svg is not None:
+        from .inputs import open_in_browser
+
+        open_in_browser(svg)
+    report_top(profile, status)
 
 
 def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
@@ -291,180 +302,35 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     exports: ExportRequest,
     event: str,
 ) -> None:
+    from ..folding.sched_totals import format_ns
     from ..folding.wall_time import ONCPU_EVENT, wall_options
     from ..io.diagnostics import BadOption
-    from ..record import RecordSpec
+    from ..pipeline.oncpu import OnCpuRequest
+    from ..pipeline.outputs import Outputs
+    from ..pipeline.scratch import exit_like_the_command
+    from ..pipeline.wall import record_wall
+    from ..record import RecordSpec, Status
     from ..record.spec import OFFCPU_CALL_GRAPH
-    from .wall import record_wall
 
     if hooked or exports or event != DEFAULT_EVENT:
         raise BadOption("--wall records cpu-clock and sched_switch itself: not with --jit, --mxnet, --event or exports")
-    source = ctx.get_parameter_source("call_graph")
-    if source is None or source.name == "DEFAULT":
+    if defaulted(ctx, "call_graph"):
         call_graph = OFFCPU_CALL_GRAPH  # a sched_switch stack dump per switch: dwarf,8192 as offcpu records
     how = wall_options(freq, duration, call_graph)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
     subtitle = f"wall time (µs): {ONCPU_EVENT} {freq} Hz (on-CPU, warm) + sched:sched_switch (waits, cold)"
     options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
-    record_wall(spec, span, None if no_svg else options, output, folded, perf_data, group_unknown, png, open_)
-
-
-def record_streaming(
-    spec: RecordSpec, window: Window | None, draw: OutputRequest, spool: int,
-    every: float | None,
-) -> None:  # fmt: skip
-    """--max-spool / --every: folded while perf records (flamegraph.cli.streamed)."""
-    from ..record import Status
-    from .scratch import exit_like_the_command
-    from .streamed import record_streamed
-
+    request = OnCpuRequest(spec, span, group_unknown=group_unknown, perf_data=perf_data)
     status = Status()
-    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, None, draw.png)
-    recording = record_streamed(spec, window, draw, spool, every, status)
-    exit_like_the_command(recording, status.note)
+    result = record_wall(request, Outputs(None if no_svg else output, None if no_svg else options, folded, png), status)
+    if open_ and result.written.svg is not None:
+        from .inputs import open_in_browser
 
-
-@dataclass(frozen=True)
-class OutputRequest:
-    """What to make of a recording: the SVG (None: none), the folded text, how to fold."""
-
-    options: RenderOptions | None
-    svg: Path
-    folded: Path | None
-    threads: bool = False
-    group_unknown: bool = True
-    exports: ExportRequest = ExportRequest()  # --speedscope, --pprof, --chrome-trace
-    png: Path | None = None  # --png: the static view as an image
-    open: bool = False  # --open: the SVG in the user's browser
-    keep_interpreter: bool = False  # --keep-interpreter: CPython's frames between Python functions stay
-
-
-def record_and_draw(
-    spec: RecordSpec,
-    window: Window | None,
-    draw: OutputRequest,
-    perf_data: Path | None,
-    jit: bool = False,
-    mxnet: bool = False,
-    memory: MemoryRequest | None = None,
-    python: bool | None = None,
-) -> None:
-    """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
-    is kept (and its path printed) when a later step fails, so nothing recorded is lost.
-    With `jit`, the JIT files (dumps, jitdump, jitted-*.so that perf.data refers to) go to PERF_DATA.jit/;
-    with `mxnet`, the profiler trace and verbose log go to PERF_DATA.mxnet/; with `memory`, allocation probes
-    are added for the recording (and deleted after it) and the graph weighs bytes."""
-    from ..frameworks.jit.hook import JitHook
-    from ..frameworks.mxnet.hook import MxnetHook
-    from ..record import Status
-    from .scratch import ScratchRecording, exit_like_the_command
-
-    status = Status()
-    check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
-    with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
-        data_path = session.data_path
-        jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
-        wanted = jit or python is not False  # Python frames: for a Python 3.12+ command unless --no-python
-        jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
-        mx_dir = data_path.absolute().with_name(data_path.name + ".mxnet")
-        mx = MxnetHook(mx_dir, note=status.note, memory=memory is not None) if mxnet else None
-        try:
-            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
-        finally:
-            if jit_hook is not None:
-                jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
-    exit_like_the_command(recording, status.note)
-
-
-def _storage_probes(spec: RecordSpec, status: Status) -> list[Probe]:
-    """--memory --mxnet: the probe on MXNet's own storage allocator, when the target has libmxnet.so."""
-    from ..frameworks.mxnet.storage import find_libmxnet, storage_probe
-
-    library, why = find_libmxnet(spec.command, spec.pid, spec.env)
-    if library is None:
-        status.note(f"note: --memory --mxnet: MXNet's storage allocator not probed ({why})")
-        return []
-    return [storage_probe(library)]
-
-
-def _record_and_write(
-    spec: RecordSpec,
-    window: Window | None,
-    draw: OutputRequest,
-    session: ScratchRecording,
-    status: Status,
-    jit_hook: JitHook | None,
-    mx: MxnetHook | None,
-    memory: MemoryRequest | None = None,
-) -> Recording:
-    from ..folding.perf import FoldOptions
-    from ..folding.python import fold_interpreter
-    from ..folding.with_report import fold_with_report
-    from ..io.sidecar import Context
-    from ..io.writer import write_results
-    from ..naming.grouping import namer_for_recording
-    from ..naming.observer import FrameObserver
-    from ..record import record
-    from ..render import render_svg
-    from .inputs import open_in_browser
-
-    data_path = session.data_path
-    hooks = [h for h in (jit_hook, mx) if h is not None]
-    if memory is not None:
-        from ..record.memory import memory_probes
-        from ..record.memory_fold import fold_memory_recording
-
-        more = _storage_probes(spec, status) if mx is not None and memory.mode == "alloc" else []
-        with memory_probes(memory, spec.pid, status.note, more) as probes:  # deleted however the recording ends
-            recording = record(probes.apply(spec), data_path, hooks=hooks, on_recording=session.mark_recorded)
-        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        joiner = mx.joiner(recording, window) if mx else None
-        profile = fold_memory_recording(recording, probes, window, status, draw.threads, draw.group_unknown, joiner)
-    else:
-        recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
-        status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
-        joiner = mx.joiner(recording, window) if mx else None
-        unwound = jit_hook is not None and jit_hook.unwound
-        profile = fold_with_report(recording, window, status, draw.threads, draw.group_unknown, joiner, unwound)
-    if not draw.keep_interpreter:
-        fold_interpreter(profile)
-    if mx and joiner:
-        mx.report(joiner, profile)
-        if memory is not None:
-            mx.report_bytes(joiner, profile)
-    options = draw.options
-    svg = draw.svg if options is not None else None
-    context = Context.of(profile, **drawn_with(options))
-    write_results(
-        profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
-        context, draw.png,
-    )  # fmt: skip
-    if draw.open and svg is not None:
-        open_in_browser(svg)
-    if draw.exports:
-        from ..export.files import write_recording_exports
-
-        # The trace's frames named as the fold named them (build-id checked grouping included).
-        timed = any(fmt == "chrome-trace" for fmt, _ in draw.exports.files) and draw.group_unknown
-        namer = namer_for_recording(str(recording.perf_data)) if timed else None
-        fold = FoldOptions.with_all(tid=True, frame_hook=FrameObserver(namer))
-        write_recording_exports(draw.exports, profile, recording, status.note, fold, window)
-    report_top(profile, status)
-    return recording
-
-
-def drawn_with(options: RenderOptions | None) -> dict[str, object]:
-    """How the graph was drawn, saved beside the folded file so `render` draws it the same way."""
-    if options is None:
-        return {}
-    rules = [rule for rule in options.highlights if isinstance(rule, str)]
-    return {"title": options.title, "subtitle": options.subtitle, "preset": options.preset, "highlights": rules}
-
-
-def _summary(samples: int | None, seconds: float, path: Path, exit_status: int | None) -> str:
-    counted = f" {samples:,} samples" if samples is not None else ""
-    size = path.stat().st_size / 1e6 if path.exists() else 0.0
-    from .scratch import command_ended
-
-    ended = f"; {command_ended(exit_status)}" if exit_status else ""
-    return f"recorded{counted} in {seconds:.1f} s ({size:.1f} MB){ended}"
+        open_in_browser(result.written.svg)
+    for thread in result.threads:
+        ran, waited = thread.ran_us * 1e3, thread.waited_us * 1e3
+        status.note(
+            f"{thread.name}: ran {format_ns(ran)}, waited {format_ns(waited)}, "
+            f"wall {format_ns(ran + waited)} of the {format_ns(result.window_us * 1e3)} window"
+        )
+    exit_like_the_command(result.recording, status.note)

@@ -1,11 +1,12 @@
 """What `record` and `offcpu` share: the target (a command after -- or --pid), the --call-graph and
---window parsers, the options every recording command has, and the checks made before recording."""
+--window parsers, the options every recording command has, the checks made before recording and the
+graph's options (`render_options`, also for `fleet record`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +14,9 @@ from ..export import ExportRequest
 from ..io.diagnostics import BadOption
 from ..record.spec import parse_call_graph
 from .numbers import finite
+
+if TYPE_CHECKING:
+    from ..render import RenderOptions
 
 Command = Annotated[
     list[str] | None,
@@ -121,15 +125,28 @@ def parse_spool_option(text: str | None, every: float | None) -> int | None:
     return size
 
 
-def check_outputs(
-    svg: Path | None, folded: Path | None, exports: ExportRequest, perf_data: Path | None, png: Path | None = None
-) -> None:
-    """Every output can be written, and --png can be drawn: a missing one must not cost a recording."""
-    from ..io.writer import check_writable
+def render_options(
+    name: str,
+    title: str | None,
+    subtitle: str,
+    preset: str | None,
+    highlights: list[str],
+    width: int = 1200,
+    top: int = 10,
+    memory: bool = False,
+    palette: str | None = None,
+    show_idle: bool = False,
+) -> RenderOptions:
+    """The SVG's options, checked before anything is recorded (a typo must not cost a recording)."""
+    from ..color import HighlightRule, resolve_highlights
+    from ..render import RenderOptions
 
-    for path in (svg, folded, *(path for _, path in exports.files), perf_data, png):
-        check_writable(path)
-    if png is not None:
-        from ..render.png import check_png
-
-        check_png()
+    rules: list[str | HighlightRule] = list(highlights)
+    what = "memory" if memory else "on-CPU"
+    options = RenderOptions(
+        title=title or f"{name}: {what}", subtitle=subtitle, preset=preset, highlights=rules, width=width, top=top,
+        show_idle=show_idle,
+    )  # fmt: skip
+    options.check()
+    resolve_highlights(options.highlights, options.preset, palette or ("mem" if memory else "hot"))
+    return options

@@ -10,7 +10,6 @@ from typing import Annotated, BinaryIO
 import typer
 
 from ..io.diagnostics import BadOption, Diagnostics
-from ..io.sidecar import Context, read_sidecar
 from .app import app
 from .describe import describe_profile
 from .inputs import check_terminal_output, open_in_browser, reading_stdin_note, refuse_wrong_input
@@ -199,9 +198,9 @@ def render(
       flamegraph render out.folded --callers gemm --hide '^std::' --order weight -o gemm-callers.svg
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
-    from ..analysis.views import ViewOptions, apply_views
-    from ..io.folded import read_folded_inputs
-    from ..render import RenderOptions, render_diff, render_svg
+    from ..analysis.views import ViewOptions
+    from ..pipeline.draw import DrawInput, draw_svg, read_for_drawing
+    from ..render import RenderOptions
     from ..render.options import check_order
 
     check_order(order, flamechart)
@@ -218,64 +217,47 @@ def render(
         check_terminal_output(output, "the SVG")
     refuse_wrong_input(paths, "folded stacks", "render")
     reading_stdin_note(paths, "folded stacks")
-    diagnostics = Diagnostics(strict=strict)
-    read = read_folded_inputs(paths, diagnostics, keep_order=flamechart)
-    context = None if no_context else _context(paths)
-    if context is not None:
-        context.apply(read.profile)
-        if read.before is not None:
-            context.apply(read.before)
-    if group_by == "op":
-        from ..frameworks.mxnet.views import group_by_op  # only for this option: start-up stays lean
-
-        read.profile = group_by_op(read.profile)
-        if read.before is not None:
-            read.before = group_by_op(read.before)
-    diagnostics.finish()
-    describe_profile(read.profile, event, unit, meta)
-    applied = None
-    if views.steps:
-        if read.before is not None:  # a differential file: both sides seen the same way
-            read.before, _ = apply_views(read.before, views, allow_empty=True)
-        read.profile, applied = apply_views(read.profile, views)
-        if read.stacks is not None:
-            read.stacks = views.map_stacks(read.stacks)
+    request = DrawInput(paths, strict, flamechart, not no_context, group_by == "op", views)
+    got = read_for_drawing(request, lambda side: describe_profile(side, event, unit, meta), _warn)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
         from .convert import export_profile
 
-        export_profile(read, format_, output, title or DEFAULT_TITLE, png)
+        export_profile(got.read, format_, output, title or DEFAULT_TITLE, png)
         return
-    from ..color import format_palette
-    from ..io.writer import write_atomically
-    from .palette import load_palette
-
     palette_path = palette_file or (Path("palette.map") if cp else None)
-    if palette_path is not None:
-        _check_distinct(palette_path, output, png)
-    palette_map = load_palette(palette_path) if palette_path is not None and read.before is None else None
-    drawn_before = context is not None and not (preset or highlight)
+    palette_map = _palette(palette_path, output, png, got.read.before is None)
+    context, drawn_before = got.context, got.context is not None and not (preset or highlight)
     options = RenderOptions(
-        title=title or (context.title if context and context.title else DEFAULT_TITLE),
-        subtitle=subtitle if subtitle is not None else (context.subtitle if context else None),
+        title=title or got.title(DEFAULT_TITLE), subtitle=subtitle if subtitle is not None else
+        (context.subtitle if context else None),
         width=width, frame_height=height, font_size=fontsize, font_type=fonttype,
         min_width=minwidth, count_name=countname, name_type=nametype, colors=colors, hash=hash_, random=random_,
         palette_map=palette_map, inverted=inverted, reverse=reverse,
         flamechart=flamechart, negate=negate, factor=factor, notes=notes,
         highlights=list(highlight or (context.highlight_rules() if drawn_before and context else [])),
         preset=preset or (context.preset if drawn_before and context else None), top=top, show_idle=show_idle,
-        order=order, views=applied,
+        order=order, views=got.applied,
     )  # fmt: skip
-    if read.before is not None:
-        if flamechart:
-            raise BadOption("--flamechart: two-count (differential) input has no time order to keep")
-        options.diff_width = "after"  # flamegraph.pl's geometry for difffolded input
-        describe_profile(read.before, event, unit, meta)
-        svg = render_diff(read.before, read.profile, options)
-    else:
-        svg = render_svg(read.profile, options, read.stacks)
-    _write(svg, output, png, open_)
+    _write(draw_svg(got, options), output, png, open_)
     if palette_path is not None and palette_map is not None:
+        from ..color import format_palette
+        from ..io.writer import write_atomically
+
         write_atomically(palette_path, partial(_put, format_palette(palette_map)))
+
+
+def _palette(path: Path | None, output: Path | None, png: Path | None, used: bool) -> dict[str, str] | None:
+    """--cp / --palette-file: never one of the outputs; read when `used` (a missing file is an empty palette)."""
+    if path is None:
+        return None
+    _check_distinct(path, output, png)
+    from .palette import load_palette
+
+    return load_palette(path) if used else None
+
+
+def _warn(text: str) -> None:
+    typer.echo(text, err=True)
 
 
 @app.command(short_help="Draw what changed between two profiles (differential graph).")
@@ -335,6 +317,7 @@ def diff(
     from ..analysis.views import ViewOptions, apply_views, roots_advice
     from ..io.folded import read_folded_inputs
     from ..io.inputs import label
+    from ..pipeline.draw import read_context
     from ..render import RenderOptions, render_diff
     from ..render.options import check_order
 
@@ -348,7 +331,7 @@ def diff(
     old, new = (read_folded_inputs([path], diagnostics).plain(label(path)) for path in (before, after))
     diagnostics.finish()
     for path, profile in ((before, old), (after, new)):
-        context = None if no_context else _context([path])
+        context = None if no_context else read_context([path], _warn)
         if context is not None:
             context.apply(profile)
         describe_profile(profile, event, unit, meta)
@@ -367,16 +350,6 @@ def diff(
     if advice is not None:  # once the graph is drawn: a refusal stays one line
         typer.echo(f"note: BEFORE and AFTER share no root frame, so every stack is new or gone: {advice}", err=True)
     _write(svg, output, png, open_)
-
-
-def _context(paths: list[str]) -> Context | None:
-    """The capture facts beside a single folded file (several inputs, or stdin, have none)."""
-    if len(paths) != 1 or paths[0] == "-":
-        return None
-    context, note = read_sidecar(paths[0])
-    if note is not None:
-        typer.echo(f"warning: {note}", err=True)
-    return context
 
 
 def _check_distinct(palette: Path, *outputs: Path | None) -> None:

@@ -8,19 +8,13 @@ that did not answer into `HostResult`s too, so the merge and the header see one 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 
 if TYPE_CHECKING:
     from ..model import FoldedProfile
-
-# How a host's recording is folded: the CLI passes `flamegraph record`'s own fold (fold_with_report:
-# recording, window, status, threads, group_unknown, sample hook, JIT unwound -> FoldedProfile), so a fleet profile
-# is folded, grouped and attributed exactly as a local one.
-FoldFunction = Callable[..., Any]
 
 # HostResult.state
 OK = "ok"
@@ -52,11 +46,11 @@ class Target:
 
 @dataclass(frozen=True)
 class HostRequest:
-    """One host's task: record `target` for `duration` seconds and fold it with `fold`."""
+    """One host's task: record `target` for `duration` seconds and fold it as `flamegraph record` folds
+    (flamegraph.pipeline.oncpu: grouped by build-id and attributed where the binaries are)."""
 
     target: Target
     duration: float
-    fold: FoldFunction
     event: str = DEFAULT_EVENT
     freq: int = DEFAULT_FREQ
     call_graph: str = DEFAULT_CALL_GRAPH

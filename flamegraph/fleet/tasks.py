@@ -1,8 +1,8 @@
 """What runs on one host: record, fold there with that host's symbols, send back kilobytes.
 
-The task uses `flamegraph record`'s own path: `record()` (flamegraph.record) with the same
-RecordSpec defaults, and the fold function the client passes (the CLI passes `fold_with_report`,
-so grouping by build-id and the attribution figures are computed where the binaries are). perf.data
+The task runs `flamegraph record`'s own pipeline steps (flamegraph.pipeline.oncpu: the hooks,
+`record_hooked`, `fold_oncpu`) with the same RecordSpec defaults, so grouping by build-id and the
+attribution figures are computed where the binaries are; only perf's stopping is its own. perf.data
 stays in a scratch directory on the host (in the Dask worker's own directory, which Dask removes
 with the worker) and is removed once folded; it is kept in $TMPDIR (and its path sent back) only
 when folding it failed. Runs without Dask: `stop(seconds)` is how the client says stop.
@@ -28,11 +28,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..frameworks.jit.hook import JitHook
-from ..frameworks.mxnet.hook import MxnetHook
 from ..io.diagnostics import FlamegraphError, NoSamples, NoSuchProcess
 from ..io.private import scratch_dir
-from ..record import RecordOptions, RecordSpec, Status, record
+from ..pipeline.oncpu import OnCpuRequest, RecordHooks, fold_oncpu, record_hooked
+from ..record import RecordOptions, RecordSpec, Status
 from ..record.command import python_target
 from . import watchdog
 from .hosts import children, command_line, matching_processes, records_into
@@ -109,24 +108,22 @@ def _record_and_fold(
         nonlocal keep
         keep = True
 
-    hooks: list[JitHook | MxnetHook] = [JitHook(scratch / "perf.data.jit", note=notes.note)] if request.jit else []
     if request.target.command and (said := python_frames_note(spec.command)) is not None:
         notes.note(said)
+    # python=False: a fleet records no Python frames (no --python), so there are no interpreter frames to fold
+    oncpu = OnCpuRequest(spec, threads=request.threads, group_unknown=request.group_unknown, keep_interpreter=True,
+                         jit=request.jit, python=False, mxnet=request.mxnet)  # fmt: skip
     try:
-        mx = MxnetHook(scratch / "perf.data.mxnet", note=notes.note) if request.mxnet else None
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with Stopper(data, stop, request.duration if request.target.command else None):
-            recording = record(spec, data, hooks=[*hooks, *([mx] if mx else [])], status=notes, on_recording=recorded)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if not request.target.command:  # else the command's CPU is mixed in
-            result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
-            notes.note(f"the command exited with status {recording.exit_status}")
-        joiner = mx.joiner(recording, None) if mx else None  # as `flamegraph record --mxnet` does
-        unwound = any(isinstance(hook, JitHook) and hook.unwound for hook in hooks)
-        profile = request.fold(recording, None, notes, request.threads, request.group_unknown, joiner, unwound)
-        if mx and joiner:
-            mx.report(joiner, profile)
+        with RecordHooks.of(oncpu, data, notes.note) as hooks:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            with Stopper(data, stop, request.duration if request.target.command else None):
+                recording, _ = record_hooked(oncpu, data, hooks, notes, on_recording=recorded)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if not request.target.command:  # else the command's CPU is mixed in
+                result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
+                notes.note(f"the command exited with status {recording.exit_status}")
+            profile = fold_oncpu(recording, oncpu, notes, hooks)  # the perf maps the JIT hook wrote go after it
         if result.pids:
             profile.metadata["command"] = "; ".join(
                 f"pid {pid}: {command_line(pid) or '(exited)'}" for pid in result.pids
@@ -141,9 +138,6 @@ def _record_and_fold(
             err.args = (f"{err}; the recording is kept on this host in {_kept(data, parent)}",)
         raise
     finally:
-        for hook in hooks:
-            if isinstance(hook, JitHook):
-                hook.cleanup()  # the perf maps we wrote
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
 

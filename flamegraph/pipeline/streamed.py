@@ -1,4 +1,5 @@
-"""`record --max-spool SIZE` / `--every SECONDS`: fold while perf records, the raw data on disk bounded.
+"""The pipeline folding while perf records (`record --max-spool SIZE` / `--every SECONDS`, `offcpu
+--max-spool`), the raw data on disk bounded.
 
 perf writes rotating chunks into a private scratch directory (flamegraph.record.spool); a thread folds
 each and deletes it (flamegraph.record.stream). With --every, each interval is written as it ends,
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from ..record.spool import Spool
     from ..record.stream import Interval, StreamedFold
     from ..window import Window
-    from .record import OutputRequest
+    from .oncpu import OnCpuRequest, OnCpuResult
+    from .outputs import Outputs, Written
 
 DEFAULT_MAX_SPOOL = "256M"
 
@@ -41,14 +43,10 @@ def trend_path(base: Path) -> Path:
 
 
 def record_streamed(
-    spec: RecordSpec,
-    window: Window | None,
-    draw: OutputRequest,
-    max_spool: int,
-    every: float | None,
-    status: Status,
-) -> Recording:
-    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend."""
+    request: OnCpuRequest, outputs: Outputs, max_spool: int, every: float | None, status: Status
+) -> OnCpuResult:
+    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. Not
+    with the request's hooks (--jit, --mxnet, --python, --memory: they read the whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..io.diagnostics import Diagnostics
     from ..io.perf import find_perf
@@ -59,22 +57,26 @@ def record_streamed(
     from ..record import capture_metadata, record, script_args
     from ..record.spool import Spool
     from ..record.stream import StreamedFold
+    from .oncpu import OnCpuResult
 
-    base = draw.svg if draw.options is not None else (draw.folded or draw.svg)
+    outputs.check()
+    spec, window = request.spec, request.window
+    base = outputs.svg if outputs.svg is not None and outputs.render is not None else outputs.folded
+    assert base is not None, "--no-svg streams with --folded"
     directory = scratch_dir("flamegraph-spool-")
     try:
         spool = Spool(directory, max_spool, every, status.note, until=spec.options.duration)
         metadata = capture_metadata(spec, find_perf())
-        namer = FunctionNamer(RecordedBuildIds()) if draw.group_unknown else None
+        namer = FunctionNamer(RecordedBuildIds()) if request.group_unknown else None
         hook = FrameObserver(namer)
-        options = FoldOptions.with_all(tid=draw.threads, frame_hook=hook)
+        options = FoldOptions.with_all(tid=request.threads, frame_hook=hook)
         diagnostics = Diagnostics()
         fields = script_args(_placeholder(spec, directory), window)
         written: list[Interval] = []
 
         def on_interval(interval: Interval) -> None:
             if every is not None and interval.profile.counts:
-                _write_interval(interval, base, draw, metadata, spool, status)
+                _write_interval(interval, base, outputs, metadata, spool, status)
                 written.append(interval)
 
         fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval)
@@ -90,10 +92,10 @@ def record_streamed(
         status.note(_streamed_summary(recording, fold, spool))
         diagnostics.finish()
         _finish(recording, fold, spool, status)
-        _write_whole(profile, recording, draw, hook, status, window)
-        if every is not None and written and draw.options is not None:
-            _write_trend(written, base, draw, status)
-        return recording
+        files = _write_whole(profile, recording, outputs, hook, status, window)
+        if every is not None and written and outputs.render is not None and outputs.svg is not None:
+            _write_trend(written, base, outputs.render.title, outputs.render.width, status)
+        return OnCpuResult(recording, profile, files)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -117,30 +119,23 @@ def _window_facts(interval: Interval, spool: Spool, every: float) -> dict[str, s
 
 
 def _write_interval(
-    interval: Interval, base: Path, draw: OutputRequest, metadata: dict[str, str], spool: Spool, status: Status
+    interval: Interval, base: Path, outputs: Outputs, metadata: dict[str, str], spool: Spool, status: Status
 ) -> None:
-    from ..io.sidecar import Context
-    from ..io.writer import write_results
-    from ..render import render_svg
-    from .record import drawn_with
+    from .outputs import Outputs, write_outputs
 
     profile = interval.profile
     profile.metadata.update(metadata)
     facts = _window_facts(interval, spool, spool.every or 0.0)
     profile.metadata.update(facts)
-    options = draw.options
+    options = outputs.render if outputs.svg is not None else None
     if options is not None:
         options = dataclasses.replace(options, subtitle=f"{options.subtitle}; interval {facts['interval']}")
     svg = interval_path(base, interval.number, ".svg") if options is not None else None
-    folded = interval_path(base, interval.number, ".folded")
-    context = Context.of(profile, **drawn_with(options))
-    write_results(
-        profile, folded, svg, lambda: render_svg(profile, options), status.note, context  # type: ignore[arg-type]
-    )
+    write_outputs(profile, Outputs(svg, options, interval_path(base, interval.number, ".folded")), status.note)
 
 
 def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) -> str:
-    from .scratch import command_ended
+    from ..pipeline.scratch import command_ended
 
     ended = f"; {command_ended(recording.exit_status)}" if recording.exit_status else ""
     samples = fold.counts.samples + spool.dropped.samples
@@ -181,19 +176,15 @@ def _finish(recording: Recording, fold: StreamedFold, spool: Spool, status: Stat
 def _write_whole(
     profile: FoldedProfile,
     recording: Recording,
-    draw: OutputRequest,
+    outputs: Outputs,
     hook: FrameObserver,
     status: Status,
     window: Window | None,
-) -> None:
+) -> Written:
     from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
     from ..io.diagnostics import NoSamples
-    from ..io.sidecar import Context
-    from ..io.writer import write_results
     from ..naming.grouping import grouping_note
-    from ..render import render_svg
-    from .inputs import open_in_browser
-    from .record import drawn_with, report_top
+    from .outputs import write_outputs
 
     if not profile.counts:
         where = f" in the window {window.format()}" if window else ""
@@ -207,28 +198,19 @@ def _write_whole(
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))
-    options = draw.options
-    svg = draw.svg if options is not None else None
-    write_results(
-        profile, draw.folded, svg, lambda: render_svg(profile, options), status.note,  # type: ignore[arg-type]
-        Context.of(profile, **drawn_with(options)), draw.png,
-    )  # fmt: skip
-    if draw.open and svg is not None:
-        open_in_browser(svg)
-    report_top(profile, status)
+    return write_outputs(profile, outputs, status.note)
 
 
-def _write_trend(intervals: list[Interval], base: Path, draw: OutputRequest, status: Status) -> None:
+def _write_trend(intervals: list[Interval], base: Path, graph_title: str, width: int, status: Status) -> None:
     from ..io.writer import _put, write_atomically
     from ..render.trend import render_trend
 
-    assert draw.options is not None
     last = len(intervals)
     first_folded = interval_path(base, intervals[0].number, ".folded")
     last_folded = interval_path(base, intervals[-1].number, ".folded")
     hint = f"flamegraph diff {first_folded.name} {last_folded.name} --normalize -o {base.stem}-diff.svg"
-    title = f"{draw.options.title}: share per interval ({last} intervals)"
-    image = render_trend([(i.number, i.profile) for i in intervals], title, hint, draw.options.width)
+    title = f"{graph_title}: share per interval ({last} intervals)"
+    image = render_trend([(i.number, i.profile) for i in intervals], title, hint, width)
     path = trend_path(base)
     write_atomically(path, lambda out: _put(out, image))
     status.note(f"wrote {path}")

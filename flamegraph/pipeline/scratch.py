@@ -1,5 +1,5 @@
-"""The recording commands' scratch perf.data (kept when anything goes wrong after perf recorded) and
-their exit after a recording stopped by a signal."""
+"""A pipeline's scratch perf.data (kept when anything goes wrong after perf recorded), how a recorded
+command ended, in words, and the commands' exit after it (as a shell passes a status through)."""
 
 from __future__ import annotations
 
