@@ -7,10 +7,12 @@ profile = fold_training(run)                                    # samples in TRA
 
 from __future__ import annotations
 
+import io
 import os
+import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,23 +120,39 @@ def record_mlp(
     return RecordedRun(recording, log, lines, jit_unwound)
 
 
-def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook | None = None) -> FoldedProfile:
-    """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit.
+def fold_training(
+    run: RecordedRun,
+    group_unknown: bool = True,
+    mxnet: MxnetHook | None = None,
+    window: Window | None = None,
+    quiet: bool = False,
+) -> FoldedProfile:
+    """Fold only the training window (TRAIN_START..TRAIN_END), or `window` (an epoch's), leaving out
+    start-up and exit.
 
     With `mxnet` (the hook the run was recorded with), MXNet operator and oneDNN primitive frames
-    are joined in, and the coverage, clock and per-operator tables are printed and put in the header.
+    are joined in, and the coverage, clock and per-operator tables are printed (unless `quiet`) and put
+    in the header.
     """
-    joiner = mxnet.joiner(run.recording, run.window) if mxnet is not None else None
-    status, unwound = Status(), run.jit_unwound
-    profile = fold_with_report(run.recording, run.window, status, False, group_unknown, joiner, unwound)
+    window = window or run.window
+    status, unwound = Status(sink=io.BytesIO()) if quiet else Status(), run.jit_unwound
+    joiner = mxnet.joiner(run.recording, window) if mxnet is not None else None
+    profile = fold_with_report(run.recording, window, status, False, group_unknown, joiner, unwound)
     if mxnet is not None and joiner is not None:
-        mxnet.report(joiner, profile)
+        if quiet:
+            note, mxnet.note = mxnet.note, lambda line: None
+            try:
+                mxnet.report(joiner, profile)
+            finally:
+                mxnet.note = note
+        else:
+            mxnet.report(joiner, profile)
     return fold_interpreter(profile)  # a Python 3.12+ trainer's frames read as Python (collapse.python)
 
 
-def mxnet_hook(directory: Path) -> MxnetHook:
+def mxnet_hook(directory: Path, note: Callable[[str], None] = print) -> MxnetHook:
     """The `--mxnet` hook for a run whose profiler files go to `directory`."""
-    return MxnetHook(directory.absolute(), note=print)
+    return MxnetHook(directory.absolute(), note=note)
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
@@ -159,6 +177,28 @@ def overhead(baseline: TrainLog, profiled: TrainLog, best: bool = False) -> floa
     if not base or not prof:
         return None
     return 100.0 * (base - prof) / base
+
+
+@dataclass(frozen=True)
+class PairedOverhead:
+    """Throughput loss under perf from interleaved pairs (a run without perf, a run with): the median of
+    the pairs' losses, their spread and how many; one pair says nothing about a shared machine's noise."""
+
+    losses: tuple[float, ...]  # % per pair, in the order run
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[TrainLog, TrainLog]]) -> PairedOverhead | None:
+        losses = tuple(loss for base, run in pairs if (loss := overhead(base, run)) is not None)
+        return cls(losses) if losses else None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.losses)
+
+    def line(self) -> str:
+        spread = f"spread {min(self.losses):+.1f} .. {max(self.losses):+.1f} %"
+        pairs = f"{len(self.losses)} interleaved pair{'s' if len(self.losses) != 1 else ''}"
+        return f"{self.median:+.1f} % (median of {pairs}, {spread})"
 
 
 def shares(profile: FoldedProfile, needles: Sequence[str]) -> dict[str, float]:

@@ -31,7 +31,6 @@ from .record_flags import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_spool_option,
 )
 
 if TYPE_CHECKING:
@@ -181,11 +180,14 @@ def offcpu_cli(
     resolve_highlights(render.highlights, render.preset, "io")
     svg = None if no_svg else output
     check_outputs(svg, folded, exports, perf_data, png if svg is not None else None)
-    cap = parse_spool_option(max_spool, None)
-    if cap is not None and (perf_data is not None or exports or python is True):
-        said = "--perf-data" if perf_data is not None else "--python" if python is True else "an export"
-        status.note(f"note: {said} read the whole perf.data after the run: recorded whole, --max-spool not applied")
-        cap = None
+    from ..record.streaming import python_frames_on, streaming_plan
+
+    blockers = [name for name, on in (("--perf-data", perf_data is not None), ("exports", bool(exports)),
+                ("Python frames", python_frames_on(python, spec.command))) if on]  # fmt: skip
+    plan = streaming_plan(max_spool, None, blockers)  # paired while perf records unless one needs the whole file
+    if plan.note is not None:
+        status.note(plan.note)
+    cap = plan.cap
     with ScratchRecording("flamegraph-offcpu-", perf_data, status.note) as session:
         before = snapshot_threads(pid) if pid is not None else {}
         resolve = whole_window_resolver(pid, before) if pid is not None else None

@@ -39,7 +39,6 @@ from .record_flags import (
     check_outputs,
     check_request,
     parse_call_graph_option,
-    parse_spool_option,
 )
 
 if TYPE_CHECKING:
@@ -211,7 +210,6 @@ def record_cli(
       flamegraph record --memory live -o leaks.svg -- ./server
     """
     from ..frameworks.jit.hook import JIT_CALL_GRAPH
-    from ..io.diagnostics import BadOption
     from ..record import RecordOptions, RecordSpec, Status
     from ..record.memory import MemoryRequest
 
@@ -240,18 +238,17 @@ def record_cli(
         options if not no_svg else None, output, folded, threads, group_unknown, exports, png if not no_svg else None,
         open_, keep_interpreter,
     )  # fmt: skip
-    spool = parse_spool_option(max_spool, every)
-    if spool is not None:
-        whole_file = [name for name, on in (("--perf-data", perf_data), ("--jit", jit), ("--mxnet", mxnet),
-                      ("--memory", wanted is not None), ("--python", python is True),
-                      ("--speedscope/--pprof/--chrome-trace", bool(exports))) if on]  # fmt: skip
-        if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
-            raise BadOption(f"--every folds while recording: not yet with {', '.join(whole_file)}")
-        if not whole_file:
-            record_streaming(spec, span, draw, spool, every)
-            return
-        note = f"note: {', '.join(whole_file)} read the whole perf.data after the run: recorded whole, --max-spool"
-        Status().note(f"{note} not applied (the disk is not bounded)")
+    from ..record.streaming import python_frames_on, streaming_plan
+
+    blockers = [name for name, on in (("--perf-data", perf_data is not None), ("--jit", jit), ("--mxnet", mxnet),
+                ("--memory", wanted is not None), ("Python frames", python_frames_on(python, spec.command)),
+                ("exports", bool(exports))) if on]  # fmt: skip
+    plan = streaming_plan(max_spool, every, blockers)  # (folds while perf records unless one needs the whole file)
+    if plan.note is not None:
+        Status().note(plan.note)
+    if plan.cap is not None:
+        record_streaming(spec, span, draw, plan.cap, every)
+        return
     record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python)
 
 

@@ -42,7 +42,7 @@ MaxSpool = Annotated[
     typer.Option(
         "--max-spool",
         metavar="SIZE",
-        help="fold while recording, at most SIZE of raw data on disk (e.g. 256M; default with --every: 256M)",
+        help="fold while recording with at most SIZE of raw data on disk (default 256M; 0: record whole)",
     ),
 ]
 PerfData = Annotated[
@@ -104,21 +104,6 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise BadOption("give either --pid PID or -- COMMAND ARGS, not both and not neither")
     if no_svg and folded is None and not exports:
         raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
-
-
-def parse_spool_option(text: str | None, every: float | None) -> int | None:
-    """--max-spool SIZE in bytes (None: the whole-file recording), at least the spool's minimum."""
-    from ..record.spool import MIN_CAP, parse_size
-
-    if text is None and every is None:
-        return None
-    try:
-        size = parse_size(text or "256M")
-    except ValueError as err:
-        raise BadOption(f"--max-spool: {err}") from None
-    if size < MIN_CAP:
-        raise BadOption(f"--max-spool {text!r}: less than {MIN_CAP // 10**6}M")
-    return size
 
 
 def check_outputs(

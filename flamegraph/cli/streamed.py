@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from ..window import Window
     from .record import OutputRequest
 
-DEFAULT_MAX_SPOOL = "256M"
-
-
 def interval_path(base: Path, number: int, suffix: str) -> Path:
     """STEM-001.svg beside `base` (the SVG, or --folded with --no-svg)."""
     return base.with_name(f"{base.stem}-{number:03d}{suffix}")
