@@ -88,7 +88,7 @@ def run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
         if setting.perf:
             how = RecordOptions(call_graph=setting.call_graph, freq=setting.freq)
             return record_mlp(run, scratch / "perf.data", how, hooks).log
-        spec = RecordSpec(command=run.command(), env=run.environment())
+        spec = RecordSpec(command=run.command(), env=run.environment(), cwd=str(scratch))  # (oneDNN's dumps land there)
         for hook in hooks:
             spec = hook.prepare(spec)
         proc = subprocess.run(

@@ -47,7 +47,7 @@ MaxSpool = Annotated[
 ]
 PerfData = Annotated[
     Path | None,
-    typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
+    typer.Option("--perf-data", metavar="FILE", help="record whole into FILE and keep it (default: none kept)"),
 ]
 Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="graph title")]
 NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]

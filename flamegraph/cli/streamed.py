@@ -83,7 +83,11 @@ def record_streamed(
             with contextlib.suppress(Exception):
                 fold.finish()
             raise
-        profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
+        try:
+            profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
+        except BaseException:
+            fold.stop()  # a signal while the folder scripts the last chunks: its perf script ends with us
+            raise
         status.note(_streamed_summary(recording, fold, spool))
         diagnostics.finish()
         _finish(recording, fold, spool, status)

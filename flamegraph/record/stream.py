@@ -64,6 +64,7 @@ class StreamedFold:
         self._interval_chunks = 0
         self._interval_start = 0
         self._error: BaseException | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fold", daemon=True)
 
     def start(self) -> None:
@@ -76,9 +77,22 @@ class StreamedFold:
             raise self._error
         return self.whole
 
+    def stop(self, timeout: float = 5.0) -> None:
+        """After the main thread was stopped (a signal) while this one folds: its perf script is killed,
+        the chunks still coming are deleted unread, and the thread is waited for (briefly)."""
+        from ..io.perf import kill_running_scripts
+
+        self._stopping.set()
+        kill_running_scripts()
+        self._thread.join(timeout)
+
     def _run(self) -> None:
         try:
             while (chunk := self.spool.next_chunk()) is not None:
+                if self._stopping.is_set():
+                    self.spool.done(chunk)
+                    drain(self.spool)
+                    return
                 self._fold(chunk)
             if self._interval_chunks:  # the watcher saw perf's last chunk before it knew it was the last
                 self._close(self.spool.ended_ns)
