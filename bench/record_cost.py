@@ -4,9 +4,12 @@
 
 Each round trains the MLP once without perf, then once per setting (in a new order each round, so a
 drift of a shared machine hits every setting alike). A setting's cost in a round is its throughput
-loss (mean per-epoch samples/s) against that round's run without perf; the table shows the median
-over the rounds, the spread (lowest..highest) and the number of pairs. The settings take one part
-away (or change one) from `make flamegraph`'s default set, `--jit --mxnet` at dwarf,65528 -F 499:
+loss (mean per-epoch samples/s) and the CPU it adds (mean per-epoch CPU seconds of the trainer, all
+threads, from its EPOCH_END lines: perf's stack copies are the sampled threads' system time) against
+that round's run without perf; the table shows the medians over the rounds, the spreads
+(lowest..highest) and the number of pairs. On a shared machine the CPU column is the steadier one.
+The settings take one part away (or change one) from `make flamegraph`'s default set,
+`--jit --mxnet` at dwarf,65528 -F 499:
 
     default           --jit --mxnet, dwarf,65528, -F 499 (make flamegraph)
     dwarf,16384       the same with a 16 KB stack copy per sample (dwarf,32768, dwarf,8192: alike)
@@ -118,12 +121,25 @@ def cost(base: TrainLog, run: TrainLog) -> float:
     return 100.0 * (without - with_) / without if without else float("nan")
 
 
-def table(costs: dict[str, list[float]]) -> list[str]:
-    rows = [f"| {'setting':<16} | median cost | spread | pairs |", f"| {'-' * 16} | ---: | --- | ---: |"]
+def cpu_cost(base: TrainLog, run: TrainLog) -> float:
+    """CPU added in % (mean per-epoch CPU seconds of the trainer, all threads: perf's stack copies are the
+    sampled threads' system time); a loaded machine disturbs it far less than samples/s."""
+    without, with_ = base.mean_cpu(), run.mean_cpu()
+    return 100.0 * (with_ - without) / without if without and with_ else float("nan")
+
+
+def table(costs: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[str]:
+    rows = [
+        f"| {'setting':<16} | throughput loss, median | spread | CPU added, median | spread | pairs |",
+        f"| {'-' * 16} | ---: | --- | ---: | --- | ---: |",
+    ]
     for name, values in costs.items():
         if values:
             spread = f"{min(values):+.1f} .. {max(values):+.1f} %"
-            rows.append(f"| {name:<16} | {statistics.median(values):+.1f} % | {spread} | {len(values)} |")
+            c = cpu[name]
+            cpu_spread = f"{min(c):+.1f} .. {max(c):+.1f} %"
+            rows.append(f"| {name:<16} | {statistics.median(values):+.1f} % | {spread} | "
+                        f"{statistics.median(c):+.1f} % | {cpu_spread} | {len(values)} |")  # fmt: skip
     return rows
 
 
@@ -142,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown setting; known: {', '.join(s.name for s in SETTINGS)}")
     mlp = MlpRun(prepare_mnist(), args.epochs, python=os.environ.get("WORKLOAD_PYTHON") or sys.executable)
     costs: dict[str, list[float]] = {s.name: [] for s in chosen}
+    cpu: dict[str, list[float]] = {s.name: [] for s in chosen}
     loads = [os.getloadavg()[0]]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="record-cost-") as tmp:
@@ -151,14 +168,16 @@ def main(argv: list[str] | None = None) -> int:
             base = baseline(mlp)
             print(f"round {number}: without perf {base.mean_rate() or 0:,.0f} samples/s", flush=True)
             for setting in order:
-                loss = cost(base, run_setting(setting, mlp, scratch))
+                log = run_setting(setting, mlp, scratch)
+                loss, added = cost(base, log), cpu_cost(base, log)
                 costs[setting.name].append(loss)
-                print(f"  {setting.name:<16} {loss:+.1f} %", flush=True)
+                cpu[setting.name].append(added)
+                print(f"  {setting.name:<16} throughput {loss:+.1f} %, CPU {added:+.1f} %", flush=True)
             loads.append(os.getloadavg()[0])
     print(f"\n{args.rounds} rounds of {args.epochs} epochs in {time.monotonic() - started:.0f} s; load average "
           f"{min(loads):.1f}-{max(loads):.1f} (1 min, {os.cpu_count()} CPUs); cost = throughput loss against "
-          "the round's run without perf (mean per-epoch samples/s)")  # fmt: skip
-    print("\n".join(table(costs)))
+          "the round's run without perf (samples/s; CPU: per-epoch CPU seconds, all threads)")  # fmt: skip
+    print("\n".join(table(costs, cpu)))
     return 0
 
 

@@ -86,6 +86,7 @@ class OnCpuRun:
     rate: float  # samples/s under perf (epoch mean)
     baseline_rate: float | None  # without perf
     overhead: PairedOverhead | None  # % per interleaved pair (epoch means)
+    cpu_overhead: PairedOverhead | None  # CPU seconds per epoch added, % per pair
     epochs: int  # per-epoch graphs drawn
     val_acc: float | None
     shares: dict[str, float]  # % of samples under each of ONEDNN_FRAMES
@@ -105,6 +106,7 @@ class OnCpuRun:
             "samples_per_s_without_perf": round(self.baseline_rate) if self.baseline_rate is not None else None,
             "overhead_percent": round(self.overhead.median, 1) if self.overhead is not None else None,
             "overhead_pairs_percent": [round(x, 1) for x in self.overhead.losses] if self.overhead else None,
+            "cpu_added_pairs_percent": [round(x, 1) for x in self.cpu_overhead.losses] if self.cpu_overhead else None,
             "epoch_graphs": self.epochs,
             "val_acc": self.val_acc,
             "shares_percent": {k: round(v, 1) for k, v in self.shares.items()},
@@ -169,7 +171,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
             if isinstance(hook, JitHook):
                 hook.cleanup()  # the /tmp/perf-PID.map we wrote (its copy stays in mlp-oncpu.jit/)
     fold_seconds = time.monotonic() - started
-    paired = PairedOverhead.of(measured)
+    paired, cpu = PairedOverhead.of(measured), PairedOverhead.of(measured, cpu=True)
     baseline = measured[0][0] if measured else None
     for base, _ in measured[1:]:
         assert baseline is not None
@@ -208,6 +210,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
         rate,
         (baseline.mean_rate() or 0) if baseline else None,
         paired,
+        cpu,
         len(epochs),
         recorded.log.val_acc,
         shares(profile, ONEDNN_FRAMES),
@@ -297,6 +300,8 @@ def report(result: OnCpuRun, out: Path) -> int:
         without, with_perf = facts["samples_per_s_without_perf"], facts["samples_per_s_with_perf"]
         print(f"overhead: {result.overhead.line()}; {without:,} samples/s without perf, {with_perf:,} with "
               "(epoch means; the budget is 5 %)")  # fmt: skip
+    if result.cpu_overhead is not None:
+        print(f"CPU added: {result.cpu_overhead.line()} (CPU seconds per epoch, all the trainer's threads)")
     write_facts(out / "mlp-oncpu.json", facts)
     return 0
 

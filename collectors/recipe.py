@@ -187,8 +187,10 @@ class PairedOverhead:
     losses: tuple[float, ...]  # % per pair, in the order run
 
     @classmethod
-    def of(cls, pairs: Sequence[tuple[TrainLog, TrainLog]]) -> PairedOverhead | None:
-        losses = tuple(loss for base, run in pairs if (loss := overhead(base, run)) is not None)
+    def of(cls, pairs: Sequence[tuple[TrainLog, TrainLog]], cpu: bool = False) -> PairedOverhead | None:
+        """Throughput loss per pair, or (`cpu`) the CPU seconds per epoch added (steadier on a shared machine)."""
+        measure = cpu_overhead if cpu else overhead
+        losses = tuple(loss for base, run in pairs if (loss := measure(base, run)) is not None)
         return cls(losses) if losses else None
 
     @property
@@ -199,6 +201,15 @@ class PairedOverhead:
         spread = f"spread {min(self.losses):+.1f} .. {max(self.losses):+.1f} %"
         pairs = f"{len(self.losses)} interleaved pair{'s' if len(self.losses) != 1 else ''}"
         return f"{self.median:+.1f} % (median of {pairs}, {spread})"
+
+
+def cpu_overhead(baseline: TrainLog, profiled: TrainLog) -> float | None:
+    """CPU added under perf, in %, from the mean per-epoch CPU seconds (all the trainer's threads: perf's stack
+    copies are the sampled threads' system time)."""
+    base, prof = baseline.mean_cpu(), profiled.mean_cpu()
+    if not base or not prof:
+        return None
+    return 100.0 * (prof - base) / base
 
 
 def shares(profile: FoldedProfile, needles: Sequence[str]) -> dict[str, float]:

@@ -22,7 +22,7 @@ TRAINER_OUTPUT = """PID 20558
 backend oneDNN (MKLDNN), mxnet 1.9.1
 TRAIN_START 1100.090395
 epoch 0 train-acc 0.9242 val-acc 0.9599 time 1.55s 38734 samples/s
-EPOCH_END 1102.500000
+EPOCH_END 1102.500000 cpu 3.100
 [03:07:27] ../src/executor/graph_executor.cc:1991: Subgraph backend MKLDNN is activated.
 epoch 1 train-acc 0.9669 val-acc 0.9653 time 1.56s 38447 samples/s
 EPOCH_END 1108.300000
@@ -54,6 +54,7 @@ def test_epoch_windows_from_the_trainers_own_marks() -> None:
     log = parse_log(TRAINER_OUTPUT)
     assert log.epoch_windows() == [(1100.090395, 1102.5), (1102.5, 1108.3)]
     assert parse_log("EPOCH_END 3.0\n").epoch_windows() == []  # no TRAIN_START: no window
+    assert parse_log("EPOCH_END 3.0 cpu 1.250\n").epoch_cpu == [1.25]  # the epoch's CPU seconds
     partial = parse_log("TRAIN_START 1.0\nEPOCH_END 2.0\n")  # interrupted in epoch 2: epoch 1 only
     assert partial.epoch_windows() == [(1.0, 2.0)]
 
@@ -69,6 +70,8 @@ def test_overhead_is_the_median_of_interleaved_pairs() -> None:
     assert paired.median == pytest.approx(5.0)
     assert paired.line() == "+5.0 % (median of 3 interleaved pairs, spread +3.0 .. +20.0 %)"
     assert PairedOverhead.of([(TrainLog(), rate(1))]) is None
+    cpu = PairedOverhead.of([(parse_log("EPOCH_END 1.0 cpu 2.0"), parse_log("EPOCH_END 1.0 cpu 2.2"))], cpu=True)
+    assert cpu is not None and cpu.losses == pytest.approx((10.0,))
 
 
 def test_partial_output_has_no_window() -> None:
@@ -112,10 +115,10 @@ def load(path: Path) -> FoldedProfile:
         return read_folded(f, str(path), Diagnostics())
 
 
-def driver(module: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def driver(module: str, out: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", module, "--out", str(out), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 @pytest.mark.perf
@@ -124,7 +127,7 @@ def driver(module: str, out: Path, *args: str) -> subprocess.CompletedProcess[st
 def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
     """One real epoch without and with perf (one pair: the median of pairs is test_overhead_is_the_median_of_...):
     frames, accuracy, the overhead line, outputs, the epoch's own graph and the trend page."""
-    proc = driver("collectors.make_flamegraph", tmp_path, "--epochs", "1", "--pairs", "1")
+    proc = driver("collectors.make_flamegraph", tmp_path, "--epochs", "1", "--pairs", "1", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads((tmp_path / "mlp-oncpu.json").read_text())
     assert facts["val_acc"] >= 0.95  # real MNIST, converted right
@@ -137,6 +140,7 @@ def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
     assert not any("_dl_map_object" in stack for stack in profile.counts)
     assert "top 10 frames by self samples" in proc.stdout and "(median of 1 interleaved pair, spread" in proc.stdout
     assert len(facts["overhead_pairs_percent"]) == 1 and facts["epoch_graphs"] == 1
+    assert len(facts["cpu_added_pairs_percent"]) == 1 and "CPU added: " in proc.stdout
     epoch = load(tmp_path / "mlp-oncpu-epoch-1.folded")  # the one epoch: the training window less TRAIN_END's tail
     assert 0.8 * profile.total <= epoch.total <= profile.total
     assert "epoch 1 of 1" in (tmp_path / "mlp-oncpu-epoch-1.svg").read_text()
