@@ -102,8 +102,9 @@ $(VENV312)/.installed:
 
 workload-venv: $(VENV312)/.installed ## a Python 3.12 venv for the workload (mxnet 1.9.1, numpy 1.26): make flamegraph then shows Python frames
 
-flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) $(MXNET)
+PAIRS ?= 3
+flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, a graph per epoch + trend, top frames, overhead (median of PAIRS pairs)
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) --pairs $(PAIRS) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
