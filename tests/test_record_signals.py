@@ -472,9 +472,11 @@ int unlink(const char *path) {  /* perf removing its vDSO copy as it exits: stal
 """
 
 
-def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spool", ["0", "256M"], ids=["whole", "streamed"])
+def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path, spool: str) -> None:
     """perf copies the vDSO to /tmp/perf-vdso.so-XXXXXX while it finishes and removes it as it exits;
-    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point."""
+    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point. The whole
+    file is then unreadable; streamed, what was folded is not drawn: both said."""
     compiler = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
     if not compiler:
         pytest.skip("no C compiler for the stalling unlink() shim")
@@ -491,8 +493,8 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     tmp.mkdir()
     svg = tmp_path / "v.svg"
     proc = subprocess.Popen(
-        [*FLAMEGRAPH, "record", "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        [*FLAMEGRAPH, "record", "--max-spool", spool, "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "TMPDIR": str(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
     )  # fmt: skip
     seen = wait_for_line(proc, "recording")
@@ -508,7 +510,10 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     os.kill(proc.pid, signal.SIGTERM)
     err = finish(proc, seen)
     assert proc.returncode == EXIT_TERMINATED, err
-    assert "perf record was killed before it finished" in err and "cannot be read" in err
+    if spool == "0":
+        assert "perf record was killed before it finished" in err and "cannot be read" in err
+    else:
+        assert "the recording was abandoned: the samples folded so far are not drawn" in err, err
     assert "Traceback" not in err
     assert set(Path("/tmp").glob("perf-vdso.so-*")) - before == set()
     assert list(tmp.iterdir()) == []  # an unreadable scratch perf.data is not kept

@@ -9,7 +9,6 @@ interval, and the whole run so far is still drawn.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 from pathlib import Path
@@ -47,7 +46,7 @@ def record_streamed(
 ) -> Recording:
     """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend."""
     from ..folding.perf import FoldOptions, PerfCollapser
-    from ..io.diagnostics import Diagnostics
+    from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
     from ..io.private import scratch_dir
     from ..naming.buildid import RecordedBuildIds
@@ -78,10 +77,15 @@ def record_streamed(
         fold.start()
         try:
             recording = record(spec, spool.data, status=status, spool=spool)
-        except BaseException:
-            spool.ended()  # the folder ends too; what stopped the recording is the error said
-            with contextlib.suppress(Exception):
-                fold.finish()
+        except BaseException as stopped:
+            spool.ended()  # the folder ends too, its perf script killed; what stopped the recording is the error said
+            fold.stop()
+            recorded = spool.chunks or spool.size()  # (a stop before perf began recorded nothing: nothing to say)
+            if isinstance(stopped, (KeyboardInterrupt, StopSignal)) and recorded:  # perf killed as it finished
+                status.note(
+                    f"the recording was abandoned: the samples folded so far are not drawn ({fold.counts.samples:,} "
+                    f"in {fold.chunks} chunks; nothing raw is kept)"
+                )
             raise
         try:
             profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)

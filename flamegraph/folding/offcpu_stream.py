@@ -75,7 +75,10 @@ def record_and_pair(
         recording = record_offcpu(spec, spool.data, status, spool=spool)
     finally:
         if recording is None:
-            spool.ended()  # (idempotent) whatever stopped the recording, the pairing ends
+            spool.ended()  # (idempotent) whatever stopped the recording, the pairing ends, its perf script killed
+            from ..io.perf import kill_running_scripts
+
+            kill_running_scripts()
         ending.set(recording)
         try:
             thread.join()
