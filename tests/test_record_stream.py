@@ -187,6 +187,27 @@ def test_trend_page_is_escaped_svg_without_script() -> None:
     assert "100.0" in text  # the share printed in its cell: readable as an image
 
 
+def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> None:
+    from flamegraph.io.diagnostics import BadOption
+    from flamegraph.record.streaming import Plan, python_frames_on, streaming_plan
+
+    assert streaming_plan(None, None, []) == Plan(256_000_000)  # no option: folded while recording, 256 MB
+    assert streaming_plan("64M", None, []) == Plan(64_000_000)
+    assert streaming_plan("0", None, ["--jit"]) == Plan(None)  # asked to record whole: nothing to say
+    default = streaming_plan(None, None, ["--jit", "--mxnet"])
+    assert default.cap is None and default.note is not None
+    assert default.note.startswith("note: recorded whole, not folded while recording, the raw data on disk is not")
+    assert "--jit: perf inject --jit needs" in default.note and "--mxnet: the operators are joined" in default.note
+    asked = streaming_plan("64M", None, ["--perf-data"])
+    assert asked.cap is None and asked.note is not None and "--max-spool not applied" in asked.note
+    with pytest.raises(BadOption, match="not with --memory"):
+        streaming_plan(None, 60.0, ["--memory"])
+    with pytest.raises(BadOption, match="not with --max-spool 0"):
+        streaming_plan("0", 60.0, [])
+    assert not python_frames_on(None, ()) and not python_frames_on(False, ("python3.12", "x.py"))
+    assert not python_frames_on(None, ("/bin/sh", "-c", "true"))  # not Python: streamed
+
+
 # -- the CLI's mistakes (no perf) ---------------------------------------------------------------
 
 
