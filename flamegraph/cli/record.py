@@ -210,7 +210,7 @@ def record_cli(
       flamegraph record --memory live -o leaks.svg -- ./server
     """
     from ..frameworks.jit.hook import JIT_CALL_GRAPH
-    from ..record import RecordOptions, RecordSpec, Status
+    from ..record import RecordOptions, RecordSpec
     from ..record.memory import MemoryRequest
 
     source = ctx.get_parameter_source("call_graph")
@@ -244,12 +244,10 @@ def record_cli(
                 ("--memory", wanted is not None), ("Python frames", python_frames_on(python, spec.command)),
                 ("exports", bool(exports))) if on]  # fmt: skip
     plan = streaming_plan(max_spool, every, blockers)  # (folds while perf records unless one needs the whole file)
-    if plan.note is not None:
-        Status().note(plan.note)
     if plan.cap is not None:
         record_streaming(spec, span, draw, plan.cap, every)
         return
-    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python)
+    record_and_draw(spec, span, draw, perf_data, jit, mxnet, wanted, python, plan.note)
 
 
 def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
@@ -334,6 +332,7 @@ def record_and_draw(
     mxnet: bool = False,
     memory: MemoryRequest | None = None,
     python: bool | None = None,
+    whole_note: str | None = None,
 ) -> None:
     """Record, fold, write; perf.data goes to a temporary directory unless `perf_data` is given, and
     is kept (and its path printed) when a later step fails, so nothing recorded is lost.
@@ -347,6 +346,8 @@ def record_and_draw(
 
     status = Status()
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
+    if whole_note is not None:
+        status.note(whole_note)  # why the whole perf.data is recorded (once the outputs are known to be writable)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
         jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
