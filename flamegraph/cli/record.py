@@ -346,8 +346,6 @@ def record_and_draw(
 
     status = Status()
     check_outputs(draw.svg if draw.options is not None else None, draw.folded, draw.exports, perf_data, draw.png)
-    if whole_note is not None:
-        status.note(whole_note)  # why the whole perf.data is recorded (once the outputs are known to be writable)
     with ScratchRecording("flamegraph-record-", perf_data, status.note) as session:
         data_path = session.data_path
         jit_dir = data_path.absolute().with_name(data_path.name + ".jit")
@@ -355,7 +353,7 @@ def record_and_draw(
         jit_hook = JitHook(jit_dir, note=status.note, dnnl=jit, python=python) if wanted else None
         mx = MxnetHook(data_path.absolute().with_name(data_path.name + ".mxnet"), note=status.note) if mxnet else None
         try:
-            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory)
+            recording = _record_and_write(spec, window, draw, session, status, jit_hook, mx, memory, whole_note)
         finally:
             if jit_hook is not None:
                 jit_hook.cleanup()  # the perf maps we wrote, once every perf script pass has read them
@@ -371,6 +369,7 @@ def _record_and_write(
     jit_hook: JitHook | None,
     mx: MxnetHook | None,
     memory: MemoryRequest | None = None,
+    whole_note: str | None = None,
 ) -> Recording:
     from ..folding.perf import FoldOptions
     from ..folding.python import fold_interpreter
@@ -390,11 +389,13 @@ def _record_and_write(
         from ..record.memory_fold import fold_memory_recording
 
         with memory_probes(memory, spec.pid, status.note) as probes:  # deleted however the recording ends
+            _say(status, whole_note)
             recording = record(probes.apply(spec), data_path, hooks=hooks, on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
         profile = fold_memory_recording(recording, probes, window, status, draw.threads, draw.group_unknown, joiner)
     else:
+        _say(status, whole_note)
         recording = record(spec, data_path, hooks=hooks, on_recording=session.mark_recorded)
         status.note(_summary(recording.samples, recording.seconds, data_path, recording.exit_status))
         joiner = mx.joiner(recording, window) if mx else None
@@ -423,6 +424,12 @@ def _record_and_write(
         write_recording_exports(draw.exports, profile, recording, status.note, fold, window)
     report_top(profile, status)
     return recording
+
+
+def _say(status: Status, note: str | None) -> None:
+    """Why the whole perf.data is recorded, said as it begins (after every check that could refuse the run)."""
+    if note is not None:
+        status.note(note)
 
 
 def drawn_with(options: RenderOptions | None) -> dict[str, object]:

@@ -159,7 +159,11 @@ def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) ->
 def _finish(recording: Recording, fold: StreamedFold, spool: Spool, status: Status) -> None:
     """The counts perf's last line does not give with rotating chunks, and what was lost, said."""
     from ..record.lost import LostSamples
+    from ..record.scope import kernel_note, user_space_only
 
+    if (scope := user_space_only(recording.spec, fold.events or [])) is not None:  # perf's silent fallback
+        recording.metadata["recorded"] = scope
+        status.note(f"note: {kernel_note(scope)}")
     counts = fold.counts
     dropped = spool.dropped.samples
     recording.samples = counts.samples + dropped

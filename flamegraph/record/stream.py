@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from ..folding.perf import PerfCollapser
 from ..folding.stage import fold_input, open_lines
+from ..io.perf import find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
+from .scope import recorded_events
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
 
 
@@ -59,6 +61,7 @@ class StreamedFold:
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
         self.intervals = 0
+        self.events: list[str] | None = None  # the events as the first chunk records them (perf's user-only fallback)
         self._collapser = make_collapser()
         self._interval_samples = 0
         self._interval_chunks = 0
@@ -109,6 +112,8 @@ class StreamedFold:
                 self._close(chunk.ended_ns)
             return
         counts = _read_and_merge(chunk, self._namer)
+        if self.events is None:
+            self.events = recorded_events(find_perf(), chunk.path)
         try:
             fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
         finally:
