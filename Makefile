@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -104,8 +104,9 @@ $(VENV312)/.installed:
 
 workload-venv: $(VENV312)/.installed ## a Python 3.12 venv for the workload (mxnet 1.9.1, numpy 1.26): make flamegraph then shows Python frames
 
-flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, top frames, overhead
-	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) --engine $(ENGINE) $(MXNET)
+PAIRS ?= 3
+flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .svg, a graph per epoch + trend, top frames, overhead (median of PAIRS pairs)
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) -m collectors.make_flamegraph --out $(OUT) --epochs $(EPOCHS) --pairs $(PAIRS) --engine $(ENGINE) $(MXNET)
 
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
@@ -134,6 +135,10 @@ python-cost: venv workload-venv ## what Python frames cost the MLP on 3.12: perf
 LONG_SECONDS ?= 600
 long-bench: venv perf-deps ## a --every 60 --max-spool 256M recording of LONG_SECONDS against plain perf record: peak disk, RSS, samples kept
 	$(PY) bench/long_record.py --seconds $(LONG_SECONDS) --every 60 --max-spool 256M
+
+COST_ROUNDS ?= 3
+record-cost: venv perf-deps ## make flamegraph's recording cost, part by part (stack copy size, rate, profiler, verbose log, JIT hook), interleaved
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/record_cost.py --rounds $(COST_ROUNDS) --epochs 2
 
 CORPUS ?= bench/corpus
 FLAMEGRAPH_DIR ?= $(SHARED)/peer-tests/flamegraph-pl/bin

@@ -7,10 +7,12 @@ profile = fold_training(run)                                    # samples in TRA
 
 from __future__ import annotations
 
+import io
 import os
+import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,19 +161,34 @@ def record_mlp(
     return RecordedRun(recording, log, lines, RecordHooks.among(hooks))
 
 
-def fold_training(run: RecordedRun, group_unknown: bool = True, mxnet: MxnetHook | None = None) -> FoldedProfile:
-    """Fold only the training window (TRAIN_START..TRAIN_END), leaving out start-up and exit.
+def fold_training(
+    run: RecordedRun,
+    group_unknown: bool = True,
+    mxnet: MxnetHook | None = None,
+    window: Window | None = None,
+    quiet: bool = False,
+) -> FoldedProfile:
+    """Fold only the training window (TRAIN_START..TRAIN_END), or `window` (an epoch's), leaving out
+    start-up and exit.
 
     With `mxnet` (the hook the run was recorded with), MXNet operator and oneDNN primitive frames
-    are joined in, and the coverage, clock and per-operator tables are printed and put in the header.
+    are joined in, and the coverage, clock and per-operator tables are printed (unless `quiet`) and put
+    in the header.
     """
-    request = OnCpuRequest(run.recording.spec, run.window, group_unknown=group_unknown)  # the pipeline's own fold
-    return fold_oncpu(run.recording, request, Status(), RecordHooks(run.hooks.jit, mxnet))
+    request = OnCpuRequest(run.recording.spec, window or run.window, group_unknown=group_unknown)
+    status = Status(sink=io.BytesIO()) if quiet else Status()
+    if mxnet is None or not quiet:
+        return fold_oncpu(run.recording, request, status, RecordHooks(run.hooks.jit, mxnet))  # the pipeline's fold
+    note, mxnet.note = mxnet.note, lambda line: None  # an epoch's tables: the whole run's say it all
+    try:
+        return fold_oncpu(run.recording, request, status, RecordHooks(run.hooks.jit, mxnet))
+    finally:
+        mxnet.note = note
 
 
-def mxnet_hook(directory: Path) -> MxnetHook:
+def mxnet_hook(directory: Path, note: Callable[[str], None] = print) -> MxnetHook:
     """The `--mxnet` hook for a run whose profiler files go to `directory`."""
-    return MxnetHook(directory.absolute(), note=print)
+    return MxnetHook(directory.absolute(), note=note)
 
 
 def write_outputs(profile: FoldedProfile, folded: Path, svg: Path | None, title: str, subtitle: str) -> None:
@@ -195,6 +212,39 @@ def overhead(baseline: TrainLog, profiled: TrainLog, best: bool = False) -> floa
     if not base or not prof:
         return None
     return 100.0 * (base - prof) / base
+
+
+@dataclass(frozen=True)
+class PairedOverhead:
+    """Throughput loss under perf from interleaved pairs (a run without perf, a run with): the median of
+    the pairs' losses, their spread and how many; one pair says nothing about a shared machine's noise."""
+
+    losses: tuple[float, ...]  # % per pair, in the order run
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[TrainLog, TrainLog]], cpu: bool = False) -> PairedOverhead | None:
+        """Throughput loss per pair, or (`cpu`) the CPU seconds per epoch added (steadier on a shared machine)."""
+        measure = cpu_overhead if cpu else overhead
+        losses = tuple(loss for base, run in pairs if (loss := measure(base, run)) is not None)
+        return cls(losses) if losses else None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.losses)
+
+    def line(self) -> str:
+        spread = f"spread {min(self.losses):+.1f} .. {max(self.losses):+.1f} %"
+        pairs = f"{len(self.losses)} interleaved pair{'s' if len(self.losses) != 1 else ''}"
+        return f"{self.median:+.1f} % (median of {pairs}, {spread})"
+
+
+def cpu_overhead(baseline: TrainLog, profiled: TrainLog) -> float | None:
+    """CPU added under perf, in %, from the mean per-epoch CPU seconds (all the trainer's threads: perf's stack
+    copies are the sampled threads' system time)."""
+    base, prof = baseline.mean_cpu(), profiled.mean_cpu()
+    if not base or not prof:
+        return None
+    return 100.0 * (prof - base) / base
 
 
 def shares(profile: FoldedProfile, needles: Sequence[str]) -> dict[str, float]:

@@ -5,7 +5,8 @@
 Fed by `mx.io.MNISTIter`, trained with SGD through the Module API. It prints what a profiler
 needs: `PID <pid>`, `TRAIN_START <t>` / `TRAIN_END <t>` as CLOCK_MONOTONIC seconds (the clock of
 `perf record -k CLOCK_MONOTONIC`, so they are `perf script --time` bounds that leave out the
-~3.5 s of `import mxnet`), and per epoch the accuracies and samples/s (see `mlp_log`).
+~3.5 s of `import mxnet`), and per epoch the accuracies and samples/s, then `EPOCH_END <t>` (each
+epoch's window in the same clock: `make flamegraph` draws a graph per epoch; see `mlp_log`).
 oneDNN (MKLDNN) does the math unless MXNET_MKLDNN_ENABLED=0, which selects OpenBLAS.
 """
 
@@ -84,11 +85,14 @@ def train(mx: Any, mod: Any, train_it: Any, val_it: Any, epochs: int, max_batche
     """Runs the epochs, prints one line each; returns the last validation accuracy."""
     val_acc = 0.0
     for epoch in range(epochs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         metric, seen = train_epoch(mx, mod, train_it, max_batches)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         val_acc = mod.score(val_it, mx.metric.Accuracy())[0][1]
         print(format_epoch(epoch, metric.get()[1], val_acc, elapsed, seen / elapsed), flush=True)
+        # the epoch's CPU seconds, all threads (perf's stack copies are the sampled threads' system time): a
+        # cost measure a loaded machine disturbs far less than samples/s
+        print(format_marker("EPOCH_END", time.clock_gettime(time.CLOCK_MONOTONIC)), f"cpu {cpu:.3f}", flush=True)
     return float(val_acc)
 
 

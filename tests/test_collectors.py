@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.mlp_log import TrainLog, format_epoch, format_marker, parse_log
-from collectors.recipe import ROOT, MlpRun, choose_engine, overhead, shares
+from collectors.recipe import ROOT, MlpRun, PairedOverhead, choose_engine, overhead, shares
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.io.perf import find_perf
@@ -22,8 +22,10 @@ TRAINER_OUTPUT = """PID 20558
 backend oneDNN (MKLDNN), mxnet 1.9.1
 TRAIN_START 1100.090395
 epoch 0 train-acc 0.9242 val-acc 0.9599 time 1.55s 38734 samples/s
+EPOCH_END 1102.500000 cpu 3.100
 [03:07:27] ../src/executor/graph_executor.cc:1991: Subgraph backend MKLDNN is activated.
 epoch 1 train-acc 0.9669 val-acc 0.9653 time 1.56s 38447 samples/s
+EPOCH_END 1108.300000
 TRAIN_END 1108.310021
 total 3.11s
 """
@@ -47,9 +49,34 @@ def test_trainer_output_round_trips() -> None:
     assert format_marker("TRAIN_START", 1100.090395) == "TRAIN_START 1100.090395"
 
 
+def test_epoch_windows_from_the_trainers_own_marks() -> None:
+    """`make flamegraph` draws a graph per epoch from the trainer's EPOCH_END lines (perf's clock)."""
+    log = parse_log(TRAINER_OUTPUT)
+    assert log.epoch_windows() == [(1100.090395, 1102.5), (1102.5, 1108.3)]
+    assert parse_log("EPOCH_END 3.0\n").epoch_windows() == []  # no TRAIN_START: no window
+    assert parse_log("EPOCH_END 3.0 cpu 1.250\n").epoch_cpu == [1.25]  # the epoch's CPU seconds
+    partial = parse_log("TRAIN_START 1.0\nEPOCH_END 2.0\n")  # interrupted in epoch 2: epoch 1 only
+    assert partial.epoch_windows() == [(1.0, 2.0)]
+
+
+def test_overhead_is_the_median_of_interleaved_pairs() -> None:
+    def rate(value: float) -> TrainLog:
+        log = TrainLog()
+        log.feed(f"epoch 0 train-acc 0.9 val-acc 0.9 time 1.00s {value:.0f} samples/s")
+        return log
+
+    paired = PairedOverhead.of([(rate(100), rate(80)), (rate(100), rate(97)), (rate(200), rate(190))])
+    assert paired is not None and paired.losses == pytest.approx((20.0, 3.0, 5.0))
+    assert paired.median == pytest.approx(5.0)
+    assert paired.line() == "+5.0 % (median of 3 interleaved pairs, spread +3.0 .. +20.0 %)"
+    assert PairedOverhead.of([(TrainLog(), rate(1))]) is None
+    cpu = PairedOverhead.of([(parse_log("EPOCH_END 1.0 cpu 2.0"), parse_log("EPOCH_END 1.0 cpu 2.2"))], cpu=True)
+    assert cpu is not None and cpu.losses == pytest.approx((10.0,))
+
+
 def test_partial_output_has_no_window() -> None:
     log = TrainLog()
-    for line in TRAINER_OUTPUT.splitlines()[:4]:
+    for line in TRAINER_OUTPUT.splitlines()[:5]:
         log.feed(line)
     assert log.window is None and log.start == 1100.090395 and len(log.epochs) == 1
 
@@ -108,18 +135,19 @@ def load(path: Path) -> FoldedProfile:
         return read_folded(f, str(path), Diagnostics())
 
 
-def driver(module: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def driver(module: str, out: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", module, "--out", str(out), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.slow
 def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
-    """One real epoch without and with perf: frames, accuracy, overhead figure, outputs."""
-    proc = driver("collectors.make_flamegraph", tmp_path, "--epochs", "1")
+    """One real epoch without and with perf (one pair: the median of pairs is test_overhead_is_the_median_of_...):
+    frames, accuracy, the overhead line, outputs, the epoch's own graph and the trend page."""
+    proc = driver("collectors.make_flamegraph", tmp_path, "--epochs", "1", "--pairs", "1", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads((tmp_path / "mlp-oncpu.json").read_text())
     assert facts["val_acc"] >= 0.95  # real MNIST, converted right
@@ -130,7 +158,13 @@ def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
         assert any(frame in stack for stack in profile.counts), frame
     # the training window excludes start-up: no `import mxnet` (dlopen of libmxnet) in it
     assert not any("_dl_map_object" in stack for stack in profile.counts)
-    assert "top 10 frames by self samples" in proc.stdout and "overhead:" in proc.stdout
+    assert "top 10 frames by self samples" in proc.stdout and "(median of 1 interleaved pair, spread" in proc.stdout
+    assert len(facts["overhead_pairs_percent"]) == 1 and facts["epoch_graphs"] == 1
+    assert len(facts["cpu_added_pairs_percent"]) == 1 and "CPU added: " in proc.stdout
+    epoch = load(tmp_path / "mlp-oncpu-epoch-1.folded")  # the one epoch: the training window less TRAIN_END's tail
+    assert 0.8 * profile.total <= epoch.total <= profile.total
+    assert "epoch 1 of 1" in (tmp_path / "mlp-oncpu-epoch-1.svg").read_text()
+    assert "share per epoch" in (tmp_path / "mlp-oncpu-trend.svg").read_text()
     if sys.version_info < (3, 12):  # the Makefile's 3.11: no Python frames, said once; MXNet's own engine
         assert (proc.stdout + proc.stderr).count(f"is Python 3.{sys.version_info[1]}: its Python functions") == 1
         assert facts["engine"] is None and "NaiveEngine" not in proc.stdout

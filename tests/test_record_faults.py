@@ -28,14 +28,20 @@ REAL_PERF = shutil.which("perf") or "/usr/bin/perf"
 
 
 class Run:
-    """flamegraph in its own session, TMPDIR in tmp_path, stderr read line by line."""
+    """flamegraph in its own session, TMPDIR in tmp_path, stderr read line by line. `record` and `offcpu` record
+    the whole perf.data (`--max-spool 0`): these faults are about keeping it; the streamed default keeps nothing
+    raw (test_streamed_perf_killed_leaves_nothing_raw)."""
 
-    def __init__(self, tmp_path: Path, args: list[str], path: str | None = None, tmp: Path | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, args: list[str], path: str | None = None, tmp: Path | None = None, whole: bool = True
+    ) -> None:
         self.tmp = tmp or tmp_path / "tmp"
         self.tmp.mkdir(exist_ok=True)
         env = {**os.environ, "TMPDIR": str(self.tmp)}
         if path is not None:
             env["PATH"] = path
+        if whole and args[:1] in (["record"], ["offcpu"]):
+            args = [args[0], "--max-spool", "0", *args[1:]]
         self.proc = subprocess.Popen(
             [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             start_new_session=True,
@@ -153,6 +159,19 @@ def test_perf_killed_mid_recording(tmp_path: Path, command: str) -> None:
     error, stderr = run.finish(EXIT_NO_PERF)
     assert "perf record was killed by SIGKILL after" in error, error
     run.kept(stderr)  # and the command perf launched is gone (finish checked the session)
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_streamed_perf_killed_leaves_nothing_raw(tmp_path: Path, command: str) -> None:
+    """The default (folded while perf records): perf killed is one line and its exit code; no chunk is left."""
+    run = Run(tmp_path, [command, "--no-svg", "--folded", str(tmp_path / "x.folded"), "--", *SPIN], whole=False)
+    run.wait_for("recording")
+    run.wait_attached()
+    time.sleep(0.5)
+    os.kill(run.child("perf"), signal.SIGKILL)
+    error, stderr = run.finish(EXIT_NO_PERF)
+    assert "perf record was killed by SIGKILL after" in error, error
+    assert "kept in" not in stderr and list(run.tmp.iterdir()) == []  # the spool is gone with its chunks
 
 
 def test_perf_gone_before_perf_script(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -154,10 +155,65 @@ def test_offcpu_duration_cuts_a_launched_commands_open_wait_at_the_end(tmp_path:
     assert "1 wait open at the end (1." in proc.stderr
 
 
+def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_path: Path) -> None:
+    """The default (folded while perf records): SIGTERM while the last chunk's perf script runs ends it, says
+    the signal, and leaves neither perf script nor a chunk behind (nothing raw outlives a streamed run)."""
+    real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "perf").write_text(f'#!/bin/sh\n[ "$1" = script ] && exec sleep 30\nexec {real} "$@"\n')
+    (bin_dir / "perf").chmod(0o755)
+    folded = tmp_path / "f.folded"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, "record", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(tmp)},
+    )  # fmt: skip
+    seen = wait_for_line(proc, "recording")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # perf record has ended and the folder's perf script (sleeping) runs
+        names = [c.name for c in descendants(proc.pid)]
+        if "sleep" in names and "perf" not in names:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGTERM)
+    err = finish(proc, seen)  # (finish checks that nothing of its session is left: no perf script)
+    assert proc.returncode == EXIT_TERMINATED, err
+    assert err.rstrip().endswith("flamegraph: stopped by SIGTERM") and "Traceback" not in err, err
+    assert "kept in" not in err and list(tmp.iterdir()) == [] and not folded.exists()
+
+
+@dataclass(frozen=True)
+class _Process:
+    pid: int
+    name: str
+
+
+def descendants(pid: int) -> list[_Process]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                kids = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            for kid in kids:
+                try:
+                    found.append(_Process(kid, Path(f"/proc/{kid}/comm").read_text().strip()))
+                except OSError:
+                    continue
+                todo.append(kid)
+    return found
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)])
 def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path, signum: int, code: int) -> None:
     """perf script is slow on big recordings: SIGTERM or Ctrl-C then must not lose the recording
-    (the scratch perf.data was deleted) nor leave perf script running."""
+    (the scratch perf.data was deleted) nor leave perf script running. The whole-file recording (--max-spool 0)."""
     real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -165,7 +221,7 @@ def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path:
     (bin_dir / "perf").chmod(0o755)
     folded = tmp_path / "f.folded"
     env_path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
-    args = ["record", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN]
+    args = ["record", "--max-spool", "0", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN]
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = subprocess.Popen(
@@ -416,9 +472,11 @@ int unlink(const char *path) {  /* perf removing its vDSO copy as it exits: stal
 """
 
 
-def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spool", ["0", "256M"], ids=["whole", "streamed"])
+def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path, spool: str) -> None:
     """perf copies the vDSO to /tmp/perf-vdso.so-XXXXXX while it finishes and removes it as it exits;
-    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point."""
+    killed there (the old second Ctrl-C), the copy stayed. perf here stalls at that very point. The whole
+    file is then unreadable; streamed, what was folded is not drawn: both said."""
     compiler = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
     if not compiler:
         pytest.skip("no C compiler for the stalling unlink() shim")
@@ -435,8 +493,8 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     tmp.mkdir()
     svg = tmp_path / "v.svg"
     proc = subprocess.Popen(
-        [*FLAMEGRAPH, "record", "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        [*FLAMEGRAPH, "record", "--max-spool", spool, "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "TMPDIR": str(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
     )  # fmt: skip
     seen = wait_for_line(proc, "recording")
@@ -452,7 +510,10 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     os.kill(proc.pid, signal.SIGTERM)
     err = finish(proc, seen)
     assert proc.returncode == EXIT_TERMINATED, err
-    assert "perf record was killed before it finished" in err and "cannot be read" in err
+    if spool == "0":
+        assert "perf record was killed before it finished" in err and "cannot be read" in err
+    else:
+        assert "the recording was abandoned: the samples folded so far are not drawn" in err, err
     assert "Traceback" not in err
     assert set(Path("/tmp").glob("perf-vdso.so-*")) - before == set()
     assert list(tmp.iterdir()) == []  # an unreadable scratch perf.data is not kept

@@ -187,14 +187,36 @@ def test_trend_page_is_escaped_svg_without_script() -> None:
     assert "100.0" in text  # the share printed in its cell: readable as an image
 
 
+def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> None:
+    from flamegraph.io.diagnostics import BadOption
+    from flamegraph.record.streaming import Plan, python_frames_on, streaming_plan
+
+    assert streaming_plan(None, None, []) == Plan(256_000_000)  # no option: folded while recording, 256 MB
+    assert streaming_plan("64M", None, []) == Plan(64_000_000)
+    assert streaming_plan("0", None, ["--jit"]) == Plan(None)  # asked to record whole: nothing to say
+    default = streaming_plan(None, None, ["--jit", "--mxnet"])
+    assert default.cap is None and default.note is not None
+    assert default.note.startswith("note: recorded whole, not folded while recording, the raw data on disk is not")
+    assert "--jit: perf inject --jit needs" in default.note and "--mxnet: the operators are joined" in default.note
+    asked = streaming_plan("64M", None, ["--perf-data"])
+    assert asked.cap is None and asked.note is not None and "--max-spool not applied" in asked.note
+    with pytest.raises(BadOption, match="not with --memory"):
+        streaming_plan(None, 60.0, ["--memory"])
+    with pytest.raises(BadOption, match="not with --max-spool 0"):
+        streaming_plan("0", 60.0, [])
+    assert not python_frames_on(None, ()) and not python_frames_on(False, ("python3.12", "x.py"))
+    assert not python_frames_on(None, ("/bin/sh", "-c", "true"))  # not Python: streamed
+
+
 # -- the CLI's mistakes (no perf) ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--every", "5", "--jit"], "not yet with --jit"),
-        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not yet with --perf-data, --mxnet"),
+        (["--every", "5", "--jit"], "not with --jit (perf inject --jit needs the kernels' jitdump"),
+        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not with --perf-data, --mxnet (keeps the whole"),
+        (["--every", "5", "--max-spool", "0"], "not with --max-spool 0"),
         (["--max-spool", "1M"], "less than 16M"),
         (["--max-spool", "lots"], "expected a number"),
         (["--every", "0.5"], "less than 1"),
@@ -338,10 +360,59 @@ def test_max_spool_with_perf_data_records_the_whole_file_and_says_so(phases: Pat
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "note: --perf-data read the whole perf.data after the run: recorded whole, --max-spool not applied" in (
-        proc.stderr
-    )
+    said = [line for line in proc.stderr.splitlines() if line.startswith("note: recorded whole")]
+    assert said == [
+        "note: recorded whole, --max-spool not applied, the raw data on disk is not bounded "
+        "(--perf-data: keeps the whole raw recording, as asked)"
+    ], proc.stderr
     assert data.is_file() and (tmp_path / "x.svg").is_file()
+
+
+@pytest.mark.perf
+def test_record_streams_by_default_and_max_spool_0_records_whole(phases: Path, tmp_path: Path) -> None:
+    """No option: folded while recording, under the default 256 MB cap; --max-spool 0: one perf.data."""
+    streamed = subprocess.run(
+        [*FLAMEGRAPH, "record", "--duration", "2", "--folded", str(tmp_path / "s.folded"),
+         "-o", str(tmp_path / "s.svg"), "--", str(phases), "100"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert streamed.returncode == 0, streamed.stderr
+    assert "folded as recorded in 1 chunk (raw data on disk at most" in streamed.stderr
+    assert "--max-spool 256.0 MB)" in streamed.stderr and "recorded whole" not in streamed.stderr
+    assert json.loads((tmp_path / "s.folded.json").read_text())["metadata"]["raw data on disk"].startswith("at most")
+    whole = subprocess.run(
+        [*FLAMEGRAPH, "record", "--max-spool", "0", "--duration", "2", "--folded", str(tmp_path / "w.folded"),
+         "-o", str(tmp_path / "w.svg"), "--", str(phases), "100"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    assert "folded as recorded" not in whole.stderr and "recorded whole" not in whole.stderr  # asked: no note
+    assert "raw data on disk" not in json.loads((tmp_path / "w.folded.json").read_text())["metadata"]
+    assert load(tmp_path / "w.folded").total > 0 and load(tmp_path / "s.folded").total > 0
+
+
+@pytest.mark.perf
+def test_pid_streams_and_leaves_the_process_running(phases: Path, tmp_path: Path) -> None:
+    """--pid with the spool: the process's samples folded as recorded, the process left running."""
+    target = subprocess.Popen([str(phases), "100"])
+    try:
+        time.sleep(0.3)
+        proc = subprocess.run(
+            [*FLAMEGRAPH, "record", "--pid", str(target.pid), "--duration", "3", "--every", "1", "-F", "199",
+             "--max-spool", "16M", "--folded", str(tmp_path / "p.folded"), "-o", str(tmp_path / "p.svg")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert target.poll() is None  # attached and detached: still running
+        whole = load(tmp_path / "p.folded")
+        assert whole.total > 0 and all(stack.startswith("phases") for stack in whole.counts), list(whole.counts)[:3]
+        assert self_share(whole, "phase_a") > 0.5  # the program's first phase: its own frames, unwound
+        intervals = sorted(tmp_path.glob("p-0*.folded"))
+        assert intervals and sum(load(p).total for p in intervals) == whole.total, proc.stderr
+        assert "folded as recorded in" in proc.stderr and (tmp_path / "p-trend.svg").is_file()
+    finally:
+        target.kill()
+        target.wait()
 
 
 # -- off-CPU: one pairing across chunks ---------------------------------------------------------

@@ -32,8 +32,8 @@ from .record_flags import (
     Width,
     check_request,
     parse_call_graph_option,
-    parse_spool_option,
     render_options,
+    say_whole,
 )
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
@@ -161,9 +161,14 @@ def offcpu_cli(
     subtitle = f"off-CPU time (µs), sched:sched_switch{' and who woke it' if wakers else ''}, call graph {call_graph}"
     render = render_options(name, title or f"Off-CPU: {name}", subtitle, preset, list(highlight or []), width, top,
                             palette="io", show_idle=show_idle or wakers)  # fmt: skip
-    cap = parse_spool_option(max_spool, None)
-    request = OffCpuRequest(spec, options, pid, group_unknown, keep_interpreter, python, perf_data, cap)
+    from ..record.streaming import python_frames_on, streaming_plan
+
+    blockers = [name for name, on in (("--perf-data", perf_data is not None), ("exports", bool(exports)),
+                ("Python frames", python_frames_on(python, spec.command))) if on]  # fmt: skip
+    plan = streaming_plan(max_spool, None, blockers)  # paired while perf records unless one needs the whole file
+    request = OffCpuRequest(spec, options, pid, group_unknown, keep_interpreter, python, perf_data, plan.cap)
     outputs = Outputs(None if no_svg else output, render, folded, png, ExportRequest(exports.files, render.title))
+    say_whole(plan.note, outputs, perf_data, status)
     result = record_offcpu_graph(request, outputs, status)
     if open_ and result.written.svg is not None:
         open_in_browser(result.written.svg)

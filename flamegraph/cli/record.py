@@ -37,8 +37,8 @@ from .record_flags import (
     Width,
     check_request,
     parse_call_graph_option,
-    parse_spool_option,
     render_options,
+    say_whole,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..pipeline.oncpu import OnCpuRequest
     from ..record import Status
     from ..record.memory import MemoryRequest
+    from ..record.streaming import Plan
     from ..window import Window
 
 
@@ -216,12 +217,13 @@ def record_cli(
     drawn = None if no_svg else options
     outputs = Outputs(None if no_svg else output, drawn, folded, png, ExportRequest(exports.files, options.title))
     status = Status()
-    spool = parse_spool_option(max_spool, every)
-    if spool is not None and streamable(request, every, bool(exports), status):
+    plan = _streaming_plan(request, max_spool, every, bool(exports))
+    if plan.cap is not None:
         from ..pipeline.streamed import record_streamed
 
-        result = record_streamed(request, outputs, spool, every, status)
+        result = record_streamed(request, outputs, plan.cap, every, status)
     else:
+        say_whole(plan.note, outputs, perf_data, status)
         result = record_oncpu(request, outputs, status)
     print_result(result.written.svg if open_ else None, result.profile, status)
     exit_like_the_command(result.recording, status.note)
@@ -251,21 +253,15 @@ def _memory_request(memory: str | None, sample: int) -> MemoryRequest | None:
     return MemoryRequest(memory, sample) if memory is not None else None
 
 
-def streamable(request: OnCpuRequest, every: float | None, exports: bool, status: Status) -> bool:
-    """--max-spool/--every fold while perf records; what reads the whole perf.data after the run is recorded
-    whole (said; with --every, refused: its intervals are written as perf records)."""
-    from ..io.diagnostics import BadOption
+def _streaming_plan(request: OnCpuRequest, max_spool: str | None, every: float | None, exports: bool) -> Plan:
+    """Folded while perf records (raw data on disk bounded) unless an option needs the whole perf.data."""
+    from ..record.streaming import python_frames_on, streaming_plan
 
-    whole_file = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit", request.jit),
-                  ("--mxnet", request.mxnet), ("--memory", request.memory is not None),
-                  ("--python", request.python is True), ("--speedscope/--pprof/--chrome-trace", exports))
-                  if on]  # fmt: skip
-    if whole_file and every is not None:  # (they read the whole perf.data after the run: not streamed yet)
-        raise BadOption(f"--every folds while recording: not yet with {', '.join(whole_file)}")
-    if whole_file:
-        note = f"note: {', '.join(whole_file)} read the whole perf.data after the run: recorded whole, --max-spool"
-        status.note(f"{note} not applied (the disk is not bounded)")
-    return not whole_file
+    blockers = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit", request.jit),
+                ("--mxnet", request.mxnet), ("--memory", request.memory is not None),
+                ("Python frames", python_frames_on(request.python, request.spec.command)), ("exports", exports))
+                if on]  # fmt: skip
+    return streaming_plan(max_spool, every, blockers)
 
 
 def print_result(svg: Path | None, profile: FoldedProfile, status: Status) -> None:

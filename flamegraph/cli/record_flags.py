@@ -16,6 +16,8 @@ from ..record.spec import parse_call_graph
 from .numbers import finite
 
 if TYPE_CHECKING:
+    from ..pipeline.outputs import Outputs
+    from ..record import Status
     from ..render import RenderOptions
 
 Command = Annotated[
@@ -46,12 +48,12 @@ MaxSpool = Annotated[
     typer.Option(
         "--max-spool",
         metavar="SIZE",
-        help="fold while recording, at most SIZE of raw data on disk (e.g. 256M; default with --every: 256M)",
+        help="fold while recording with at most SIZE of raw data on disk (default 256M; 0: record whole)",
     ),
 ]
 PerfData = Annotated[
     Path | None,
-    typer.Option("--perf-data", metavar="FILE", help="keep perf.data here (default: a temporary file)"),
+    typer.Option("--perf-data", metavar="FILE", help="record whole into FILE and keep it (default: none kept)"),
 ]
 Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="graph title")]
 NoSvg = Annotated[bool, typer.Option("--no-svg", help="write only --folded and the exports")]
@@ -110,21 +112,6 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
 
 
-def parse_spool_option(text: str | None, every: float | None) -> int | None:
-    """--max-spool SIZE in bytes (None: the whole-file recording), at least the spool's minimum."""
-    from ..record.spool import MIN_CAP, parse_size
-
-    if text is None and every is None:
-        return None
-    try:
-        size = parse_size(text or "256M")
-    except ValueError as err:
-        raise BadOption(f"--max-spool: {err}") from None
-    if size < MIN_CAP:
-        raise BadOption(f"--max-spool {text!r}: less than {MIN_CAP // 10**6}M")
-    return size
-
-
 def render_options(
     name: str,
     title: str | None,
@@ -150,3 +137,11 @@ def render_options(
     options.check()
     resolve_highlights(options.highlights, options.preset, palette or ("mem" if memory else "hot"))
     return options
+
+
+def say_whole(note: str | None, outputs: Outputs, perf_data: Path | None, status: Status) -> None:
+    """The "recorded whole" line, once every check that can refuse the run has passed (a refused run says only
+    why it was refused)."""
+    if note is not None:
+        outputs.check(perf_data)
+        status.note(note)

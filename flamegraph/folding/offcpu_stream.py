@@ -75,9 +75,19 @@ def record_and_pair(
         recording = record_offcpu(spec, spool.data, status, spool=spool)
     finally:
         if recording is None:
-            spool.ended()  # (idempotent) whatever stopped the recording, the pairing ends
+            spool.ended()  # (idempotent) whatever stopped the recording, the pairing ends, its perf script killed
+            from ..io.perf import kill_running_scripts
+
+            kill_running_scripts()
         ending.set(recording)
-        thread.join()
+        try:
+            thread.join()
+        except BaseException:  # a signal while the last chunks are paired: their perf script ends with us
+            from ..io.perf import kill_running_scripts
+
+            kill_running_scripts()
+            thread.join(5.0)
+            raise
     if errors:
         raise errors[0]
     assert recording is not None  # (record_offcpu returned, or raised above)

@@ -111,6 +111,18 @@ def script_error(label: str, code: int, stderr: list[str]) -> Exception:
     return PerfFailed(f"{label}: perf script failed ({describe_exit(code)}): {said or 'no message'}")
 
 
+_RUNNING: set[subprocess.Popen[bytes]] = set()  # the perf scripts being read, in any thread
+_RUNNING_LOCK = threading.Lock()
+
+
+def kill_running_scripts() -> None:
+    """Kill every `perf script` being read: a signal to the main thread while another thread folds (a
+    streamed recording's folder) must not leave one running. Their readers then fail, and are not waited for."""
+    with _RUNNING_LOCK:
+        for proc in _RUNNING:
+            proc.kill()
+
+
 @contextmanager
 def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error.
@@ -124,6 +136,8 @@ def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     assert proc.stdout is not None and proc.stderr is not None
     stderr = StderrTail(proc.stderr)
     finished = False
+    with _RUNNING_LOCK:
+        _RUNNING.add(proc)
     try:
         yield proc.stdout
         finished = True
@@ -132,6 +146,8 @@ def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
             proc.kill()
         proc.stdout.close()
         code = proc.wait()
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
         said = stderr.lines()
     if code != 0:
         raise script_error(label, code, said)

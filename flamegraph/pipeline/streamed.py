@@ -10,7 +10,6 @@ interval, and the whole run so far is still drawn.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 from pathlib import Path
@@ -30,9 +29,6 @@ if TYPE_CHECKING:
     from .oncpu import OnCpuRequest, OnCpuResult
     from .outputs import Outputs, Written
 
-DEFAULT_MAX_SPOOL = "256M"
-
-
 def interval_path(base: Path, number: int, suffix: str) -> Path:
     """STEM-001.svg beside `base` (the SVG, or --folded with --no-svg)."""
     return base.with_name(f"{base.stem}-{number:03d}{suffix}")
@@ -48,7 +44,7 @@ def record_streamed(
     """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. Not
     with the request's hooks (--jit, --mxnet, --python, --memory: they read the whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
-    from ..io.diagnostics import Diagnostics
+    from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
     from ..io.private import scratch_dir
     from ..naming.buildid import RecordedBuildIds
@@ -83,12 +79,21 @@ def record_streamed(
         fold.start()
         try:
             recording = record(spec, spool.data, status=status, spool=spool)
-        except BaseException:
-            spool.ended()  # the folder ends too; what stopped the recording is the error said
-            with contextlib.suppress(Exception):
-                fold.finish()
+        except BaseException as stopped:
+            spool.ended()  # the folder ends too, its perf script killed; what stopped the recording is the error said
+            fold.stop()
+            recorded = spool.chunks or spool.size()  # (a stop before perf began recorded nothing: nothing to say)
+            if isinstance(stopped, (KeyboardInterrupt, StopSignal)) and recorded:  # perf killed as it finished
+                status.note(
+                    f"the recording was abandoned: the samples folded so far are not drawn ({fold.counts.samples:,} "
+                    f"in {fold.chunks} chunks; nothing raw is kept)"
+                )
             raise
-        profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
+        try:
+            profile = fold.finish()  # (the last chunks, renamed as perf ended, are folded now)
+        except BaseException:
+            fold.stop()  # a signal while the folder scripts the last chunks: its perf script ends with us
+            raise
         status.note(_streamed_summary(recording, fold, spool))
         diagnostics.finish()
         _finish(recording, fold, spool, status)
@@ -149,7 +154,11 @@ def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) ->
 def _finish(recording: Recording, fold: StreamedFold, spool: Spool, status: Status) -> None:
     """The counts perf's last line does not give with rotating chunks, and what was lost, said."""
     from ..record.lost import LostSamples
+    from ..record.scope import kernel_note, user_space_only
 
+    if (scope := user_space_only(recording.spec, fold.events or [])) is not None:  # perf's silent fallback
+        recording.metadata["recorded"] = scope
+        status.note(f"note: {kernel_note(scope)}")
     counts = fold.counts
     dropped = spool.dropped.samples
     recording.samples = counts.samples + dropped

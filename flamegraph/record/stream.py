@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from ..folding.perf import PerfCollapser
 from ..folding.stage import fold_input, open_lines
+from ..io.perf import find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
+from .scope import recorded_events
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
 
 
@@ -59,11 +61,13 @@ class StreamedFold:
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
         self.intervals = 0
+        self.events: list[str] | None = None  # the events as the first chunk records them (perf's user-only fallback)
         self._collapser = make_collapser()
         self._interval_samples = 0
         self._interval_chunks = 0
         self._interval_start = 0
         self._error: BaseException | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fold", daemon=True)
 
     def start(self) -> None:
@@ -76,9 +80,22 @@ class StreamedFold:
             raise self._error
         return self.whole
 
+    def stop(self, timeout: float = 5.0) -> None:
+        """After the main thread was stopped (a signal) while this one folds: its perf script is killed,
+        the chunks still coming are deleted unread, and the thread is waited for (briefly)."""
+        from ..io.perf import kill_running_scripts
+
+        self._stopping.set()
+        kill_running_scripts()
+        self._thread.join(timeout)
+
     def _run(self) -> None:
         try:
             while (chunk := self.spool.next_chunk()) is not None:
+                if self._stopping.is_set():
+                    self.spool.done(chunk)
+                    drain(self.spool)
+                    return
                 self._fold(chunk)
             if self._interval_chunks:  # the watcher saw perf's last chunk before it knew it was the last
                 self._close(self.spool.ended_ns)
@@ -95,6 +112,8 @@ class StreamedFold:
                 self._close(chunk.ended_ns)
             return
         counts = _read_and_merge(chunk, self._namer)
+        if self.events is None:
+            self.events = recorded_events(find_perf(), chunk.path)
         try:
             fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
         finally:

@@ -1,0 +1,185 @@
+"""What `make flamegraph`'s recording costs the MLP, part by part, in interleaved runs.
+
+    python bench/record_cost.py [--epochs 2] [--rounds 3] [--setting NAME ...] [--list]
+
+Each round trains the MLP once without perf, then once per setting (in a new order each round, so a
+drift of a shared machine hits every setting alike). A setting's cost in a round is its throughput
+loss (mean per-epoch samples/s) and the CPU it adds (mean per-epoch CPU seconds of the trainer, all
+threads, from its EPOCH_END lines: perf's stack copies are the sampled threads' system time) against
+that round's run without perf; the table shows the medians over the rounds, the spreads
+(lowest..highest) and the number of pairs. On a shared machine the CPU column is the steadier one.
+The settings take one part away (or change one) from `make flamegraph`'s default set,
+`--jit --mxnet` at dwarf,65528 -F 499:
+
+    default           --jit --mxnet, dwarf,65528, -F 499 (make flamegraph)
+    dwarf,16384       the same with a 16 KB stack copy per sample (dwarf,32768, dwarf,8192: alike)
+    -F 99             the same at 99 Hz
+    no verbose log    the same with DNNL_VERBOSE=0 (the MXNet profiler still on)
+    no --mxnet        --jit only (no profiler, no verbose log, bulk execution on)
+    no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
+    perf only         dwarf,65528 -F 499, no hooks
+    hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
+
+Say the load average (printed) when quoting. `make record-cost` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from collectors.mlp_log import TrainLog, parse_log  # noqa: E402
+from collectors.mnist import prepare_mnist  # noqa: E402
+from collectors.recipe import MlpRun, record_mlp  # noqa: E402
+from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook  # noqa: E402
+from flamegraph.frameworks.mxnet.hook import MxnetHook  # noqa: E402
+from flamegraph.record import RecordHook, RecordOptions, RecordSpec  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    call_graph: str = JIT_CALL_GRAPH
+    freq: int = 499
+    jit: bool = True
+    mxnet: bool = True
+    perf: bool = True
+    env: tuple[tuple[str, str], ...] = ()
+
+
+SETTINGS = (
+    Setting("default"),
+    Setting("dwarf,32768", call_graph="dwarf,32768"),
+    Setting("dwarf,16384", call_graph="dwarf,16384"),
+    Setting("dwarf,8192", call_graph="dwarf,8192"),
+    Setting("-F 99", freq=99),
+    Setting("no verbose log", env=(("DNNL_VERBOSE", "0"),)),
+    Setting("no --mxnet", mxnet=False),
+    Setting("no --jit", jit=False),
+    Setting("perf only", jit=False, mxnet=False),
+    Setting("hooks, no perf", perf=False),
+)
+
+
+def hooks_for(setting: Setting, scratch: Path) -> list[RecordHook]:
+    hooks: list[RecordHook] = []
+    quiet: Callable[[str], None] = lambda line: None  # noqa: E731
+    if setting.jit:
+        hooks.append(JitHook(scratch / "run.jit", note=quiet, python=False))
+    if setting.mxnet:
+        hooks.append(MxnetHook(scratch / "run.mxnet", note=quiet))
+    return hooks
+
+
+def run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
+    """One training run at `setting`; its log (per-epoch samples/s)."""
+    run = MlpRun(mlp.data, mlp.epochs, env={**mlp.env, **dict(setting.env)}, python=mlp.python)
+    hooks = hooks_for(setting, scratch)
+    try:
+        if setting.perf:
+            how = RecordOptions(call_graph=setting.call_graph, freq=setting.freq)
+            return record_mlp(run, scratch / "perf.data", how, hooks).log
+        spec = RecordSpec(command=run.command(), env=run.environment(), cwd=str(scratch))  # (oneDNN's dumps land there)
+        for hook in hooks:
+            spec = hook.prepare(spec)
+        proc = subprocess.run(
+            spec.command, env={**os.environ, **spec.env}, cwd=spec.cwd, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"{setting.name}: training failed: {proc.stderr.strip().splitlines()[-1:]}")
+        return parse_log(proc.stdout)
+    finally:
+        for hook in hooks:
+            if isinstance(hook, JitHook):
+                hook.cleanup()
+        for leftover in scratch.iterdir():
+            shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+
+
+def baseline(mlp: MlpRun) -> TrainLog:
+    proc = subprocess.run(mlp.command(), env={**os.environ, **mlp.environment()}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"training without perf failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return parse_log(proc.stdout)
+
+
+def cost(base: TrainLog, run: TrainLog) -> float:
+    """Throughput loss in % (mean per-epoch samples/s)."""
+    without, with_ = base.mean_rate() or 0.0, run.mean_rate() or 0.0
+    return 100.0 * (without - with_) / without if without else float("nan")
+
+
+def cpu_cost(base: TrainLog, run: TrainLog) -> float:
+    """CPU added in % (mean per-epoch CPU seconds of the trainer, all threads: perf's stack copies are the
+    sampled threads' system time); a loaded machine disturbs it far less than samples/s."""
+    without, with_ = base.mean_cpu(), run.mean_cpu()
+    return 100.0 * (with_ - without) / without if without and with_ else float("nan")
+
+
+def table(costs: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[str]:
+    rows = [
+        f"| {'setting':<16} | throughput loss, median | spread | CPU added, median | spread | pairs |",
+        f"| {'-' * 16} | ---: | --- | ---: | --- | ---: |",
+    ]
+    for name, values in costs.items():
+        if values:
+            spread = f"{min(values):+.1f} .. {max(values):+.1f} %"
+            c = cpu[name]
+            cpu_spread = f"{min(c):+.1f} .. {max(c):+.1f} %"
+            rows.append(f"| {name:<16} | {statistics.median(values):+.1f} % | {spread} | "
+                        f"{statistics.median(c):+.1f} % | {cpu_spread} | {len(values)} |")  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/record_cost.py", description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--setting", action="append", help="a setting's name (repeatable; default: all)")
+    p.add_argument("--list", action="store_true", help="list the settings and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        print("\n".join(s.name for s in SETTINGS))
+        return 0
+    chosen = [s for s in SETTINGS if not args.setting or s.name in args.setting]
+    if args.setting and len(chosen) != len(args.setting):
+        raise SystemExit(f"unknown setting; known: {', '.join(s.name for s in SETTINGS)}")
+    mlp = MlpRun(prepare_mnist(), args.epochs, python=os.environ.get("WORKLOAD_PYTHON") or sys.executable)
+    costs: dict[str, list[float]] = {s.name: [] for s in chosen}
+    cpu: dict[str, list[float]] = {s.name: [] for s in chosen}
+    loads = [os.getloadavg()[0]]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="record-cost-") as tmp:
+        scratch = Path(tmp)
+        for number in range(1, args.rounds + 1):
+            order = random.Random(number).sample(chosen, len(chosen))
+            base = baseline(mlp)
+            print(f"round {number}: without perf {base.mean_rate() or 0:,.0f} samples/s", flush=True)
+            for setting in order:
+                log = run_setting(setting, mlp, scratch)
+                loss, added = cost(base, log), cpu_cost(base, log)
+                costs[setting.name].append(loss)
+                cpu[setting.name].append(added)
+                print(f"  {setting.name:<16} throughput {loss:+.1f} %, CPU {added:+.1f} %", flush=True)
+            loads.append(os.getloadavg()[0])
+    print(f"\n{args.rounds} rounds of {args.epochs} epochs in {time.monotonic() - started:.0f} s; load average "
+          f"{min(loads):.1f}-{max(loads):.1f} (1 min, {os.cpu_count()} CPUs); cost = throughput loss against "
+          "the round's run without perf (samples/s; CPU: per-epoch CPU seconds, all threads)")  # fmt: skip
+    print("\n".join(table(costs, cpu)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Whether a recording folds while perf records (the default: raw data on disk bounded) or is recorded whole.
+
+`record` and `offcpu` stream by default, at most DEFAULT_MAX_SPOOL of raw data on disk (flamegraph.record.spool);
+`--max-spool SIZE` sets the cap, `--max-spool 0` records whole. What reads the whole perf.data after the run
+cannot stream yet: the recording is then whole, and one line says which option and why.
+
+    plan = streaming_plan("--max-spool" text or None, every, blockers(...))   # Plan(cap, note)
+    plan.cap    # bytes: fold while recording; None: record whole
+    plan.note   # the one line to print when the recording is whole though streaming was the default or asked
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..io.diagnostics import BadOption
+from .command import python_target
+from .spool import MIN_CAP, parse_size
+
+DEFAULT_MAX_SPOOL = "256M"
+WHOLE = ("0", "off")  # --max-spool 0: record whole (the raw data on disk is not bounded)
+
+# Why each option needs the whole perf.data (the text after "--OPTION: ").
+WHY = {
+    "--perf-data": "keeps the whole raw recording, as asked",
+    "--jit": "perf inject --jit needs the kernels' jitdump, written when the process exits",
+    "--mxnet": "the operators are joined from MXNet's profiler trace, dumped when the process exits",
+    "Python frames": "perf inject --jit gives the Python trampolines unwind info after the process exits",
+    "--memory": "the allocation probes' records are folded from the whole recording",
+    "exports": "--speedscope/--pprof/--chrome-trace read the samples in time order after the run",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    cap: int | None  # bytes of raw data on disk at most (streamed); None: recorded whole
+    note: str | None = None  # why it is recorded whole, when streaming was the default or asked
+
+
+def python_frames_on(python: bool | None, command: Sequence[str], env: Mapping[str, str] | None = None) -> bool:
+    """Python frames will be recorded: a command that runs Python 3.12+, unless --no-python."""
+    if python is False or not command:
+        return False
+    target = python_target(command, {**os.environ, **(env or {})})
+    return target is not None and target.version >= (3, 12)
+
+
+def streaming_plan(max_spool: str | None, every: float | None, blockers: Sequence[str]) -> Plan:
+    """The cap (None: whole) for `--max-spool` (None: the default), `--every`, and the options in use that
+    need the whole perf.data (keys of WHY); a bad size, or --every with a blocker, is a BadOption."""
+    if max_spool is not None and max_spool.strip().lower() in WHOLE:
+        if every is not None:
+            raise BadOption("--every folds while recording: not with --max-spool 0")
+        return Plan(None)
+    try:
+        cap = parse_size(max_spool or DEFAULT_MAX_SPOOL)
+    except ValueError as err:
+        raise BadOption(f"--max-spool: {err}") from None
+    if cap < MIN_CAP:
+        raise BadOption(f"--max-spool {max_spool!r}: less than {MIN_CAP // 10**6}M (0: record whole)")
+    if not blockers:
+        return Plan(cap)
+    if every is not None:
+        raise BadOption(f"--every folds while recording: not with {', '.join(blockers)} ({WHY[blockers[0]]})")
+    asked = "--max-spool not applied" if max_spool is not None else "not folded while recording"
+    why = "; ".join(f"{name}: {WHY[name]}" for name in blockers)
+    return Plan(None, f"note: recorded whole, {asked}, the raw data on disk is not bounded ({why})")
