@@ -16,7 +16,7 @@ and diagnostics are identical either way.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from itertools import filterfalse
 from typing import IO
 
 from .grammar import NON_SAMPLE, is_detail
@@ -113,6 +113,7 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
     hook = options.sample_hook if not options.compat else None
     waits = hook is None and options.frame_hook is None
     waiting: list[Waiting] = []
+    new: list[bytes] = []  # the frame lines of the waiting records their tables miss (repeats kept)
     records = text.split(b"\n\n")
     slow = 0  # records the state machine read (it counts them itself)
     for index, record in enumerate(records):
@@ -132,6 +133,7 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
             if None in names:
                 if waits:
                     waiting.append((header, lines, facts, line))  # type: ignore[arg-type]
+                    new += filterfalse(table.__contains__, lines)  # in C: no Python step per known line
                     continue
                 names = _resolve(collapser, lines, table)  # type: ignore[assignment]
                 if names is None:
@@ -142,28 +144,30 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
                 stacks[names] = stacks.get(names, 0) + weight
                 continue
         if waiting:
-            slow += _add_waiting(collapser, waiting, path)
+            slow += _add_waiting(collapser, waiting, new, path)
         lines.append(b"")
         collapser.feed_lines(lines, path, line - len(lines))
         slow += 1
     if waiting:
-        slow += _add_waiting(collapser, waiting, path)
+        slow += _add_waiting(collapser, waiting, new, path)
     collapser.diagnostics.records += len(records) - slow
     return line
 
 
-def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], path: str) -> int:
-    """Name the new frame lines of the waiting records in one batch per table, then add the records in
-    order; returns how many the state machine read (a line that is not a frame, or folds to nothing)."""
+def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], new: list[bytes], path: str) -> int:
+    """Name the new frame lines of the waiting records in one batch, then add the records in order;
+    returns how many the state machine read (a line that is not a frame, or folds to nothing)."""
     frames = collapser.frames
-    for table in {id(facts.frames): facts.frames for _, _, facts, _ in waiting}.values():
-        java = table is frames.java
-        seen = dict.fromkeys(chain.from_iterable(lines for _, lines, facts, _ in waiting if facts.frames is table))
-        new = [line for line in seen if line not in table]
-        # Only tab-indented lines that cannot be a header nor a non-sample record (nor a detail line:
-        # those begin with blanks or '|'); anything else is left to _resolve's checks.
-        usual = [line for line in new if line[:1] == b"\t" and b": " not in line and NON_SAMPLE not in line]
-        frames.name_all(usual, java)
+    # Only tab-indented lines that cannot be a header nor a non-sample record (nor a detail line:
+    # those begin with blanks or '|'); anything else is left to _resolve's checks.
+    usual = [line for line in dict.fromkeys(new) if line[:1] == b"\t" and b": " not in line and NON_SAMPLE not in line]
+    new.clear()
+    tables = {id(facts.frames): facts.frames for _, _, facts, _ in waiting}
+    if len(tables) == 1:
+        frames.name_all(usual, next(iter(tables.values())) is frames.java)
+    else:  # Java and other processes in one block: a line is named by each table that misses it
+        for table in tables.values():
+            frames.name_all([line for line in usual if line not in table], table is frames.java)
     slow = 0
     for header, lines, (weight, stacks, table), line in waiting:
         names = tuple(map(table.get, lines))
