@@ -1,9 +1,11 @@
 """Benchmark: our folder beside stackcollapse-perf.pl and inferno, same inputs, same run.
 
-    python bench/bench_fold.py [--repeat 5] [--inferno PATH] [--perf-data [LABEL=]FILE]... [--e2e [LABEL=]FILE]...
-                               [LABEL=]FILE...
+    python bench/bench_fold.py [--repeat 5] [--cpu] [--inferno PATH] [--perf-data [LABEL=]FILE]...
+                               [--e2e [LABEL=]FILE]... [LABEL=]FILE...
 
-Cases, each timed as the wall time of the whole command (start-up included):
+Cases, each timed as the wall time of the whole command (start-up included), or with --cpu as the CPU
+time (user + system) of the command and every process it waited for (-j workers, inferno's threads,
+the shell pipelines): what a loaded machine changes least, so the ratios of a busy run hold:
   start-up       `flamegraph fold` on a one-sample file and `flamegraph --help`, beside a bare interpreter
   FILE...        `perf script` text: `flamegraph fold FILE` (default settings, and -j2 unless that is the
                  default), `perl stackcollapse-perf.pl FILE`, inferno's collapser on FILE
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shlex
 import signal
 import statistics
@@ -41,6 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 REPO = Path(__file__).resolve().parent.parent
 PEER_DIR = Path(os.environ.get("FLAMEGRAPH_DIR", REPO.parent / "shared" / "peer-tests" / "flamegraph-pl" / "bin"))
@@ -67,6 +71,8 @@ exec cat "$BENCH_PERF_TEXT"
 class Contender:
     """One command of a case; its folded output lands in `output` (stdout, or inferno's post-process)."""
 
+    clock: ClassVar[str] = "wall"  # or "cpu": what `times` holds (--cpu)
+
     name: str
     command: list[str]
     output: Path | None = None
@@ -76,16 +82,19 @@ class Contender:
     svg: Path | None = None  # the picture it draws (end-to-end cases)
 
     def run(self, stdout_to_output: bool, rss_file: Path | None = None) -> None:
-        """One run: wall seconds from fork to exit (kept unless measuring RSS, which wraps it in GNU time)."""
+        """One run: wall seconds from fork to exit, or its CPU seconds with its children's (kept unless
+        measuring RSS, which wraps it in GNU time)."""
         sink = open(self.output, "wb") if stdout_to_output and self.output else subprocess.DEVNULL  # noqa: SIM115
         wrap = rss_file is not None and GNU_TIME is not None
         command = [GNU_TIME, "-f", "%M", "-o", str(rss_file), *self.command] if wrap else self.command
+        used = cpu_of_children()
         start = time.perf_counter()
         # its own process group, so that an interrupted bench leaves nothing behind (perf, workers, shims)
         proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, env=self.env, start_new_session=True)
         try:
             _, stderr = proc.communicate()
             elapsed = time.perf_counter() - start
+            used = cpu_of_children() - used
         except BaseException:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -99,7 +108,7 @@ class Contender:
         if rss_file is not None:
             self.peak_kib = max(self.peak_kib, peak_rss_kib(rss_file))
         else:
-            self.times.append(elapsed)
+            self.times.append(used if self.clock == "cpu" else elapsed)
 
     @property
     def median(self) -> float:
@@ -252,6 +261,12 @@ class Bench:
         if result.returncode != 0:
             raise SystemExit(f"failed: {shlex.join(ours.command)} {option}: {result.stderr.decode()[-300:]}")
         return result.stdout
+
+
+def cpu_of_children() -> float:
+    """User + system seconds of every child waited for so far (with theirs: a waited-for grandchild)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def labelled(arg: str) -> tuple[str, Path]:
@@ -413,9 +428,11 @@ def main() -> None:
     parser.add_argument(
         "--inferno", type=Path, default=os.environ.get("INFERNO_FLAMEGRAPH"), help="cargo-flamegraph binary"
     )
+    parser.add_argument("--cpu", action="store_true", help="time CPU (user + system, children too), not wall")
     parser.add_argument("--no-startup", action="store_true", help="leave out the start-up cases")
     parser.add_argument("--no-compat-check", action="store_true", help="skip the extra --compat run per input")
     args = parser.parse_args()
+    Contender.clock = "cpu" if args.cpu else "wall"
 
     perl = PEER_DIR / "stackcollapse-perf.pl"
     inferno = args.inferno if args.inferno and Path(args.inferno).exists() else None
@@ -454,7 +471,8 @@ def main() -> None:
     print(
         f"`make bench`: medians of {args.repeat} interleaved runs ({args.big_repeat} over {BIG / 1e6:.0f} MB, ", end=""
     )
-    print(f"{args.startup_repeat} for start-up), wall time of the whole command; ÷: the peer's time / ours; ", end="")
+    clock = "CPU time (user + system, children included)" if args.cpu else "wall time"
+    print(f"{args.startup_repeat} for start-up), {clock} of the whole command; ÷: the peer's time / ours; ", end="")
     print(f"load average {min(bench.loads, default=0):.1f}-{max(bench.loads, default=0):.1f} on {os.cpu_count()} CPUs.")
     print()
     print("\n".join(markdown(bench.cases, bench.with_j2)))

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
+from flamegraph.folding.frames import FrameNames
 from flamegraph.folding.perf_blocks import fold_blocks
 from flamegraph.io.diagnostics import MAX_SHOWN_PER_KIND
 from flamegraph.io.folded import decode, iter_folded_lines, read_folded
@@ -201,3 +202,36 @@ def test_long_stretches_without_a_blank_line_fold_the_same(
 def _lines(data: bytes) -> list[bytes]:
     """As a file iterates bytes: split after each b'\\n' only."""
     return io.BytesIO(data).readlines()
+
+
+# Frame lines as perf prints them and worse: any address (one digit, upper case, none), blanks and tabs,
+# rests that begin with '(' or a blank, offsets, several ' (' groups, [unknown], kernel and JIT DSOs.
+FRAME_HEADS = st.sampled_from([b"\t", b"\t    ", b"\t \t", b"  ", b"\t\x0b", b""])
+FRAME_ADDRESSES = st.sampled_from([b"7", b"7f", b"7f0a1b", b"ffffffff8103d0ca", b"7F0A", b"", b"zz", b"7f_1"])
+FRAME_RESTS = st.lists(
+    st.sampled_from([
+        b"main", b"leaf+0x31", b"leaf+0x3g", b"+0x5", b"[unknown]", b"(anonymous namespace)::f", b"(x)", b" ",
+        b"std::f<void (int)>::g(int)", b"a->b", b"py::main:/x/t.py", b" (/lib/libc.so.6)", b" ([kernel.kallsyms])",
+        b" ([unknown])", b" (/tmp/perf-1.map)", b" (inlined)", b"(", b")", b" (", b"\t", b"\r", b"Lorg/Foo;.x",
+    ]),
+    max_size=5,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.lists(st.tuples(FRAME_HEADS, FRAME_ADDRESSES, FRAME_RESTS), max_size=30), st.booleans(), st.booleans())
+def test_naming_frame_lines_in_a_batch_equals_one_by_one(
+    parts: list[tuple[bytes, bytes, bytes]], java: bool, drop_kernel: bool
+) -> None:
+    """FrameNames.name_all (addresses cut off a whole batch, names shared by what is left) names every
+    line as FrameNames.name does alone, in any order and with any lines named before."""
+    lines = list(dict.fromkeys(head + address + b" " + rest for head, address, rest in parts))
+    one = FrameNames(FoldOptions(), drop_kernel)
+    expected = {line: one.name(line, java) for line in lines}
+    batch = FrameNames(FoldOptions(), drop_kernel)
+    half = len(lines) // 2
+    batch.name_all(lines[half:], java)  # a batch first, so the second one finds rests named before
+    batch.name_all(lines[:half], java)
+    table = batch.table(java)
+    got = {line: table[line] if line in table else b"" if batch.name(line, java) == b"" else None for line in lines}
+    assert got == expected

@@ -16,16 +16,19 @@ and diagnostics are identical either way.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import filterfalse
 from typing import IO
 
-from .grammar import is_detail
-from .perf import Names, PerfCollapser
+from .grammar import NON_SAMPLE, is_detail
+from .perf import HeaderFacts, Names, PerfCollapser
 
 # Small blocks pay: memory freed by one block's records is reused by the next (a cold process
 # spends more on page faults with 4 MiB blocks than with 256 KiB ones), and the pipe from perf
 # script is drained while perf goes on writing.
 BLOCK = 256 << 10
 MAX_CARRY = 32 << 20
+# A record whose frame lines are not all named yet: (header, frame lines, its facts, the next record's line)
+Waiting = tuple[bytes, list[bytes], HeaderFacts, int]
 
 
 def iter_blocks(stream: IO[bytes], limit: int | None = None, size: int = BLOCK) -> Iterator[bytes]:
@@ -98,10 +101,19 @@ def fold_blocks(
 def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, pending: bool = False) -> int:
     """Fold complete records (text holds records joined by blank lines); returns the next line.
 
-    `pending`: the first record goes on with one the state machine has begun."""
+    `pending`: the first record goes on with one the state machine has begun.
+
+    A usual record whose frame lines are all known is added at once. One with new lines waits, so
+    that the new lines of many records are named in one batch (`FrameNames.name_all`); the waiting
+    ones are added before any record the state machine reads, so problems come in line order. With
+    a hook (called per sample, or per distinct frame) every record is done in order."""
     headers = collapser.headers
     facts_of = collapser.header_facts
-    hook = collapser.options.sample_hook if not collapser.options.compat else None
+    options = collapser.options
+    hook = options.sample_hook if not options.compat else None
+    waits = hook is None and options.frame_hook is None
+    waiting: list[Waiting] = []
+    new: list[bytes] = []  # the frame lines of the waiting records their tables miss (repeats kept)
     records = text.split(b"\n\n")
     slow = 0  # records the state machine read (it counts them itself)
     for index, record in enumerate(records):
@@ -119,6 +131,10 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
             del lines[0]
             names = tuple(map(table.get, lines))
             if None in names:
+                if waits:
+                    waiting.append((header, lines, facts, line))  # type: ignore[arg-type]
+                    new += filterfalse(table.__contains__, lines)  # in C: no Python step per known line
+                    continue
                 names = _resolve(collapser, lines, table)  # type: ignore[assignment]
                 if names is None:
                     lines.insert(0, header)
@@ -127,11 +143,45 @@ def _fold_records(collapser: PerfCollapser, text: bytes, path: str, line: int, p
                     names = tuple(hook(header, list(names)))
                 stacks[names] = stacks.get(names, 0) + weight
                 continue
+        if waiting:
+            slow += _add_waiting(collapser, waiting, new, path)
         lines.append(b"")
         collapser.feed_lines(lines, path, line - len(lines))
         slow += 1
+    if waiting:
+        slow += _add_waiting(collapser, waiting, new, path)
     collapser.diagnostics.records += len(records) - slow
     return line
+
+
+def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], new: list[bytes], path: str) -> int:
+    """Name the new frame lines of the waiting records in one batch, then add the records in order;
+    returns how many the state machine read (a line that is not a frame, or folds to nothing)."""
+    frames = collapser.frames
+    # Only tab-indented lines that cannot be a header nor a non-sample record (nor a detail line:
+    # those begin with blanks or '|'); anything else is left to _resolve's checks.
+    usual = [line for line in dict.fromkeys(new) if line[:1] == b"\t" and b": " not in line and NON_SAMPLE not in line]
+    new.clear()
+    tables = {id(facts.frames): facts.frames for _, _, facts, _ in waiting}
+    if len(tables) == 1:
+        frames.name_all(usual, next(iter(tables.values())) is frames.java)
+    else:  # Java and other processes in one block: a line is named by each table that misses it
+        for table in tables.values():
+            frames.name_all([line for line in usual if line not in table], table is frames.java)
+    slow = 0
+    for header, lines, (weight, stacks, table), line in waiting:
+        names = tuple(map(table.get, lines))
+        if None in names:
+            names = _resolve(collapser, lines, table)  # type: ignore[assignment]
+        if names is None:
+            lines.insert(0, header)
+            lines.append(b"")
+            collapser.feed_lines(lines, path, line - len(lines))
+            slow += 1
+        else:
+            stacks[names] = stacks.get(names, 0) + weight  # type: ignore[index,arg-type]
+    waiting.clear()
+    return slow
 
 
 def _resolve(collapser: PerfCollapser, lines: list[bytes], table: dict[bytes, bytes]) -> Names | None:
