@@ -38,7 +38,6 @@ from .record_flags import (
     check_request,
     parse_call_graph_option,
     render_options,
-    say_whole,
 )
 
 if TYPE_CHECKING:
@@ -222,9 +221,10 @@ def record_cli(
         from ..pipeline.streamed import record_streamed
 
         result = record_streamed(request, outputs, plan.cap, every, status)
-    else:
-        say_whole(plan.note, outputs, perf_data, status)
-        result = record_oncpu(request, outputs, status)
+    else:  # (the line why it is recorded whole comes once perf has recorded: a refused run says only why)
+        from dataclasses import replace
+
+        result = record_oncpu(replace(request, whole_note=plan.note), outputs, status)
     print_result(result.written.svg if open_ else None, result.profile, status)
     exit_like_the_command(result.recording, status.note)
 

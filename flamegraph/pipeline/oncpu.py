@@ -43,6 +43,7 @@ class OnCpuRequest:
     mxnet: bool = False  # [op] and [dnnl] frames (a launched Python command)
     memory: MemoryRequest | None = None  # bytes, not time: allocation probes
     perf_data: Path | None = None  # keep perf.data here (default: scratch, kept only when a later step fails)
+    whole_note: str | None = None  # why it is recorded whole (record.streaming), said once perf has recorded
 
 
 @dataclass
@@ -179,6 +180,8 @@ def record_oncpu(request: OnCpuRequest, outputs: Outputs, status: Status) -> OnC
         with RecordHooks.of(request, session.data_path, status.note) as hooks:
             recording, probes = record_hooked(request, session.data_path, hooks, status, session.mark_recorded)
             status.note(recorded_line(recording, session.data_path))
+            if request.whole_note is not None:
+                status.note(request.whole_note)
             profile = fold_oncpu(recording, request, status, hooks, probes)
             written = write_outputs(profile, outputs, status.note)
             timeline = _timeline(request, recording, outputs) if outputs.exports else None
