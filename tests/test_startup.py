@@ -51,6 +51,14 @@ FOLD_NEVER = (
     "flamegraph.frameworks.jit.hook",
     "flamegraph.record",
     *OFFCPU,
+    # Only for perf.data (build-ids), a gzip input or a fractional count; the colours only to draw.
+    "flamegraph.naming.buildid",
+    "flamegraph.naming.symbols",
+    "flamegraph.io.perf",
+    "mmap",
+    "gzip",
+    "decimal",
+    "flamegraph.color",
 )
 # `flamegraph --help` registers every command but runs none: no stage (the record and offcpu commands
 # read their defaults from flamegraph.record.spec, which is light).
@@ -62,7 +70,8 @@ HELP_NEVER = (
     "flamegraph.folding",
     "flamegraph.folding.stage",
     "flamegraph.analysis.report",
-    "flamegraph.naming.symbols",
+    "flamegraph.record.spec",  # the defaults the signatures show are in flamegraph.record.defaults
+    "flamegraph.record.memory",
 )
 # Modules `fold` may import beyond a bare interpreter's: 109 in the editable dev install, 143 in a plain one
 # (whose bare interpreter has not imported pathlib & co. yet) with typer 0.28; typer 0.29's pydantic
@@ -102,6 +111,17 @@ def test_fold_imports_only_what_it_uses(tmp_path: Path) -> None:
     bare, _ = imported(["-c", "pass"], tmp_path)
     extra = len(set(names) - set(bare))
     assert extra <= FOLD_MODULE_BUDGET, f"fold imports {extra} modules beyond a bare interpreter's"
+
+
+def test_fold_to_a_file_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """`fold -o` writes FILE.json beside FILE; checking that an existing one is ours reads its marker, not
+    its fields (whose checks import the colours), and a text input builds no namer (build-ids, ELF)."""
+    (tmp_path / "one.txt").write_bytes(ONE_SAMPLE)
+    for _ in range(2):  # the second run finds the sidecar of the first
+        names, _ = imported(["-m", "flamegraph", "fold", "one.txt", "-o", "out.folded"], tmp_path)
+        assert (tmp_path / "out.folded").read_bytes() == b"python;__libc_start_main;main 1\n"
+        assert not _hits(names, FOLD_NEVER), _hits(names, FOLD_NEVER)
+    assert b'"flamegraph-perf"' in (tmp_path / "out.folded.json").read_bytes()
 
 
 def test_help_imports_no_stage(tmp_path: Path) -> None:

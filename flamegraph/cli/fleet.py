@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..io.diagnostics import BadOption, ClusterUnavailable, Diagnostics, PartialResult
-from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, parse_call_graph
+from ..record.defaults import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
 from .app import app
 from .inputs import refuse_binary
 from .numbers import finite
@@ -35,6 +35,8 @@ DEFAULT_GRACE = 60.0
 
 
 def _call_graph(text: str) -> str:
+    from ..record.spec import parse_call_graph  # here: --help shows the defaults without the recorder
+
     try:
         return parse_call_graph(text)
     except ValueError as err:

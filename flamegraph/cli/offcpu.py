@@ -11,7 +11,7 @@ import typer
 # recording, pairing and rendering stages are imported where they run.
 from ..export import ExportRequest
 from ..io.diagnostics import BadOption
-from ..record.spec import OFFCPU_CALL_GRAPH
+from ..record.defaults import OFFCPU_CALL_GRAPH
 from .app import app
 from .inputs import open_in_browser
 from .numbers import finite, parse_window_option

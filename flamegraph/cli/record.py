@@ -11,8 +11,7 @@ from typer.core import TyperCommand
 # Only what the command's signature and Drawing need: `flamegraph --help` imports every command module,
 # so the recording, JIT, folding and rendering stages are imported where they run.
 from ..export import ExportRequest
-from ..record.memory import MODES as MEMORY_MODES
-from ..record.spec import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ
+from ..record.defaults import DEFAULT_CALL_GRAPH, DEFAULT_EVENT, DEFAULT_FREQ, MEMORY_MODES
 from .app import app
 from .numbers import parse_window_option
 from .record_flags import (
@@ -306,7 +305,7 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     from ..pipeline.scratch import exit_like_the_command
     from ..pipeline.wall import record_wall
     from ..record import RecordSpec, Status
-    from ..record.spec import OFFCPU_CALL_GRAPH
+    from ..record.defaults import OFFCPU_CALL_GRAPH
 
     if hooked or exports or event != DEFAULT_EVENT:
         raise BadOption("--wall records cpu-clock and sched_switch itself: not with --jit, --mxnet, --event or exports")

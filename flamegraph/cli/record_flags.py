@@ -12,7 +12,6 @@ import typer
 
 from ..export import ExportRequest
 from ..io.diagnostics import BadOption
-from ..record.spec import parse_call_graph
 from .numbers import finite
 
 if TYPE_CHECKING:
@@ -97,6 +96,8 @@ Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web bro
 
 def parse_call_graph_option(text: str) -> str:
     """--call-graph's callback: perf's spelling, or one usage line."""
+    from ..record.spec import parse_call_graph  # here: --help shows the defaults without the recorder
+
     try:
         return parse_call_graph(text)
     except ValueError as err:

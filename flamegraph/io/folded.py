@@ -21,7 +21,6 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from itertools import chain
 from typing import BinaryIO
 
@@ -64,6 +63,8 @@ def format_folded_count(count: float) -> str:
         return str(count)
     if float(count).is_integer():
         return str(int(count))
+    from decimal import Decimal  # only for a fraction: most counts are integers, and fold starts faster
+
     return format(Decimal(repr(float(count))), "f")
 
 

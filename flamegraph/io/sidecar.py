@@ -94,6 +94,22 @@ def parse_sidecar(data: bytes) -> tuple[Context, list[str]]:
     """The context in a sidecar, and what was wrong with its fields (those are not used).
 
     NotASidecar when the file as a whole cannot be used: too large, too deep, not JSON, not ours."""
+    raw = _ours(data)
+    problems: list[str] = []
+    context = Context()
+    context.unit = _text(raw, "unit", problems) or "samples"
+    context.event = _text(raw, "event", problems)
+    context.title, context.subtitle = _text(raw, "title", problems), _text(raw, "subtitle", problems)
+    context.window_us = _window(raw.get("window_us"), problems)
+    context.preset = _preset(_text(raw, "preset", problems), problems)
+    context.highlights = _highlights(raw.get("highlights"), problems)
+    context.metadata = _metadata(raw.get("metadata"), problems)
+    return context, problems
+
+
+def _ours(data: bytes) -> dict[str, object]:
+    """The sidecar's JSON object, or NotASidecar: too large, too deep, not JSON, not ours, another version.
+    Its fields are not looked at (is_ours needs no more, and the fields' checks import the colours)."""
     from .inputs import TooDeep, parse_json
 
     if len(data) > MAX_BYTES:
@@ -108,16 +124,7 @@ def parse_sidecar(data: bytes) -> tuple[Context, list[str]]:
         raise NotASidecar(f'no "{MARKER_KEY}": "{MARKER}" in it')
     if raw.get("version") != VERSION:
         raise NotASidecar(f"version {_shown(raw.get('version'))}, this flamegraph reads {VERSION}")
-    problems: list[str] = []
-    context = Context()
-    context.unit = _text(raw, "unit", problems) or "samples"
-    context.event = _text(raw, "event", problems)
-    context.title, context.subtitle = _text(raw, "title", problems), _text(raw, "subtitle", problems)
-    context.window_us = _window(raw.get("window_us"), problems)
-    context.preset = _preset(_text(raw, "preset", problems), problems)
-    context.highlights = _highlights(raw.get("highlights"), problems)
-    context.metadata = _metadata(raw.get("metadata"), problems)
-    return context, problems
+    return raw
 
 
 def _shown(value: object) -> str:
@@ -196,7 +203,7 @@ def _metadata(value: object, problems: list[str]) -> dict[str, str]:
 def is_ours(path: Path) -> bool:
     """Whether `path` is missing or a sidecar of ours (so it may be replaced)."""
     try:
-        parse_sidecar(_read_bounded(path))
+        _ours(_read_bounded(path))
     except FileNotFoundError:
         return True
     except (OSError, NotASidecar):

@@ -10,7 +10,6 @@ Only confident answers: a file this cannot place is left to the reader it was gi
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 
@@ -90,7 +89,7 @@ def looks_binary(head: bytes) -> bool:
 def _gunzip_head(data: bytes) -> bytes:
     try:
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, HEAD_BYTES)
-    except (zlib.error, gzip.BadGzipFile):
+    except zlib.error:  # the only error of a zlib stream (gzip.BadGzipFile is the gzip module's)
         return b""
 
 

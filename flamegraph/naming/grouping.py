@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..io.inputs import STDIN, kind_of
-from .buildid import RecordedBuildIds, read_recorded_build_ids
-from .symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, FunctionNamer
+
+if TYPE_CHECKING:
+    from .symbols import FunctionNamer
 
 UNVERIFIED = (
     "note: [unknown] frames grouped by function from the DSOs on this machine, unverified: perf script "
@@ -22,7 +24,6 @@ UNVERIFIED = (
     "perf.data file to have them checked)"
 )
 SHOWN_PER_REASON = 4
-REASON_ORDER = (DIFFERENT, NO_LOCAL_ID, NOT_RECORDED)  # the alarming one first
 # perf stores build-ids only for the DSOs samples landed in, not for those seen only in call stacks.
 NOT_RECORDED_HINT = "perf record --buildid-all stores one for every DSO"
 
@@ -32,18 +33,30 @@ def namer_for_inputs(inputs: Sequence[str], requested: bool | None) -> FunctionN
     neither (None: group perf.data inputs, checked; leave text alone)."""
     if requested is False:
         return None
+    # buildid and symbols (mmap, struct, perf) only when a namer is made: `fold` of text makes none,
+    # and a small fold's time is mostly imports.
     paths = list(inputs) or [STDIN]
     # A pipe or FIFO is never peeked at: that would eat the text the fold reads next.
     if all(path != STDIN and os.path.isfile(path) and kind_of(path) == "perf.data" for path in paths):
+        from .buildid import RecordedBuildIds, read_recorded_build_ids
+        from .symbols import FunctionNamer
+
         recorded = RecordedBuildIds()
         for path in paths:
             recorded = recorded.merge(read_recorded_build_ids(path))
         return FunctionNamer(recorded)
-    return FunctionNamer() if requested else None
+    if not requested:
+        return None
+    from .symbols import FunctionNamer
+
+    return FunctionNamer()
 
 
 def namer_for_recording(perf_data: str) -> FunctionNamer:
     """The namer for a fresh recording: grouped where the build-ids match, as for any perf.data."""
+    from .buildid import read_recorded_build_ids
+    from .symbols import FunctionNamer
+
     return FunctionNamer(read_recorded_build_ids(perf_data))
 
 
@@ -56,7 +69,10 @@ def grouping_note(namer: FunctionNamer | None) -> str | None:
         return UNVERIFIED
     if not namer.refused:
         return None
-    by_reason: dict[str, list[str]] = {reason: [] for reason in REASON_ORDER}
+    from .symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED
+
+    order = (DIFFERENT, NO_LOCAL_ID, NOT_RECORDED)  # the alarming one first
+    by_reason: dict[str, list[str]] = {reason: [] for reason in order}
     for path, reason in sorted(namer.refused.items()):
         by_reason.setdefault(reason, []).append(os.path.basename(path))
     by_reason = {reason: names for reason, names in by_reason.items() if names}

@@ -30,12 +30,13 @@ from pathlib import Path
 
 from ..io.diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
 from ..io.perf import find_perf
+from .defaults import MEMORY_MODES
 from .spec import RecordSpec, who_am_i
 from .tracefs import mounted_tracefs
 
 GROUP_PREFIX = "flamegraph_mem_"
 GROUP = re.compile(rf"^[pr]:({GROUP_PREFIX}(\d+))/", re.MULTILINE)  # uprobe_events: "p:GROUP/EVENT PATH:0x..."
-MODES = ("alloc", "live")
+MODES = MEMORY_MODES
 RETURN_SUFFIX = "__return"  # perf probe names a return probe EVENT__return
 
 

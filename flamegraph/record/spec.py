@@ -18,14 +18,12 @@ from typing import Protocol
 from ..io.diagnostics import CommandNotFound, FlamegraphError, NoSuchProcess, NotPermitted, PerfFailed
 from ..io.perf import describe_exit
 from .command import resolve_program
+from .defaults import DEFAULT_CALL_GRAPH as DEFAULT_CALL_GRAPH  # the defaults live in defaults.py (for --help)
+from .defaults import DEFAULT_EVENT as DEFAULT_EVENT
+from .defaults import DEFAULT_FREQ as DEFAULT_FREQ
+from .defaults import OFFCPU_CALL_GRAPH as OFFCPU_CALL_GRAPH
 from .lost import LostSamples
 
-# Defaults measured on the MXNet MLP (see README "Recording defaults"): frame pointers give 0 % complete
-# stacks on libraries built without them, DWARF ~82 %; 499 Hz keeps DWARF's overhead near 7 %.
-DEFAULT_EVENT = "cpu-clock"  # software event: works in VMs without a hardware PMU
-DEFAULT_FREQ = 499
-DEFAULT_CALL_GRAPH = "dwarf,16384"
-OFFCPU_CALL_GRAPH = "dwarf,8192"  # sched_switch: frame pointers stop at libc's futex wrappers: 1 user frame
 DEFAULT_MMAP = "16M"  # DWARF needs big buffers; only root may lock this much (perf_event_mlock_kb)
 ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 MAX_DWARF_SIZE = 65528
