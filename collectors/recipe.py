@@ -21,7 +21,7 @@ from flamegraph.pipeline import outputs as pipeline_outputs
 from flamegraph.pipeline.oncpu import OnCpuRequest, RecordHooks, fold_oncpu
 from flamegraph.record import RecordHook, Recording, RecordOptions, RecordSpec, Status, record
 from flamegraph.record.command import python_target
-from flamegraph.render import RenderOptions, render_svg
+from flamegraph.render import RenderOptions
 from flamegraph.render.summary import top_self
 from flamegraph.window import Window
 
