@@ -24,13 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flamegraph.analysis import offcpu_threads
-from flamegraph.folding.offcpu import fold_offcpu_recording
 from flamegraph.folding.perf_sched import OffCpuOptions
-from flamegraph.frameworks.mxnet.hook import MxnetHook, instrumentation_fact
-from flamegraph.io.diagnostics import Diagnostics, NotPermitted, PerfFailed
+from flamegraph.frameworks.mxnet.hook import MxnetHook
+from flamegraph.io.diagnostics import NotPermitted, PerfFailed
 from flamegraph.model import FoldedProfile
-from flamegraph.naming.grouping import grouping_note, namer_for_recording
-from flamegraph.naming.observer import FrameObserver
+from flamegraph.pipeline.offcpu import OffCpuRequest, pair_recorded
 from flamegraph.record import Status
 from flamegraph.record.offcpu import offcpu_options, tracepoint_problem
 
@@ -175,21 +173,8 @@ def run(args: argparse.Namespace) -> OffCpuRun:
     loss = statistics.median(losses) if losses else None
     window = recorded.log.window
     span = None if args.whole_run else window
-    joiner = mxnet.joiner(recorded.recording, window) if mxnet else None
-    namer = namer_for_recording(str(recorded.recording.perf_data))  # [unknown] frames named as on-CPU
-    options = OffCpuOptions(window=span, sample_hook=joiner, frame_hook=FrameObserver(namer))
-    profile = fold_offcpu_recording(recorded.recording, options, Diagnostics(), Status()).profile
-    if (note := grouping_note(namer)) is not None:
-        print(note)
-    if joiner is not None:
-        counts = joiner.counts
-        named = sum(n for name, n in counts.ops.items() if not name.startswith("[op] ("))
-        print(f"mxnet: {named:,} of {counts.engine:,} switch-outs of engine threads under a named [op] frame")
-        profile.metadata["MXNet"] = (
-            f"waits under the [op] frame of the operator running at the switch-out ({named:,} of {counts.engine:,})"
-        )
-        profile.metadata["instrumentation"] = instrumentation_fact(profile, "off-CPU time")
-        print(f"mxnet: instrumentation: {profile.metadata['instrumentation']}")
+    request = OffCpuRequest(recorded.recording.spec, OffCpuOptions(window=span))  # [unknown] grouped as on-CPU
+    profile = pair_recorded(recorded.recording, request, Status(), recorded.hooks).profile  # its MXNet hook joins
     roles = thread_roles(profile)
     size_mb = recorded.recording.perf_data.stat().st_size / 1e6
     meta = profile.metadata

@@ -1,4 +1,4 @@
-"""Imports point one way: cli -> stages -> model/io; folding and render never meet;
+"""Imports point one way: cli -> fleet -> pipeline -> stages -> model/io, lazy ones too; folding and render never meet;
 flamegraph/ never imports collectors/ or mxnet; collectors/ use the library, never the CLI;
 symbol lookup shares the DWARF helpers with the JIT code but never imports it."""
 
@@ -272,8 +272,19 @@ def test_command_bodies_are_thin() -> None:
 
 
 # The steps only the pipeline composes: record's fold with its report, the writer of a recording's files,
-# its exports. A command, fleet or a recipe that calls one of these writes the sequence a second time.
-PIPELINE_STEPS = {"fold_with_report", "fold_memory_recording", "write_results", "write_recording_exports"}
+# its exports, the pairing of an off-CPU recording, the MXNet join around a fold. A command, fleet or a
+# recipe that calls one of these writes the sequence a second time (`make offcpu` once paired its
+# recording and joined MXNet's operators itself). Each step -> the folders that may call it besides pipeline/.
+PIPELINE_STEPS: dict[str, tuple[str, ...]] = {
+    "fold_with_report": (),
+    "fold_memory_recording": (),
+    "write_results": (),
+    "write_recording_exports": (),
+    "fold_offcpu_recording": ("folding",),  # folding/wall_time.py pairs the switches of record --wall
+    "joiner": ("frameworks",),  # MxnetHook.joiner: the fold's sample hook
+    "report_waits": ("frameworks",),  # MxnetHook.report_waits: the join's facts after an off-CPU fold
+    "instrumentation_fact": ("frameworks",),
+}
 
 
 def test_only_the_pipeline_composes_record_fold_report_write_export() -> None:
@@ -286,6 +297,54 @@ def test_only_the_pipeline_composes_record_fold_report_write_export() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                if name in PIPELINE_STEPS:
+                if name in PIPELINE_STEPS and not any(
+                    path.is_relative_to(PACKAGE / folder) for folder in PIPELINE_STEPS[name]
+                ):
                     callers.add(f"{path.relative_to(REPO)}:{name}")
     assert not callers, f"the pipeline's steps composed outside flamegraph/pipeline/: {sorted(callers)}"
+
+
+# -- stage folders import one way (docs/architecture.md "Rules the tests keep") ----------------------
+# Top to bottom; a folder imports only folders on a lower line. The last line is the core the stages
+# share, whose folders still import each other (folding reads record's Recording and naming's hooks,
+# record/ folds while perf records, io/ sniffs with folding's grammar): one knot that may shrink, never
+# grow, and that imports nothing above it. Lazy imports inside functions count: they run too.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"cli"}),
+    frozenset({"fleet"}),  # fleet record runs the pipeline's steps on each host; fold --scheduler hands it a fold
+    frozenset({"pipeline"}),
+    frozenset({"export", "frameworks"}),
+    frozenset({"record", "folding", "naming", "analysis", "render", "io"}),
+)
+
+
+def folder_imports() -> dict[tuple[str, str], list[str]]:
+    """(folder, folder it imports) -> the modules that import it, every import in the file counted."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) < 2:
+            continue  # the root's shared modules (model, window, color, lazy) are no stage
+        for name in imports_of(path):
+            target = name.split(".")
+            if target[0] == "flamegraph" and len(target) >= 2 and target[1] != parts[0]:
+                if (PACKAGE / target[1]).is_dir():
+                    edges.setdefault((parts[0], target[1]), []).append(f"{path.relative_to(REPO)} -> {name}")
+    return edges
+
+
+def test_stage_folders_have_no_import_cycle() -> None:
+    """pipeline/perf_inputs.py once imported fleet.fold for fold --scheduler while fleet/tasks.py
+    imported pipeline.oncpu: a loop, found only by reading lazy imports too."""
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert set(folders) == set().union(*LAYERS) == set(STAGES), "every stage folder is in one layer"
+    level = {folder: index for index, layer in enumerate(LAYERS) for folder in layer}
+    knot = len(LAYERS) - 1
+    edges = folder_imports()
+    upward = {
+        f"{source} -> {target}": modules
+        for (source, target), modules in sorted(edges.items())
+        if level[target] <= level[source] and not level[source] == level[target] == knot
+    }
+    assert not upward, f"imports against the layers (docs/architecture.md): {upward}"
+    assert any(level[source] == knot for source, _ in edges), "the layers are read from the real imports"

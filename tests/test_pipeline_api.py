@@ -52,6 +52,27 @@ def test_fold_and_draw_pipelines_without_perf(tmp_path: Path) -> None:
     assert b"<svg" in draw_svg(got, RenderOptions(title=got.title("Flame Graph")))[:400]
 
 
+def test_the_fold_pipeline_takes_a_fold_done_elsewhere(tmp_path: Path) -> None:
+    """`fold --scheduler` hands the pipeline its cluster fold (`FoldRequest.cluster`): the pipeline calls it
+    with the inputs and the options, and writes what it returns, without importing fleet/ itself."""
+    from flamegraph.folding.options import FoldOptions
+    from flamegraph.folding.stage import FoldResult, fold_perf
+    from flamegraph.io.diagnostics import Diagnostics
+    from flamegraph.pipeline.perf_inputs import FoldRequest, fold_inputs
+
+    golden = REPO / "tests" / "golden" / "fold"
+    seen: list[list[str]] = []
+
+    def elsewhere(inputs: list[str], options: FoldOptions, diagnostics: Diagnostics) -> FoldResult:
+        seen.append(list(inputs))
+        return fold_perf(inputs, options, diagnostics)
+
+    out = tmp_path / "out.folded"
+    inputs = [str(golden / "cxx-names.perf.txt")]
+    fold_inputs(FoldRequest(inputs, output=out, group_unknown=False, cluster=elsewhere), lambda line: None)
+    assert seen == [inputs] and out.read_bytes() == (golden / "cxx-names.default.folded").read_bytes()
+
+
 def test_outputs_are_checked_before_recording(tmp_path: Path) -> None:
     from flamegraph.io.diagnostics import FlamegraphError
     from flamegraph.pipeline.oncpu import OnCpuRequest, record_oncpu

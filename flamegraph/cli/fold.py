@@ -148,8 +148,13 @@ def fold(
     paths = inputs or ["-"]
     refuse_wrong_input(paths, "perf script output", "fold")
     reading_stdin_note(paths, "perf script output")
+    cluster = None
+    if scheduler is not None:
+        from ..fleet.fold import on_scheduler  # Dask only when asked for
+
+        cluster = on_scheduler(scheduler)
     request = FoldRequest(inputs or [], options, span, output, per_event, offcpu, group_unknown, report, strict, jobs,
-                          scheduler)  # fmt: skip
+                          cluster)  # fmt: skip
     fold_inputs(request, _note)
 
 

@@ -9,6 +9,7 @@ The result is the one a local `flamegraph fold` gives, byte for byte, stderr inc
     merged in file order by a tree of merge tasks on the workers (fan-in FAN_IN): stacks summed,
     problems' line numbers shifted by the lines of the chunks before them, the first few of each
     kind kept, as a local fold shows them. The client receives one merged result.
+`on_scheduler(ADDRESS)` is what `fold --scheduler` hands the pipeline (its `FoldRequest.cluster`).
 The workers must see the inputs at the same paths (a shared file system); each chunk checks the
 file's size there against the client's and says so when they differ.
 """
@@ -21,7 +22,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..folding.parallel import MIN_CHUNK, split_points
 from ..folding.perf import FoldOptions, PerfCollapser
@@ -31,6 +32,9 @@ from ..io.diagnostics import MAX_SHOWN_PER_KIND, BadOption, Diagnostics, InputMi
 from ..io.folded import decode
 from ..io.inputs import STDIN, kind_of, label, open_stream
 from ..model import FoldedProfile
+
+if TYPE_CHECKING:
+    from ..pipeline.perf_inputs import ClusterFold  # fleet builds on the pipeline, never the other way
 
 FAN_IN = 4  # chunks merged per reduction task: log4(chunks) rounds
 CHUNKS_PER_THREAD = 2
@@ -160,6 +164,11 @@ def reduce_on_cluster(client: Any, chunks: list[Chunk], options: FoldOptions) ->
     while len(level) > 1:
         level = [client.submit(merge_folds, level[i : i + FAN_IN], pure=False) for i in range(0, len(level), FAN_IN)]
     return level[0].result()  # type: ignore[no-any-return]
+
+
+def on_scheduler(scheduler: str) -> ClusterFold:
+    """The pipeline's `FoldRequest.cluster` for `fold --scheduler ADDRESS` (an address, or local[:N])."""
+    return lambda inputs, options, diagnostics: fold_on_scheduler(scheduler, inputs, options, diagnostics)
 
 
 def fold_on_scheduler(

@@ -5,6 +5,9 @@ switch-out with its next switch-in -> write the folded waits (µs), the SVG, the
     result = record_offcpu_graph(OffCpuRequest(spec, OffCpuOptions(min_us=100), pid=4242),
                                  Outputs(Path("waits.svg"), RenderOptions(title="waits")), Status())
     result.totals.terminal()   # {"off-CPU": "...", ...}: what `flamegraph offcpu` prints
+
+`make offcpu` records with its own hooks and runs the pairing step, `pair_recorded` (with its MXNet
+hook: each wait under the [op] frame running at the switch-out), then `write_outputs`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ if TYPE_CHECKING:
     from ..folding.perf_sched import OffCpuOptions
     from ..folding.sched_totals import OffCpuTotals
     from ..model import FoldedProfile
-    from ..naming.symbols import FunctionNamer
     from ..record import Recording, RecordSpec, Status
     from ..record.proc import Resolver
     from .oncpu import RecordHooks
@@ -72,12 +74,12 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
             fold, recording, namer = pair_spooled(
                 request.spec, request.options, request.group_unknown, status, cap, resolve
             )
+            if (note := grouping_note(namer)) is not None:
+                status.note(note)
         else:  # the same hooks as on-CPU (Python's frames, not oneDNN's), their perf maps removed after the exports
             hooked = OnCpuRequest(request.spec, python=request.python)
             hooks = stack.enter_context(RecordHooks.of(hooked, session.data_path, status.note))
-            fold, recording, namer = _record_and_pair(request, session, hooks, status, resolve)
-        if (note := grouping_note(namer)) is not None:
-            status.note(note)
+            fold, recording = _record_and_pair(request, session, hooks, status, resolve)
         profile = fold.profile if request.keep_interpreter else fold_interpreter(fold.profile)
         written = write_outputs(profile, outputs, status.note)
         written.exports = write_exports(profile, outputs, recording, status.note, offcpu=request.options, pid=pid)
@@ -86,22 +88,46 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
 
 def _record_and_pair(
     request: OffCpuRequest, session: ScratchRecording, hooks: RecordHooks, status: Status, resolve: Resolver | None
-) -> tuple[OffCpuFold, Recording, FunctionNamer | None]:
+) -> tuple[OffCpuFold, Recording]:
     """The whole-file recording: perf.data, then paired."""
-    from dataclasses import replace
-
-    from ..folding.offcpu import fold_offcpu_recording
-    from ..io.diagnostics import Diagnostics
-    from ..naming.grouping import namer_for_recording
-    from ..naming.observer import FrameObserver
     from ..record.offcpu import record_offcpu
 
     recording = record_offcpu(request.spec, session.data_path, status, session.mark_recorded, hooks.hooks)
     status.note(_recorded_line(recording, request.pid))
+    return pair_recorded(recording, request, status, hooks, resolve), recording
+
+
+def pair_recorded(
+    recording: Recording,
+    request: OffCpuRequest,
+    status: Status,
+    hooks: RecordHooks | None = None,
+    resolve: Resolver | None = None,
+) -> OffCpuFold:
+    """Pair a whole recording's switches ([unknown] frames grouped, the grouping noted); with an MXNet
+    hook, each wait goes under the [op] frame of the operator running at its switch-out and the join is
+    reported (printed, in the header). `make offcpu` runs this step on its own recording."""
+    from dataclasses import replace
+
+    from ..folding.offcpu import fold_offcpu_recording
+    from ..io.diagnostics import Diagnostics
+    from ..naming.grouping import grouping_note, namer_for_recording
+    from ..naming.observer import FrameObserver
+
     namer = namer_for_recording(str(recording.perf_data)) if request.group_unknown else None
+    mx = hooks.mxnet if hooks is not None else None
+    joiner = mx.joiner(recording, request.options.window) if mx else None
     options = request.options
-    grouped = replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
-    return fold_offcpu_recording(recording, grouped, Diagnostics(), status, resolve), recording, namer
+    if namer is not None:
+        options = replace(options, frame_hook=FrameObserver(namer))
+    if joiner is not None:
+        options = replace(options, sample_hook=joiner)
+    fold = fold_offcpu_recording(recording, options, Diagnostics(), status, resolve)
+    if (note := grouping_note(namer)) is not None:
+        status.note(note)
+    if mx and joiner:
+        mx.report_waits(joiner, fold.profile)
+    return fold
 
 
 def _recorded_line(recording: Recording, pid: int | None) -> str:

@@ -1,6 +1,7 @@
 """The pipeline of `flamegraph fold`: perf inputs (perf script text, a .gz of it, perf.data) -> fold
-(on-CPU, or off-CPU waits paired; here, over --jobs processes, or on a Dask cluster) -> the report ->
-the folded text written with its facts beside it (FILE.json), or one file per event.
+(on-CPU, or off-CPU waits paired; here, over --jobs processes, or by the request's `cluster`: a Dask
+cluster) -> the report -> the folded text written with its facts beside it (FILE.json), or one file
+per event.
 
     result = fold_inputs(FoldRequest(["perf.data"], FoldOptions(annotate_kernel=True), output=Path("out.folded")))
     result.profile.total, result.written   # the profile, and the files written (FILE.json beside each)
@@ -18,8 +19,15 @@ from typing import TYPE_CHECKING
 from ..folding.options import FoldOptions
 
 if TYPE_CHECKING:
+    from ..folding import stage
+    from ..io.diagnostics import Diagnostics
     from ..model import FoldedProfile
     from ..window import Window
+
+# A fold done elsewhere: (inputs, options, diagnostics) -> what `fold_perf` returns. `fold --scheduler`
+# passes `fleet.fold.on_scheduler(ADDRESS)` (a Dask cluster): fleet builds on the pipeline, never the
+# other way (docs/architecture.md).
+ClusterFold = Callable[[list[str], FoldOptions, "Diagnostics"], "stage.FoldResult"]
 
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -38,7 +46,7 @@ class FoldRequest:
     report: bool = False  # the attribution report, noted
     strict: bool = False  # stop at the first malformed line
     jobs: int | None = None
-    scheduler: str | None = None  # a Dask scheduler's address, or local[:N]
+    cluster: ClusterFold | None = None  # fold there instead of here (`fold --scheduler`)
 
 
 @dataclass
@@ -63,10 +71,8 @@ def fold_inputs(request: FoldRequest, note: Callable[[str], None] = print) -> Fo
         hook = FrameObserver(namer)
     options = replace(options, frame_hook=hook)
     diagnostics = Diagnostics(strict=request.strict)
-    if request.scheduler is not None:
-        from ..fleet.fold import fold_on_scheduler  # Dask only when asked for
-
-        result = fold_on_scheduler(request.scheduler, request.inputs, options, diagnostics)
+    if request.cluster is not None:
+        result = request.cluster(request.inputs, options, diagnostics)
     else:
         from ..folding.stage import fold_perf
 

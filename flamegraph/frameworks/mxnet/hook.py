@@ -328,6 +328,19 @@ class MxnetHook:
         self.last = summary
         return summary
 
+    def report_waits(self, joiner: Joiner, profile: FoldedProfile) -> None:
+        """After an off-CPU fold (the join ran once per switch-out): how many engine-thread waits sit under
+        a named [op] frame, and the instruments' share of the off-CPU time (printed, in the header)."""
+        counts = joiner.counts
+        named = sum(n for name, n in counts.ops.items() if not name.startswith("[op] ("))
+        self.note(f"mxnet: {named:,} of {counts.engine:,} switch-outs of engine threads under a named [op] frame")
+        profile.metadata["MXNet"] = (
+            f"waits under the [op] frame of the operator running at the switch-out ({named:,} of {counts.engine:,})"
+        )
+        instrumentation = instrumentation_fact(profile, "off-CPU time")
+        profile.metadata["instrumentation"] = instrumentation
+        self.note(f"mxnet: instrumentation: {instrumentation}")
+
 
     def report_bytes(self, joiner: Joiner, profile: FoldedProfile) -> list[BytesRow]:
         """After a memory fold: bytes per operator beside the profiler's storage counters (printed, in the header)."""
