@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jinja2
 from markupsafe import Markup, escape
 
 from ..analysis.offcpu_threads import is_state, is_wall
@@ -65,6 +65,11 @@ from .text import (
     format_signed,
 )
 
+if TYPE_CHECKING:
+    import jinja2
+
+    from .precompiled import Renderable
+
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
 # totals (off-CPU microseconds) are drawn in units of 10**k; sample counts below this stay exact.
@@ -80,11 +85,15 @@ def coordinate_divisor(total: float) -> int:
 
 
 ROOT_TITLE = "all"
+HERE = Path(__file__).parent  # templates/ and assets/ (read as files: importlib.resources costs an import)
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    templates = resources.files(__package__) / "templates"
+    """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
+    import jinja2
+
+    templates = HERE / "templates"
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (templates / name).read_text("utf-8")),
         autoescape=True,
@@ -96,15 +105,15 @@ def _environment() -> jinja2.Environment:
 
 
 @cache
-def _template() -> jinja2.Template:
+def _template() -> Renderable:
     from . import precompiled  # not at import: `python -m flamegraph.render.precompiled` makes it
 
-    return precompiled.load(_environment())
+    return precompiled.load(_environment)
 
 
 @cache
 def _asset(name: str) -> str:
-    text = (resources.files(__package__) / "assets" / name).read_text("utf-8")
+    text = (HERE / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
     return text
 
@@ -234,9 +243,7 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(
-            options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes
-        ),
+        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes),
         "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
