@@ -5,7 +5,8 @@
 
 Cases, each timed as the wall time of the whole command (start-up included), or with --cpu as the CPU
 time (user + system) of the command and every process it waited for (-j workers, inferno's threads,
-the shell pipelines): what a loaded machine changes least, so the ratios of a busy run hold:
+the shell pipelines, the perf shim): what a loaded machine changes least, so the ratios of a busy run
+hold; the text -> SVG rows print both ratios:
   start-up       `flamegraph fold` on a one-sample file and `flamegraph --help`, beside a bare interpreter
   FILE...        `perf script` text: `flamegraph fold FILE` (default settings, and -j2 unless that is the
                  default), `perl stackcollapse-perf.pl FILE`, inferno's collapser on FILE
@@ -80,6 +81,7 @@ class Contender:
     times: list[float] = field(default_factory=list)
     peak_kib: int = 0
     svg: Path | None = None  # the picture it draws (end-to-end cases)
+    cpu_times: list[float] = field(default_factory=list)  # user + system seconds, the command's whole tree
 
     def run(self, stdout_to_output: bool, rss_file: Path | None = None) -> None:
         """One run: wall seconds from fork to exit, or its CPU seconds with its children's (kept unless
@@ -94,7 +96,7 @@ class Contender:
         try:
             _, stderr = proc.communicate()
             elapsed = time.perf_counter() - start
-            used = cpu_of_children() - used
+            cpu = cpu_of_children() - used
         except BaseException:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -108,11 +110,16 @@ class Contender:
         if rss_file is not None:
             self.peak_kib = max(self.peak_kib, peak_rss_kib(rss_file))
         else:
-            self.times.append(used if self.clock == "cpu" else elapsed)
+            self.times.append(cpu if self.clock == "cpu" else elapsed)
+            self.cpu_times.append(cpu)
 
     @property
     def median(self) -> float:
         return statistics.median(self.times)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_times)
 
 
 @dataclass
@@ -225,16 +232,33 @@ class Bench:
         for _ in range(rounds):
             for contender in case.contenders:  # interleaved: noise hits every contender alike
                 contender.run(contender.name != INFERNO)
+        ours, inferno = case.get("ours"), case.get(INFERNO)
+        if case.end_to_end and ours is not None and inferno is not None:
+            line = (
+                f"CPU (user+sys): ours {seconds(ours.cpu_median)}, {INFERNO} {seconds(inferno.cpu_median)}; "
+                f"ours / {INFERNO}: {ours.cpu_median / inferno.cpu_median:.2f}× CPU, "
+                f"{ours.median / inferno.median:.2f}× wall"
+            )
+            case.checks.insert(0, line)
+            print(f"#   {line}", file=sys.stderr, flush=True)
 
     def check(self, case: Case) -> list[str]:
         """Compare the first round's outputs: -j2 with one process byte for byte; inferno with ours without
         the extras it lacks (--no-group-unknown) by every stack's total; perl with our --compat byte for byte."""
         ours = case.get("ours")
-        if case.end_to_end:  # the SVG sizes, ours / inferno's
+        if case.end_to_end:  # the SVG sizes, ours / inferno's; ours also as inferno groups (by process name)
             sizes = {c.name: c.svg.stat().st_size for c in case.contenders if c.svg is not None}
+            if ours is not None and ours.svg is not None:
+                grouped = ours.svg.with_suffix(".no-threads.svg")
+                subprocess.run([*ours.command[:-1], "--no-threads", str(grouped)], capture_output=True, check=True)
+                sizes["ours --no-threads"] = grouped.stat().st_size
             found = [f"{name} SVG: {size / 1e6:.2f} MB" for name, size in sizes.items()]
             if sizes.get(INFERNO):
-                found.append(f"SVG ours / {INFERNO}: {sizes.get('ours', 0) / sizes[INFERNO]:.2f}")
+                found += [
+                    f"SVG {name} / {INFERNO}: {sizes[name] / sizes[INFERNO]:.2f}"
+                    for name in ("ours", "ours --no-threads")
+                    if name in sizes
+                ]
             return found
         if ours is None or ours.output is None:
             return []

@@ -23,9 +23,10 @@ def test_the_front_page_is_short_and_says_how_to_start() -> None:
     text = (REPO / "README.md").read_text()
     assert len(text.splitlines()) <= 120
     for needed in ("make flamegraph", "open `out/mlp-oncpu.svg` in a browser", "## Reading the graph",
-                   "## The commands", "docs/screenshots/after-oncpu-hover.png"):  # fmt: skip
+                   "## The commands", "docs/screenshots/after-oncpu-hover.png",
+                   "flamegraph convert perf.data out.svg"):  # fmt: skip
         assert needed in text, needed
-    for command in ("record", "offcpu", "fold", "render", "diff"):
+    for command in ("record", "offcpu", "convert", "fold", "render", "diff"):
         assert re.search(rf"^\| `{command}` \|.*\| `flamegraph {command} ", text, re.M), command
     assert (REPO / "docs" / "screenshots" / "after-oncpu-hover.png").exists()
 

@@ -18,19 +18,21 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ..folding.grammar import is_non_sample, read_header
-from ..folding.perf import FoldOptions
-from ..folding.perf_sched import OffCpuOptions
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
 from ..io.folded import parse_count
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
-from ..io.perf import find_perf, script_command, stream_script
-from ..record import ONCPU_FIELDS, Recording, script_args
-from ..window import Window
-from . import sampling_interval_ns
-from .timeline import Timeline, read_offcpu_timeline, read_timeline
+
+# perf itself, recordings and timelines are imported where they are used: `flamegraph convert
+# perf.txt out.svg` sniffs and folds text, and its start-up is part of what it is timed by.
+if TYPE_CHECKING:
+    from ..folding.perf import FoldOptions
+    from ..folding.perf_sched import OffCpuOptions
+    from ..record import Recording
+    from ..window import Window
+    from .timeline import Timeline
 
 OFFCPU_EVENT = b"sched:sched_switch"
 SNIFF_LINES = 200
@@ -94,6 +96,8 @@ def _head_lines(path: str) -> list[bytes]:
 
 def _records_sched_switch(path: str) -> bool:
     """perf.data of an off-CPU recording: `perf evlist` names sched:sched_switch."""
+    from ..io.perf import find_perf
+
     try:
         done = subprocess.run([find_perf(), "evlist", "-i", path], capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -105,6 +109,9 @@ def _records_sched_switch(path: str) -> bool:
 def open_script(source: Source) -> Iterator[IO[bytes]]:
     """The `perf script` text of an on-CPU source (perf.data scripted with record's fields)."""
     if source.perf_data:
+        from ..io.perf import script_command, stream_script
+        from ..record import ONCPU_FIELDS
+
         command = script_command(source.path, extra=["-F", ONCPU_FIELDS])
         with stream_script(command, source.path) as stream:
             yield stream
@@ -129,6 +136,8 @@ def read_source_timeline(
     source: Source, options: FoldOptions, diagnostics: Diagnostics, interval_ns: int | None = None
 ) -> Timeline:
     """The samples (or waits) of a `perf script` source in time order."""
+    from .timeline import read_offcpu_timeline, read_timeline
+
     if source.kind == "offcpu":
         from ..folding.offcpu import open_offcpu
 
@@ -152,6 +161,11 @@ def recording_timeline(
 ) -> Timeline:
     """The samples (or waits) of a fresh recording in time order: a second `perf script` pass with the
     options the fold used (fields, --time window, what hooks asked for), so both see the same samples."""
+    from ..io.perf import script_command, stream_script
+    from ..record import script_args
+    from . import sampling_interval_ns
+    from .timeline import read_offcpu_timeline, read_timeline
+
     path = str(recording.perf_data)
     quiet = Diagnostics(echo=False)  # the fold has reported the input's problems already
     if offcpu is not None:

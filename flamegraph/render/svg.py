@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jinja2
 from markupsafe import Markup, escape
 
 from ..analysis.offcpu_threads import is_state, is_wall
@@ -65,6 +65,11 @@ from .text import (
     format_signed,
 )
 
+if TYPE_CHECKING:
+    import jinja2
+
+    from .precompiled import Renderable
+
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
 # totals (off-CPU microseconds) are drawn in units of 10**k; sample counts below this stay exact.
@@ -80,11 +85,15 @@ def coordinate_divisor(total: float) -> int:
 
 
 ROOT_TITLE = "all"
+HERE = Path(__file__).parent  # templates/ and assets/ (read as files: importlib.resources costs an import)
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    templates = resources.files(__package__) / "templates"
+    """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
+    import jinja2
+
+    templates = HERE / "templates"
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (templates / name).read_text("utf-8")),
         autoescape=True,
@@ -96,15 +105,15 @@ def _environment() -> jinja2.Environment:
 
 
 @cache
-def _template() -> jinja2.Template:
+def _template() -> Renderable:
     from . import precompiled  # not at import: `python -m flamegraph.render.precompiled` makes it
 
-    return precompiled.load(_environment())
+    return precompiled.load(_environment)
 
 
 @cache
 def _asset(name: str) -> str:
-    text = (resources.files(__package__) / "assets" / name).read_text("utf-8")
+    text = (HERE / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
     return text
 
@@ -137,26 +146,29 @@ def _draw(
 ) -> Drawing:
     """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
     rows = _rows(layout, options)
+    row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
     divisor = coordinate_divisor(layout.total)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
     frames = []
     labels = []
     shown: dict[str, str] = {}  # frame -> shown name: two regular expressions, once per name
+    numbers: dict[float, str] = {}  # coordinate -> text: widths (and many starts) repeat
     for frame in layout.frames:
         if frame.depth == 0:
             name = ROOT_TITLE
         else:
             name = shown.get(frame.name) or shown.setdefault(frame.name, display_name(strip_annotation(frame.name)))
-        y = rows[frame.depth]
-        x, width = format_number(frame.start / divisor), format_number(frame.width / divisor)
-        frames.append((title(frame, name), x, str(y), width, fill(frame)))
-        pixels = frame.width * scale
+        start, width = frame.start, frame.width
+        x = numbers.get(start) or numbers.setdefault(start, format_number(start / divisor))
+        w = numbers.get(width) or numbers.setdefault(width, format_number(width / divisor))
+        frames.append((title(frame, name), x, row_texts[frame.depth], w, fill(frame)))
+        pixels = width * scale
         if pixels >= LABEL_MIN_PX:
             label = fit_label(name, pixels - 6, options.font_size, MIN_PREFIX)
             if label:
-                left = XPAD + frame.start * scale + 3
-                labels.append((round(left, 2), round(page.graph_top + y + text_dy, 2), label))
+                left = XPAD + start * scale + 3
+                labels.append((round(left, 2), round(page.graph_top + rows[frame.depth] + text_dy, 2), label))
     return Drawing(frames, labels, layout.total, layout.max_depth, divisor)
 
 
@@ -234,9 +246,7 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(
-            options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes
-        ),
+        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes),
         "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
@@ -355,14 +365,21 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
+    details: dict[tuple[float, float], str] = {}  # (width, self) -> " (N samples, P%)": they repeat
+
+    def info(width: float, self_width: float, percent: str) -> str:
+        if not self_width:  # most frames: the page says "self 0"; the file stays small
+            return f" ({amount(width)}, {percent}%)"
+        return f" ({amount(width)}, {percent}%; self {amount(self_width)}, {format_percent(self_width, total)}%)"
+
     def title(frame: Rect, name: str) -> str:
-        percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        if not frame.self_width:  # most frames: the page says "self 0"; the file stays small
-            return f"{name} ({amount(frame.width)}, {percent}%)"
-        return (
-            f"{name} ({amount(frame.width)}, {percent}%; "
-            f"self {amount(frame.self_width)}, {format_percent(frame.self_width, total)}%)"
-        )
+        if frame.depth == 0:
+            return name + info(frame.width, frame.self_width, "100")
+        key = (frame.width, frame.self_width)
+        text = details.get(key)
+        if text is None:
+            text = details[key] = info(frame.width, frame.self_width, format_percent(frame.width, total))
+        return name + text
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
     del texts, weights
