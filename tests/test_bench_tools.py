@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import sys
 from pathlib import Path
 
 from bench.bench_fold import compare_totals, labelled, short_check
@@ -48,10 +49,17 @@ def test_end_to_end_case_reports_both_svg_sizes_and_their_ratio(tmp_path: Path) 
     ours_svg, inferno_svg = tmp_path / "ours.svg", tmp_path / "inferno.svg"
     ours_svg.write_bytes(b"x" * 600_000)
     inferno_svg.write_bytes(b"x" * 400_000)
-    contenders = [Contender("ours", [], svg=ours_svg), Contender(INFERNO, [], svg=inferno_svg)]
+    # ours as `flamegraph convert IN OUT`: the check draws it again with --no-threads before OUT (a stand-in
+    # that writes 500 kB when given --no-threads, as grouping by process name makes the page smaller)
+    draw = "import sys; open(sys.argv[-1], 'wb').write(b'x' * (500_000 if '--no-threads' in sys.argv else 600_000))"
+    ours = Contender("ours", [sys.executable, "-c", draw, str(ours_svg)], svg=ours_svg)
+    contenders = [ours, Contender(INFERNO, [], svg=inferno_svg)]
     case = Case("t -> SVG", 1, 1, contenders, end_to_end=True)
     bench = Bench(None, None, tmp_path, tmp_path, False, False)
-    assert bench.check(case) == ["ours SVG: 0.60 MB", "inferno SVG: 0.40 MB", "SVG ours / inferno: 1.50"]
+    assert bench.check(case) == [
+        "ours SVG: 0.60 MB", "inferno SVG: 0.40 MB", "ours --no-threads SVG: 0.50 MB",
+        "SVG ours / inferno: 1.50", "SVG ours --no-threads / inferno: 1.25",
+    ]  # fmt: skip
 
 
 def test_offcpu_cost_compares_each_recording_with_its_own_rounds_runs() -> None:
