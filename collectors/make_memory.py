@@ -1,0 +1,74 @@
+"""`make memory`: where the MXNet MLP's bytes go -> out/mlp-memory.svg + .folded, operators named.
+
+    python -m collectors.make_memory [--out out] [--epochs 1] [--max-batches 300] [--sample 101] [--live]
+
+Prepares MNIST (once) and runs what a user would: `flamegraph record --memory --mxnet --memory-sample N
+-- python -m collectors.train_mlp ...`. The allocation probes (the C library's and MXNet's storage
+allocator, every call of the latter) are recorded from the end of `import mxnet` on; each [op] frame
+holds the bytes allocated while that operator ran, and the bytes-per-operator table (checked against
+MXNet's own storage counters) is printed and goes into the graph's header. `--sample 1` records every
+call of the C library's allocator (a few hundred thousand per epoch: perf loses records at DWARF
+stack sizes, and the facts say how many); `--live` draws what is still allocated at the end instead.
+Writes out/mlp-memory.json: the command, its seconds, and the check's line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from flamegraph.io.diagnostics import FlamegraphError
+
+from .driver import driver_parser, run_driver, write_facts
+from .mnist import prepare_mnist
+from .recipe import MlpRun
+
+CHECK = "bytes check:"
+
+
+class MemoryGraphFailed(FlamegraphError):
+    """`flamegraph record --memory` failed: its own exit code is kept."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = driver_parser("collectors.make_memory", __doc__, epochs=1)
+    p.add_argument("--max-batches", type=int, default=300, help="batches per epoch (938 is all of MNIST)")
+    p.add_argument("--sample", type=int, default=101, help="--memory-sample: 1 in N C-library calls (1: all)")
+    p.add_argument("--live", action="store_true", help="what is still allocated at the end (no sampling)")
+    args = p.parse_args(argv)
+    return run_driver("make memory", lambda: run(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    out, live = args.out, args.live
+    mlp = MlpRun(prepare_mnist(args.cache), epochs=args.epochs, max_batches=args.max_batches, python=args.python)
+    mode = ["--memory", "live"] if live else ["--memory", "alloc", "--memory-sample", str(args.sample)]
+    name = "mlp-memory-live" if live else "mlp-memory"
+    out.mkdir(parents=True, exist_ok=True)
+    svg, folded = out / f"{name}.svg", out / f"{name}.folded"
+    command = [sys.executable, "-m", "flamegraph", "record", *mode, "--mxnet", "--preset", "onednn",
+               "--title", "MXNet MLP on MNIST: " + ("bytes still allocated" if live else "bytes allocated"),
+               "-o", str(svg), "--folded", str(folded), "--", *mlp.command()]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, env={**os.environ, **mlp.environment()}, stderr=subprocess.PIPE,
+                          text=True, check=False)  # fmt: skip
+    seconds = time.monotonic() - started
+    sys.stderr.write(done.stderr)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise MemoryGraphFailed(f"flamegraph record --memory failed (exit {done.returncode}): {tail}", done.returncode)
+    check = next((line.strip() for line in done.stderr.splitlines() if CHECK in line), "")
+    write_facts(out / f"{name}.json", {"command": command, "seconds": round(seconds, 1), "check": check})
+    print(f"make memory: {svg} and {folded} in {seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
