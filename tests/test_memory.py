@@ -194,27 +194,6 @@ def test_sampling_asks_perf_for_every_nth_call_without_periods() -> None:
         RecordSpec(command=("ls",))).options.extra_args  # fmt: skip
 
 
-def test_sampled_mxnet_storage_probe_records_every_call_at_its_own_weight() -> None:
-    """MXNet's storage allocator is called thousands of times, not millions: sampled with the C library's
-    calls it would miss most operators' bytes; it is recorded every call (period=1) and weighs 1x."""
-    from flamegraph.frameworks.mxnet.storage import STORAGE_FRAME, storage_probe
-    from flamegraph.record.memory import PROBES, MemoryProbes
-    from flamegraph.record.spec import RecordSpec
-
-    storage = storage_probe("/x/libmxnet.so")
-    probes = MemoryProbes(MemoryRequest("alloc", 7), G, LIBC, added=[PROBES[0], storage])
-    extra = probes.apply(RecordSpec(command=("ls",))).options.extra_args
-    assert f"{G}:mxnet_alloc_9/period=1/" in extra and probes.facts()["sampling"].endswith(f"{STORAGE_FRAME}: every call")
-    lines = [
-        *record_text(1, "1.1", "mxnet_alloc", "(7f) size=4096", stack("_ZN5mxnet11StorageImpl5AllocE", "main")),
-        *record_text(1, "1.2", "malloc", "(7f) size=100", stack("malloc", "main")),
-    ]
-    weigher = AllocationWeigher(G, "alloc", LIBC, 7, probes.wrappers())
-    out = list(weigher.iter_weighted(lines))
-    assert headers(out) == [b"b 1/1 1.1: 4096 memory:alloc:", b"b 1/1 1.2: 700 memory:alloc:"]
-    assert out[1].endswith(f" {STORAGE_FRAME} ({LIBC})".encode())
-
-
 @pytest.mark.parametrize(
     ("args", "parsed"),
     [

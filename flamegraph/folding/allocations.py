@@ -158,8 +158,7 @@ class AllocationWeigher:
                 yield from self._record(call)
 
     def _record(self, call: Call) -> Iterator[bytes]:
-        weight = call.size if call.api in self.leaves else call.size * self.sample  # wrappers: every call recorded
-        yield call.head + b" " + str(weight).encode() + b" " + self.event + b":"
+        yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
             yield FRAME.sub(rb"\1" + self.leaves.get(call.api, call.api) + rb"\3", frame) if index == 0 else frame
         yield b""

@@ -127,10 +127,7 @@ class MemoryProbes:
         """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
         events = []
         for probe in self.added:
-            terms = "" if probe.allocates else "/call-graph=no/"
-            if probe.library and self.request.sample > 1:
-                terms = "/period=1/"  # an allocator above the C library (MXNet's storage) is rare: every call
-            events.append(event_name(self.group, probe.api) + terms)
+            events.append(event_name(self.group, probe.api) + ("" if probe.allocates else "/call-graph=no/"))
             if probe.returns and self.request.mode == "live":
                 events.append(f"{event_name(self.group, probe.api)}{RETURN_SUFFIX}/call-graph=no/")
         return events
@@ -159,8 +156,6 @@ class MemoryProbes:
             facts["sampling"] = (
                 f"1 in {n:,} calls of each function in each thread recorded, each weighs {n:,}x its bytes"
             )
-            if any(p.library for p in self.added):
-                facts["sampling"] += "; " + ", ".join(p.frame or p.api for p in self.added if p.library) + ": every call"
         if self.missing:
             facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
         return facts
