@@ -3,12 +3,12 @@
     python -m collectors.make_memory [--out out] [--epochs 1] [--max-batches 300] [--sample 101] [--live]
 
 Prepares MNIST (once) and runs what a user would: `flamegraph record --memory --mxnet --memory-sample N
--- python -m collectors.train_mlp ...`. The allocation probes (the C library's and MXNet's storage
-allocator, every call of the latter) are recorded from the end of `import mxnet` on; each [op] frame
-holds the bytes allocated while that operator ran, and the bytes-per-operator table (checked against
-MXNet's own storage counters) is printed and goes into the graph's header. `--sample 1` records every
-call of the C library's allocator (a few hundred thousand per epoch: perf loses records at DWARF
-stack sizes, and the facts say how many); `--live` draws what is still allocated at the end instead.
+-- python -m collectors.train_mlp ...` with record's DWARF stacks. The probes (the C library's
+allocator and MXNet's storage allocator, both 1 in N calls) are recorded from the end of `import
+mxnet` on; each [op] frame holds the bytes allocated while that operator ran, and the bytes-per-operator
+table is printed and goes into the graph's header (checked against MXNet's storage counters only when
+every call was recorded: `--sample 1 --call-graph fp`, since every call with DWARF stacks loses most
+records; docs/memory.md "Cost"). `--live` draws what is still allocated at the end instead.
 Writes out/mlp-memory.json: the command, its seconds, and the check's line.
 """
 
@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     p = driver_parser("collectors.make_memory", __doc__, epochs=1)
     p.add_argument("--max-batches", type=int, default=300, help="batches per epoch (938 is all of MNIST)")
     p.add_argument("--sample", type=int, default=101, help="--memory-sample: 1 in N C-library calls (1: all)")
+    p.add_argument("--call-graph", default=None, help="default: record's (dwarf,16384); fp: exact bytes per "
+                   "operator at every call, but glibc's own mmaps drawn again (docs/memory.md)")
     p.add_argument("--live", action="store_true", help="what is still allocated at the end (no sampling)")
     args = p.parse_args(argv)
     return run_driver("make memory", lambda: run(args))
@@ -53,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     name = "mlp-memory-live" if live else "mlp-memory"
     out.mkdir(parents=True, exist_ok=True)
     svg, folded = out / f"{name}.svg", out / f"{name}.folded"
-    command = [sys.executable, "-m", "flamegraph", "record", *mode, "--mxnet", "--preset", "onednn",
+    stacks = ["--call-graph", args.call_graph] if args.call_graph else []
+    command = [sys.executable, "-m", "flamegraph", "record", *mode, "--mxnet", *stacks, "--preset", "onednn",
                "--title", "MXNet MLP on MNIST: " + ("bytes still allocated" if live else "bytes allocated"),
                "-o", str(svg), "--folded", str(folded), "--", *mlp.command()]  # fmt: skip
     started = time.monotonic()

@@ -339,10 +339,10 @@ class MxnetHook:
     def report_bytes(self, joiner: Joiner, profile: FoldedProfile) -> list[BytesRow]:
         """After a memory fold: bytes per operator beside the profiler's storage counters (printed, in the header)."""
         rows = bytes_rows(profile, joiner.trace)
-        for line in bytes_lines(rows):
+        for line in bytes_lines(rows, profile.metadata):
             self.note(line)
         if rows:
-            profile.metadata["MXNet bytes per operator"] = check_text(rows)
+            profile.metadata["MXNet bytes per operator"] = check_text(rows, profile.metadata)
         return rows
 
 
