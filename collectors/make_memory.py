@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from flamegraph.io.diagnostics import FlamegraphError
 
@@ -37,28 +38,37 @@ class MemoryGraphFailed(FlamegraphError):
         self.exit_code = code
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = driver_parser("collectors.make_memory", __doc__, epochs=1)
     p.add_argument("--max-batches", type=int, default=300, help="batches per epoch (938 is all of MNIST)")
     p.add_argument("--sample", type=int, default=101, help="--memory-sample: 1 in N C-library calls (1: all)")
     p.add_argument("--call-graph", default=None, help="default: record's (dwarf,16384); fp: exact bytes per "
                    "operator at every call, but glibc's own mmaps drawn again (docs/memory.md)")
     p.add_argument("--live", action="store_true", help="what is still allocated at the end (no sampling)")
-    args = p.parse_args(argv)
-    return run_driver("make memory", lambda: run(args))
+    return p
 
 
-def run(args: argparse.Namespace) -> int:
-    out, live = args.out, args.live
-    mlp = MlpRun(prepare_mnist(args.cache), epochs=args.epochs, max_batches=args.max_batches, python=args.python)
+def main(argv: list[str] | None = None) -> int:
+    return run_driver("make memory", lambda: run(parser().parse_args(argv)))
+
+
+def record_command(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[str], Path, Path]:
+    """The `flamegraph record --memory --mxnet` command line, and the SVG and folded file it writes."""
+    live = args.live
     mode = ["--memory", "live"] if live else ["--memory", "alloc", "--memory-sample", str(args.sample)]
     name = "mlp-memory-live" if live else "mlp-memory"
-    out.mkdir(parents=True, exist_ok=True)
-    svg, folded = out / f"{name}.svg", out / f"{name}.folded"
+    svg, folded = args.out / f"{name}.svg", args.out / f"{name}.folded"
     stacks = ["--call-graph", args.call_graph] if args.call_graph else []
     command = [sys.executable, "-m", "flamegraph", "record", *mode, "--mxnet", *stacks, "--preset", "onednn",
                "--title", "MXNet MLP on MNIST: " + ("bytes still allocated" if live else "bytes allocated"),
                "-o", str(svg), "--folded", str(folded), "--", *mlp.command()]  # fmt: skip
+    return command, svg, folded
+
+
+def run(args: argparse.Namespace) -> int:
+    mlp = MlpRun(prepare_mnist(args.cache), epochs=args.epochs, max_batches=args.max_batches, python=args.python)
+    args.out.mkdir(parents=True, exist_ok=True)
+    command, svg, folded = record_command(args, mlp)
     started = time.monotonic()
     done = subprocess.run(command, env={**os.environ, **mlp.environment()}, stderr=subprocess.PIPE,
                           text=True, check=False)  # fmt: skip
@@ -68,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise MemoryGraphFailed(f"flamegraph record --memory failed (exit {done.returncode}): {tail}", done.returncode)
     check = next((line.strip() for line in done.stderr.splitlines() if CHECK in line), "")
-    write_facts(out / f"{name}.json", {"command": command, "seconds": round(seconds, 1), "check": check})
+    write_facts(folded.with_suffix(".json"), {"command": command, "seconds": round(seconds, 1), "check": check})
     print(f"make memory: {svg} and {folded} in {seconds:.0f} s")
     return 0
 
