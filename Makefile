@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost memory memory-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -111,6 +111,10 @@ flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
 
+MEMORY_SAMPLE ?= 101
+memory: venv perf-deps ## the MLP's allocations by operator (--memory --mxnet, 1 in MEMORY_SAMPLE calls, DWARF stacks): out/mlp-memory.svg + .folded
+	$(PY) -m collectors.make_memory --out $(OUT) --epochs 1 --sample $(MEMORY_SAMPLE)
+
 diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)
 	$(PY) -m collectors.make_diff --out $(OUT) --epochs $(DIFF_EPOCHS) $(MXNET)
 
@@ -131,6 +135,9 @@ COST_PAIRS ?= 4
 python-cost: venv workload-venv ## what Python frames cost the MLP on 3.12: perf support on/off, NaiveEngine/threaded (interleaved pairs, median + spread)
 	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare perf-support --pairs $(COST_PAIRS)
 	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare engine --pairs $(COST_PAIRS)
+
+memory-cost: venv perf-deps ## what record --memory costs: a malloc-heavy C program and the MLP, unprobed vs every call vs 1 in 10/100/1000; ROUNDS interleaved rounds, median, spread
+	$(PY) bench/memory_cost.py --rounds $(ROUNDS)
 
 LONG_SECONDS ?= 600
 long-bench: venv perf-deps ## a --every 60 --max-spool 256M recording of LONG_SECONDS against plain perf record: peak disk, RSS, samples kept

@@ -10,7 +10,8 @@ for the on-CPU graph a third: the callers and callees of --sandwich (malloc), op
 frame's context menu (NAME-oncpu-sandwich.png).
 `--wakers` draws a folded file of `make offcpu WAKERS=--wakers` (out/mlp-offcpu.folded) as NAME-wakers.png too,
 `--wall` one of `flamegraph record --wall --folded` as NAME-wall.png, and `--only GRAPH,...` shoots only
-those graphs (oncpu, offcpu, diff, wakers, wall).
+those graphs (oncpu, offcpu, diff, wakers, wall, memory).
+`--memory-svg` shoots a graph of `make memory` (out/mlp-memory.svg) as NAME-memory.png.
 `--offcpu` draws that folded file (e.g. out/mlp-offcpu.folded of `make offcpu`) instead of folding
 the off-CPU sample, `--offcpu-svg` shows a graph already drawn (out/mlp-offcpu.svg). Writes
 NAME-GRAPH.png and NAME-GRAPH-hover.png into --out, and the on-CPU graph with its source as the
@@ -45,7 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--offcpu-svg", type=Path, default=None, help="an off-CPU graph already drawn (make offcpu's)")
     p.add_argument("--wakers", type=Path, default=None, help="an off-CPU folded file with wakers (offcpu --wakers)")
     p.add_argument("--wall", type=Path, default=None, help="a wall-time folded file (record --wall --folded)")
-    p.add_argument("--only", default=None, help="shoot only these graphs (oncpu,offcpu,diff,wakers,wall)")
+    p.add_argument("--memory-svg", type=Path, default=None, help="a memory graph already drawn (make memory's)")
+    p.add_argument("--only", default=None, help="shoot only these graphs (oncpu,offcpu,diff,wakers,wall,memory)")
     p.add_argument("--sandwich", default="malloc", help="the function whose callers and callees to show")
     p.add_argument("--keep", type=Path, default=None, help="also keep the SVGs in this directory")
     p.add_argument("--example", type=Path, default=REPO / "docs" / "example.svg", help="the on-CPU graph for the docs")
@@ -220,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             graphs["wakers"] = render_wakers(args.wakers, Path(tmp))
         if args.wall is not None:
             graphs["wall"] = render_wakers(args.wall, Path(tmp), "wall")
+        if args.memory_svg is not None:
+            graphs["memory"] = args.memory_svg.resolve()
         if args.only is not None:
             graphs = {graph: path for graph, path in graphs.items() if graph in args.only.split(",")}
         if args.keep is not None:

@@ -105,6 +105,7 @@ def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
     in_process = {
         "flamegraph.frameworks.mxnet.inprocess",
         "flamegraph.frameworks.mxnet.clock",
+        "flamegraph.frameworks.mxnet.gate",
         "flamegraph.frameworks.mxnet.pthreads",
         "flamegraph.io.private",
         "flamegraph.io.diagnostics",

@@ -178,20 +178,32 @@ def find_library(pid: int | None, name: str = "libc.so.6") -> str:
     raise PerfFailed(f"no {name} in {maps}: the program does not use the C library's allocator (static?)")
 
 
-def function_addresses(library: str, names: Sequence[str]) -> dict[str, int]:
-    """name -> address of each function the library defines (.dynsym, any symbol version)."""
+def function_addresses(library: str, names: Sequence[str], hashed: bool = True) -> dict[str, int]:
+    """name -> address of each function the library defines (.dynsym, any symbol version). Looked up in
+    the GNU hash table when there is one (unless not `hashed`): walking libmxnet.so's 65,000 symbols in
+    pyelftools took 20 s, the lookups 0.1 s."""
     from elftools.common.exceptions import ELFError  # imported on first use: start-up stays fast
     from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
+    from elftools.elf.hash import GNUHashSection
+    from elftools.elf.sections import Symbol, SymbolTableSection
+
+    def function(symbol: Symbol | None) -> bool:
+        if symbol is None:
+            return False
+        return symbol["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and symbol["st_shndx"] != "SHN_UNDEF"
 
     wanted, found = set(names), {}  # type: tuple[set[str], dict[str, int]]
     try:
         with open(library, "rb") as f:
-            symbols = ELFFile(f).get_section_by_name(".dynsym")
+            elf = ELFFile(f)
+            table = elf.get_section_by_name(".gnu.hash")
+            if hashed and isinstance(table, GNUHashSection):
+                hits = {name: table.get_symbol(name) for name in names}
+                return {name: s["st_value"] for name, s in hits.items() if s is not None and function(s)}
+            symbols = elf.get_section_by_name(".dynsym")
             for symbol in symbols.iter_symbols() if isinstance(symbols, SymbolTableSection) else ():
                 name = symbol.name.partition("@")[0]
-                kind = symbol["st_info"]["type"]
-                if name in wanted and kind in ("STT_FUNC", "STT_GNU_IFUNC") and symbol["st_shndx"] != "SHN_UNDEF":
+                if name in wanted and function(symbol):
                     found.setdefault(name, symbol["st_value"])
     except (OSError, ELFError) as err:
         raise PerfFailed(f"{library}: cannot read its symbols: {err}") from None

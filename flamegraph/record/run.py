@@ -37,6 +37,7 @@ HOLD_SECONDS = 0.5  # perf's start-up errors come well within this
 PERF_ARGV0 = "perf"
 READY_SECONDS = 5.0  # how long --duration waits past its time for perf to begin before stopping it anyway
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
+PERF_STATE_LINES = ("Events disabled", "Events enabled")  # -D -1 / --control: perf's own, not the program's
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
 
 
@@ -75,7 +76,7 @@ class _Relay:
     def _copy(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
             line = raw.decode(errors="replace")
-            if line.startswith("[ perf record:"):
+            if line.startswith("[ perf record:") or line.rstrip("\n") in PERF_STATE_LINES:
                 self.perf_lines.append(line.strip())
                 continue
             self.tail.append(line)

@@ -35,6 +35,7 @@ from ...window import Window
 from ..jit.hook import hook_command, user_command
 from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
+from .gate import RECORDED_FROM, open_gate
 from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
@@ -256,11 +257,15 @@ class MxnetHook:
         self.hooked = True
         self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         env = environment_to_set({*os.environ, *spec.env})
-        if self.memory:
-            env[PROFILE_MEMORY] = "1"
+        gate: list[str] = []
+        if self.memory:  # the storage counters, and perf's events held until `import mxnet` has finished
+            gate, gate_env = open_gate(self.directory)
+            env.update({PROFILE_MEMORY: "1", **gate_env})
+            self.summary["allocations recorded"] = RECORDED_FROM
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
+        extra = (*extra, *gate)
         return spec.replace(command=wrapped, env={**spec.env, **env}, options=how.replace(extra_args=extra))
 
     def finish(self, recording: Recording) -> Recording:
@@ -272,6 +277,10 @@ class MxnetHook:
                 )
             for facts in self.processes:
                 self.summary.update(output_facts(facts))
+            if self.memory and not any(facts.get("perf_enabled") for facts in self.processes):
+                self.summary["allocations recorded"] = "none: perf's events were never enabled"
+                self.note("flamegraph: --memory --mxnet: perf's events are enabled once the program has imported "
+                          "mxnet, and they never were: no allocations recorded")  # fmt: skip
         recording.metadata.update(self.summary)
         return recording
 
@@ -345,10 +354,10 @@ class MxnetHook:
     def report_bytes(self, joiner: Joiner, profile: FoldedProfile) -> list[BytesRow]:
         """After a memory fold: bytes per operator beside the profiler's storage counters (printed, in the header)."""
         rows = bytes_rows(profile, joiner.trace)
-        for line in bytes_lines(rows):
+        for line in bytes_lines(rows, profile.metadata):
             self.note(line)
         if rows:
-            profile.metadata["MXNet bytes per operator"] = check_text(rows)
+            profile.metadata["MXNet bytes per operator"] = check_text(rows, profile.metadata)
         return rows
 
 

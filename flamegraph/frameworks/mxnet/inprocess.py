@@ -37,6 +37,7 @@ from typing import Any
 
 from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
+from .gate import GATE, enable
 from .pthreads import ThreadWatch
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
@@ -164,9 +165,15 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 def start_profiler(session: Session, mx: Any) -> None:
-    """Profile symbolic and imperative operators into DIR; dump at exit (before MXNet shuts down)."""
+    """Profile symbolic and imperative operators into DIR; dump at exit (before MXNet shuts down).
+    Under `record --memory` perf's events are enabled first (gate.py): the import's allocations are left out."""
+    session.facts["mxnet"] = str(getattr(mx, "__version__", "unknown"))
+    if GATE in os.environ:
+        problem = enable(os.environ)
+        session.facts["perf_enabled"] = problem is None
+        if problem is not None:
+            session.note(problem)
     try:
-        session.facts["mxnet"] = str(getattr(mx, "__version__", "unknown"))
         mx.profiler.set_config(
             filename=session.facts["profile"], profile_symbolic=True, profile_imperative=True,
             profile_memory=os.environ.get(PROFILE_MEMORY) == "1", profile_api=False, aggregate_stats=False,
@@ -231,4 +238,6 @@ def install(directory: str) -> Session:
 def _finish_if_never_imported(session: Session) -> None:
     if session.facts["mxnet"] is None:
         session.note("the program never imported mxnet")
+        if GATE in os.environ:
+            session.note("perf's events are enabled once mxnet is imported: no allocations were recorded")
         finish(session)

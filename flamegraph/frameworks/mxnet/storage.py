@@ -124,8 +124,8 @@ def checked(rows: list[BytesRow]) -> list[BytesRow]:
     return [r for r in rows if total and r.counted >= ABOVE / 100 * total]
 
 
-def bytes_lines(rows: list[BytesRow], limit: int = 12) -> list[str]:
-    """The table beside the time table, and the check's verdict."""
+def bytes_lines(rows: list[BytesRow], metadata: Mapping[str, str] = {}, limit: int = 12) -> list[str]:
+    """The table beside the time table, and the check's verdict (`metadata`: the capture facts)."""
     from ...render.text import format_bytes
 
     if not rows:
@@ -141,11 +141,24 @@ def bytes_lines(rows: list[BytesRow], limit: int = 12) -> list[str]:
             f"  {format_bytes(row.drawn):>12} {format_bytes(row.counted):>12} {gap:>7} {row.calls:>7,}  {row.frame}"
         )
     lines.append(f"  {format_bytes(total_drawn):>12} {format_bytes(total_counted):>12}  in all")
-    lines.append(f"mxnet: bytes check: {check_text(rows)}")
+    lines.append(f"mxnet: bytes check: {check_text(rows, metadata)}")
     return lines
 
 
-def check_text(rows: list[BytesRow]) -> str:
+def incomplete(metadata: Mapping[str, str]) -> str | None:
+    """Why the probe's bytes cannot match the counters call for call: sampled, or records perf lost."""
+    if "sampling" in metadata:
+        return "1 in N calls sampled"
+    if "lost samples" in metadata:
+        return f"perf lost {metadata['lost samples']}"
+    return None
+
+
+def check_text(rows: list[BytesRow], metadata: Mapping[str, str] = {}) -> str:
+    """The check's verdict; not made when not every storage call was recorded (the drawn bytes are then an
+    estimate, or too few)."""
+    if (why := incomplete(metadata)) is not None:
+        return f"not checked: {why} (the check needs every storage call: no --memory-sample, nothing lost)"
     covered = checked(rows)
     if not covered:
         return "no operator above 1 % of the counted bytes"
