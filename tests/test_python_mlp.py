@@ -16,11 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers.pythons import need_mxnet_python
 
-from collectors.mnist import idx_images, idx_labels
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
 
@@ -30,6 +28,10 @@ BATCHES = 60  # at 999 Hz: ~60 samples in JIT kernels (~0.5 a batch at 499 Hz, 1
 
 def write_idx(directory: Path) -> Path:
     """Four IDX files of random digits: the trainer's input format, no data set needed."""
+    import numpy as np  # (here, as collectors.mnist: the dev extra alone collects the suite without numpy)
+
+    from collectors.mnist import idx_images, idx_labels
+
     rng = np.random.RandomState(0)
     directory.mkdir()
     for prefix, count in (("train", 64 * BATCHES), ("t10k", 128)):
