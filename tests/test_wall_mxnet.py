@@ -115,7 +115,8 @@ def test_each_threads_tower_is_its_wall_time_and_the_kernels_figures(
     waitforvar = {cold: sum(us for stack, us in counts.items() if stack.startswith(main + ";") and "WaitForVar" in stack
                             and is_state(stack.rpartition(";")[2]) == cold) for cold in (True, False)}  # fmt: skip
     assert waitforvar[True] >= 0.9 * (waitforvar[True] + waitforvar[False]) and waitforvar[True] > 50_000
-    for worker in workers:
+    for worker in (w for w in workers if threads[w]["ran"] >= 20_000):  # 10+ samples: one sample may be the
+        # worker's own bookkeeping between operators (seen: one 2 ms sample, no operator, in a worker that ran 69 µs)
         operator = sum(us for stack, us in counts.items() if stack.startswith(worker + ";") and
                        not is_state(stack.rpartition(";")[2]) and re.search(OPERATOR, stack))  # fmt: skip
         assert operator >= 0.9 * threads[worker]["ran"], worker  # seen: 98 %

@@ -164,7 +164,7 @@ def offcpu_cli(
     from ..record.streaming import python_frames_on, streaming_plan
 
     blockers = [name for name, on in (("--perf-data", perf_data is not None), ("exports", bool(exports)),
-                ("Python frames", python_frames_on(python, spec.command))) if on]  # fmt: skip
+                ("Python frames", python_frames_on(python, spec.command)), ("--wakers", wakers)) if on]  # fmt: skip
     plan = streaming_plan(max_spool, None, blockers)  # paired while perf records unless one needs the whole file
     request = OffCpuRequest(spec, options, pid, group_unknown, keep_interpreter, python, perf_data, plan.cap)
     outputs = Outputs(None if no_svg else output, render, folded, png, ExportRequest(exports.files, render.title))

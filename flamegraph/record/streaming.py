@@ -30,6 +30,7 @@ WHY = {
     "Python frames": "perf inject --jit gives the Python trampolines unwind info after the process exits",
     "--memory": "the allocation probes' records are folded from the whole recording",
     "exports": "--speedscope/--pprof/--chrome-trace read the samples in time order after the run",
+    "--wakers": "each wait is joined to its waker over the whole system-wide recording, then filtered to the target",
 }
 
 
