@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,21 +99,33 @@ GAP = re.compile(r"mxnet: agreement: largest gap ([0-9.]+) points.*")
 ROW = re.compile(r"^\s+[0-9,]+\s+([0-9.]+)%\s.*?\s{2}(\[(?:op|segment)\] .+)$")
 
 
-@pytest.fixture(params=["quiet", "loaded"])
-def load(request: pytest.FixtureRequest) -> Iterator[str]:
-    hogs = []
-    if request.param == "loaded":
-        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    try:
-        yield request.param
-    finally:
-        for hog in hogs:
+class Load:
+    """`loaded`: two CPU hogs while the script trains. They stop once it prints `trained`: the folding
+    and the report after that read the recording only, and were slowed by the hogs for no check."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        count = 2 if name == "loaded" else 0
+        self.hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+    def stop(self) -> None:
+        for hog in self.hogs:
             hog.kill()
             hog.wait()
+        self.hogs = []
+
+
+@pytest.fixture(params=["quiet", "loaded"])
+def load(request: pytest.FixtureRequest) -> Iterator[Load]:
+    load = Load(request.param)
+    try:
+        yield load
+    finally:
+        load.stop()
 
 
 @pytest.mark.parametrize("script", list(SCRIPTS))
-def test_user_script_operators_are_named(script: str, load: str, tmp_path: Path) -> None:
+def test_user_script_operators_are_named(script: str, load: Load, tmp_path: Path) -> None:
     name, text, args, expected = SCRIPTS[script]
     (tmp_path / name).write_text(text)
     argv = [
@@ -120,15 +133,27 @@ def test_user_script_operators_are_named(script: str, load: str, tmp_path: Path)
         "--folded", str(tmp_path / "out.folded"), "-o", str(tmp_path / "out.svg"),
         "--", sys.executable, str(tmp_path / name), *args, str(TRAIN_S),
     ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    err = proc.stderr
-    assert proc.returncode == 0, err[-3000:]
+    with open(tmp_path / "stderr.txt", "w+") as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=tmp_path)
+        timer = threading.Timer(300, proc.kill)  # as subprocess.run's timeout did
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:  # the script's own output, passed through by `record`
+                if line.startswith("trained "):
+                    load.stop()
+            returncode = proc.wait()
+        finally:
+            timer.cancel()
+        stderr.seek(0)
+        err = stderr.read()
+    assert returncode == 0, err[-3000:]
     assert "bulk execution off for the run" in err  # the one line saying so
     coverage, gap = COVERAGE.search(err), GAP.search(err)
     assert coverage is not None and gap is not None, err[-3000:]
     rows = {m.group(2): float(m.group(1)) for line in err.splitlines() if (m := ROW.match(line))}
     placeholders = {frame: share for frame, share in rows.items() if frame.partition("] ")[2].startswith("(")}
-    figures = f"{script} {load}: {coverage.group(0)}; {gap.group(0)}; placeholders {placeholders}"
+    figures = f"{script} {load.name}: {coverage.group(0)}; {gap.group(0)}; placeholders {placeholders}"
     print(f"\n{figures}")
     assert "ImperativeBulk" not in err.partition("MXNet operators (")[2], figures
     assert {f"[op] {op}" for op in expected} <= set(rows), (figures, sorted(rows))
