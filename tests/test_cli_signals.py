@@ -34,9 +34,12 @@ def test_fold_stopped_by_a_signal_leaves_no_temporary_file(tmp_path: Path, signu
     proc.stdin.flush()  # and kept open: fold waits for more
     time.sleep(1.5)
     proc.send_signal(signum)
+    try:
+        proc.wait(timeout=30)  # before reading: a fold that lived on (the signal ignored) hung the suite here
+    finally:
+        proc.kill()
+        proc.stdin.close()
     err = proc.stderr.read().decode()
-    proc.wait(timeout=30)
-    proc.stdin.close()
     assert proc.returncode == code, err
     assert err.splitlines() == [f"flamegraph: {said}"], err
     assert list(out.parent.iterdir()) == []  # neither the output nor its temporary file
