@@ -32,10 +32,18 @@ def shared() -> Path:
     return need_shared()
 
 
+# `make test` runs the suite in two parts: the tests not marked `serial` on both cores (pytest-xdist), then
+# the `serial` ones alone. These are the tests that record with real perf, train MXNet, drive Chromium,
+# start a Dask cluster or bound their own wall time: a busy neighbour on the other core would skew them.
+SERIAL_MARKS = frozenset({"perf", "mxnet", "browser", "interop", "fleet", "slow"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "shared" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared)
+        if any(item.get_closest_marker(name) is not None for name in SERIAL_MARKS):
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.hookimpl(tryfirst=True)  # before the skip marks: an empty parameter list of the corpus gets this reason

@@ -60,6 +60,7 @@ def nested(depth: int) -> bytes:
 # -- capture-facts files --------------------------------------------------------------------------
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_sidecar_highlight_with_exponential_cost_is_refused_with_one_warning(tmp_path: Path) -> None:
     """`(a+)+$` against a frame of 30 a's took 48 s and more: now one warning, the graph drawn at once."""
     folded = tmp_path / "x.folded"
@@ -143,6 +144,7 @@ def test_file_patterns_have_a_bounded_cost(pattern: str, safe: bool) -> None:
     assert (file_pattern_problem(pattern) is None) == safe
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_file_pattern_on_the_longest_name_it_is_tried_on_is_quick() -> None:
     """The worst a kept pattern does: one variable repeat, searched over a MAX_FILE_SUBJECT name."""
     pattern = re.compile(r"\w*x")
@@ -177,6 +179,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 @pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_megabyte_line_folds_in_linear_time(shape: str, compat: bool) -> None:
@@ -188,6 +191,7 @@ def test_a_megabyte_line_folds_in_linear_time(shape: str, compat: bool) -> None:
     assert large < 8 * small + 0.05, (small, large)  # quadratic would be 16x
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_sched_header_is_linear() -> None:
     started = time.perf_counter()
     script.SCHED_HEADER.match(b"x" + b" " * (1 << 20) + b"x")
@@ -232,6 +236,7 @@ def test_the_sniffed_folded_line_is_found_as_the_regex_finds_it(text: bytes) -> 
     assert sniff.is_folded_line(text) == (FOLDED_LINE.match(text) is not None)
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_long_sniffed_folded_line_is_linear() -> None:
     """The regex took 1.9 s on 12 KB of '; 1' and 19.6 s on 48 KB; sniffing reads a 64 KB head."""
     started = time.perf_counter()
@@ -249,6 +254,7 @@ def test_the_timeline_header_frame_is_found_as_the_regex_finds_it(text: bytes) -
     assert script.is_header_frame(text) == (HEADER_FRAME.match(text) is not None)
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_timeline_header_frame_is_linear() -> None:
     started = time.perf_counter()
     assert not script.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b"x")
@@ -265,6 +271,7 @@ def test_palette_lines_are_read_as_the_reference_reads_them(line: str) -> None:
     )
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_the_grammars_line_classes_are_linear_on_megabyte_lines() -> None:
     """Non-sample records, source lines and frames without a DSO: each class is told in linear time."""
     mb = 1 << 20
@@ -287,6 +294,7 @@ def test_the_grammars_line_classes_are_linear_on_megabyte_lines() -> None:
     assert time.perf_counter() - started < 2.0
 
 
+@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_palette_line_and_sniffed_header_are_linear() -> None:
     started = time.perf_counter()
     with pytest.raises(BadPalette):
