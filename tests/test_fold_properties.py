@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from helpers.fold_paths import fold_collapser, small_chunks
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flamegraph import Diagnostics, FoldOptions, PerfCollapser, fold_perf
@@ -220,6 +220,7 @@ FRAME_RESTS = st.lists(
 
 @settings(max_examples=400)
 @given(st.lists(st.tuples(FRAME_HEADS, FRAME_ADDRESSES, FRAME_RESTS), max_size=30), st.booleans(), st.booleans())
+@example([(b"\t", b"7", b" (/lib/libc.so.6)"), (b"\t", b"7", b"\t (/lib/libc.so.6)")], False, False)  # blank symbols
 def test_naming_frame_lines_in_a_batch_equals_one_by_one(
     parts: list[tuple[bytes, bytes, bytes]], java: bool, drop_kernel: bool
 ) -> None:

@@ -153,6 +153,8 @@ def symbol_key(line: bytes, java: bool, addrs: bool, hooked: bool = False) -> by
     if space <= 0 or paren <= space or not body[:space].isalnum() or body[-1:] != b")":
         return None
     symbol = body[space + 1 : paren].lstrip()
+    if not symbol:  # a blank symbol is named from its blanks ('7  (dso)', '7 \t (dso)'): no key shared by both
+        return None
     if b"[unknown]" in symbol and (addrs or (hooked and not body.endswith(b" ([unknown])"))):
         return None  # --addrs prints the address; a frame hook may name each address differently
     plus = symbol.rfind(b"+0x")
