@@ -24,11 +24,18 @@ STOPS = [
 ]
 
 
+
+def interruptible() -> None:
+    """A user's Ctrl-C reaches the fold: a pytest-xdist worker (or a background job) ignores SIGINT, and a
+    child that inherits SIG_IGN keeps it, as Python does and as `nohup`'s users expect."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 @pytest.mark.parametrize(("signum", "code", "said"), STOPS)
 def test_fold_stopped_by_a_signal_leaves_no_temporary_file(tmp_path: Path, signum: int, code: int, said: str) -> None:
     out = tmp_path / "out" / "stacks.folded"
     out.parent.mkdir()
-    proc = subprocess.Popen([*FLAMEGRAPH, "fold", "-", "-o", str(out)], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*FLAMEGRAPH, "fold", "-", "-o", str(out)], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=interruptible)  # fmt: skip
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(LINES * 1000)
     proc.stdin.flush()  # and kept open: fold waits for more
