@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from helpers.pythons import need_mxnet_python
 
-
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
