@@ -166,18 +166,19 @@ def record_cli(
             "--memory",
             metavar="[alloc|live]",
             help="draw bytes, not time: every allocation (alloc, the default) or what is still allocated at the "
-            "end (live); uprobes on malloc, calloc, realloc, posix_memalign, aligned_alloc, anonymous mmap (root)",
+            "end (live): malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, anonymous mmap (root)",
         ),
     ] = None,
     memory_sample: Annotated[
-        int,
+        str | None,
         typer.Option(
             "--memory-sample",
-            metavar="N",
-            help="with --memory alloc: record 1 in N calls of each allocator (each weighs N times its bytes): "
-            "less data and fewer lost records; a prime N samples patterns of calls evenly",
+            metavar="SIZE",
+            help="with --memory: a sample every SIZE bytes allocated on average (K, M, G: powers of 1024; "
+            "default 512K), drawn by an allocator preloaded into the command (built with cc), each weighing its "
+            "share; 'all': every call exactly, uprobes on the C library (~1.3 µs per call; --pid: the only way)",
         ),
-    ] = 1,
+    ] = None,
 ) -> None:
     """Profile a command or a running process on-CPU and draw its flame graph, in one step.
 
@@ -206,15 +207,22 @@ def record_cli(
         return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
                             width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
                             exports, event)  # fmt: skip
-    wanted = _memory_request(memory, memory_sample)  # a bad mode: one line, before recording
-    subtitle = _subtitle(event, freq, call_graph, window, wanted)
-    options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
+    wanted = _memory_request(memory, memory_sample, pid)  # a bad mode: one line, before recording
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
+    fallback = None
+    if wanted is not None:
+        from ..record.memory import plan_request
+
+        wanted, fallback = plan_request(wanted, spec.command, pid, spec.env, spec.cwd)
+    subtitle = _subtitle(event, freq, call_graph, window, wanted)
+    options = render_options(name, title, subtitle, preset, list(highlight or []), width, top, wanted is not None)
     request = OnCpuRequest(spec, span, threads, group_unknown, keep_interpreter, jit, python, mxnet, wanted, perf_data)
     drawn = None if no_svg else options
     outputs = Outputs(None if no_svg else output, drawn, folded, png, ExportRequest(exports.files, options.title))
     status = Status()
+    if fallback is not None:
+        status.note(fallback)
     plan = _streaming_plan(request, max_spool, every, bool(exports))
     if plan.cap is not None:
         from ..pipeline.streamed import record_streamed
@@ -242,14 +250,23 @@ def _subtitle(event: str, freq: int, call_graph: str, window: str | None, memory
     return f"{what}, {memory.rate()}, call graph {call_graph}{windowed}"
 
 
-def _memory_request(memory: str | None, sample: int) -> MemoryRequest | None:
-    """--memory MODE [--memory-sample N]: checked before anything is recorded."""
+def _memory_request(memory: str | None, sample: str | None, pid: int | None) -> MemoryRequest | None:
+    """--memory MODE [--memory-sample SIZE]: checked before anything is recorded. A running process cannot
+    be given the sampling allocator: sampling asked for with --pid is one line (by default it records every
+    call, said by plan_request)."""
     from ..io.diagnostics import BadOption
-    from ..record.memory import MemoryRequest
+    from ..record.defaults import MEMORY_SAMPLE
+    from ..record.memory import MemoryRequest, parse_sample
 
-    if memory is None and sample != 1:
-        raise BadOption("--memory-sample samples allocation calls: it needs --memory")
-    return MemoryRequest(memory, sample) if memory is not None else None
+    if memory is None:
+        if sample is not None:
+            raise BadOption("--memory-sample samples allocations: it needs --memory")
+        return None
+    every = parse_sample(sample) if sample is not None else MEMORY_SAMPLE
+    if pid is not None and every and sample is not None:
+        raise BadOption("--memory-sample with --pid: a running process cannot be given the sampling allocator "
+                        "(it is preloaded at the start); use --memory-sample all (every call, probed)")  # fmt: skip
+    return MemoryRequest(memory, every)
 
 
 def _streaming_plan(request: OnCpuRequest, max_spool: str | None, every: float | None, exports: bool) -> Plan:

@@ -20,11 +20,12 @@ of an mmapped chunk): that inner malloc is the outer call's, and is not counted 
 probes (alloc) it is the next malloc of the thread asking for the same size; with them (live), any
 allocation that starts while another of the thread's is still running.
 
-Sampled (`--memory-sample N`: the kernel records every Nth call of each function in each thread, each
-weighed N times its bytes), the outer and inner calls are sampled apart, so adjacency cannot pair them:
-glibc hands realloc(NULL, n) and aligned_alloc/memalign of alignment <= 16 to malloc by a tail call
-(that malloc's caller is the program's: it counts, they do not), and the malloc that posix_memalign or
-realloc calls has their frame as its caller (it does not count, they do).
+Sampled (`--memory-sample SIZE`), the records are the marker of the sampling allocator preloaded into
+the program (record/sampler.c): `alloc_sampled ptr size weight api` with the stack from the marker, and
+in live `free_sampled ptr` when a sampled address is freed. The interposer sees the program's calls only
+(glibc's inner calls do not go through it): each sample counts its `weight` (its unbiased estimate of
+bytes), the leaf is named after the function called (`api`), and the interposer's own frames are
+dropped, as the C library's are. `sampler_loaded` says a process had it preloaded.
 
 `live` pairs: an allocation's return gives its address, `free` and `munmap` end it, `realloc` moves
 it; what is still allocated when the input ends is written, in the order it was allocated.
@@ -37,15 +38,19 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from ..record.sampler import APIS
+
 MAP_ANONYMOUS = 0x20
 MALLOC_ALIGNMENT = 16  # glibc x86-64: a smaller alignment is served by malloc itself
 MAP_FAILED = 2**64 - 1
 DELEGATES = frozenset({b"realloc", b"posix_memalign", b"aligned_alloc"})  # glibc may serve them with malloc
-FIELDS = frozenset({b"size", b"nmemb", b"ptr", b"len", b"flags", b"addr", b"ret", b"align"})  # our probes' arguments
+# our probes' arguments (the sampler's markers: weight, api, mean)
+FIELDS = frozenset({b"size", b"nmemb", b"ptr", b"len", b"flags", b"addr", b"ret", b"align", b"weight", b"api",
+                    b"mean"})  # fmt: skip
+SAMPLED, FREED, LOADED = b"alloc_sampled", b"free_sampled", b"sampler_loaded"  # the sampler's markers
 FIELD = re.compile(rb"(\w+)=(\S+)")
 FRAME = re.compile(rb"^(\s*[0-9a-fA-F]+ )(.*?)( \([^()]*\))$")
 RETURN = b"__return"
-SERVING = re.compile(rb"\s[\w.]*(posix_memalign|realloc)[\w.]* \(")  # a libc frame whose function calls malloc
 
 
 @dataclass
@@ -71,7 +76,7 @@ class MemoryTotals:
     calls: Counter[str] = field(default_factory=Counter)
     bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
-    handed_on: int = 0  # sampled: realloc(NULL, n), aligned_alloc(<= 16, n): counted as the malloc they call
+    processes: int = 0  # sampled: processes that had the sampling allocator preloaded
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
     freed: int = 0  # live: allocations freed before the end
@@ -121,9 +126,9 @@ class AllocationWeigher:
     """perf script lines of the probes in, weighted records out (`iter_weighted`); totals in `totals`."""
 
     def __init__(
-        self, group: str, mode: str = "alloc", library: str = "", sample: int = 1, wrappers: Mapping[str, str] = {}
+        self, group: str, mode: str = "alloc", library: str = "", sampler: str = "", wrappers: Mapping[str, str] = {}
     ) -> None:
-        self.sample = sample  # 1 in `sample` calls recorded: each weighs `sample` times its bytes
+        self.sampler = b"(" + sampler.encode() + b")" if sampler else b""  # its frames end so
         # api -> leaf frame of an allocator above the C library (MXNet's storage): the C library's calls
         # under that frame are its own, counted once (as it)
         self.leaves = {api.encode(): frame.encode() for api, frame in wrappers.items()}
@@ -158,7 +163,7 @@ class AllocationWeigher:
                 yield from self._record(call)
 
     def _record(self, call: Call) -> Iterator[bytes]:
-        yield call.head + b" " + str(call.size * self.sample).encode() + b" " + self.event + b":"
+        yield call.head + b" " + str(call.size).encode() + b" " + self.event + b":"
         for index, frame in enumerate(call.frames):
             yield FRAME.sub(rb"\1" + self.leaves.get(call.api, call.api) + rb"\3", frame) if index == 0 else frame
         yield b""
@@ -185,13 +190,17 @@ class AllocationWeigher:
         return len(call.frames) > 1 and bool(self.library) and call.frames[1].endswith(b"(" + self.library + b")")
 
     def _alloc(self, call: Call) -> Call | None:
+        if self.sampler and call.api in (SAMPLED, LOADED):
+            if self._marked(call) is None or self._wrapped(call):
+                return None
+            self.totals.calls[call.api.decode()] += 1
+            self.totals.bytes += call.size
+            return call
         last = self._last.pop(call.tid, None)
         if call.returned or call.api in (b"free", b"munmap"):
             return None
         if self._wrapped(call):
             return None
-        if self.sample > 1:
-            return self._sampled(call)
         if call.api == b"malloc" and last is not None and last.api in DELEGATES and last.size == requested(call):
             self.totals.nested += 1
             self.totals.calls[call.api.decode()] += 1
@@ -199,6 +208,20 @@ class AllocationWeigher:
         if not self._weigh(call):
             return None
         self._last[call.tid] = call
+        return call
+
+    def _marked(self, call: Call) -> Call | None:
+        """A sampled allocation as the function the program called, weighed, its stack from the program's
+        caller (the interposer's frames dropped); None for the sampler's other markers."""
+        if call.api == LOADED:
+            self.totals.processes += 1
+            return None
+        index = call.fields.get(b"api", -1)
+        if not 0 <= index < len(APIS) or not call.fields.get(b"ptr"):
+            return None
+        call.api = APIS[index].encode()
+        call.size = call.fields.get(b"weight", 0)
+        call.frames = call.frames[:1] + [f for f in call.frames[1:] if not f.endswith(self.sampler)]
         return call
 
     def _wrapped(self, call: Call) -> bool:
@@ -209,22 +232,15 @@ class AllocationWeigher:
         self.totals.calls[call.api.decode()] += 1
         return True
 
-    def _sampled(self, call: Call) -> Call | None:
-        """A sampled call: counted unless glibc counts it through another (see the module's docstring)."""
-        get = call.fields.get
-        if (call.api == b"realloc" and not get(b"ptr") and get(b"size")) or (
-            call.api == b"aligned_alloc" and get(b"align", 0) <= MALLOC_ALIGNMENT
-        ):
-            self.totals.handed_on += 1
-            self.totals.calls[call.api.decode()] += 1
-            return None
-        if call.api == b"malloc" and self._from_library(call) and SERVING.search(call.frames[1]):
-            self.totals.nested += 1
-            self.totals.calls[call.api.decode()] += 1
-            return None
-        return call if self._weigh(call) else None
-
     def _live(self, call: Call) -> Call | None:
+        if self.sampler and call.api in (SAMPLED, FREED, LOADED):
+            if call.api == FREED:
+                self.totals.freed += self._held.pop(call.fields.get(b"ptr", 0), None) is not None
+            elif self._marked(call) is not None and not self._wrapped(call):
+                self.totals.calls[call.api.decode()] += 1
+                self.totals.bytes += call.size
+                self._held[call.fields[b"ptr"]] = call
+            return None
         running = self._running.setdefault(call.tid, [])
         memalign = self._last.pop(call.tid, None)  # a posix_memalign just before: its malloc may follow
         if call.returned:

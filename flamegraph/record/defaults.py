@@ -13,3 +13,4 @@ DEFAULT_FREQ = 499
 DEFAULT_CALL_GRAPH = "dwarf,16384"
 OFFCPU_CALL_GRAPH = "dwarf,8192"  # sched_switch: frame pointers stop at libc's futex wrappers: 1 user frame
 MEMORY_MODES = ("alloc", "live")  # record --memory MODE
+MEMORY_SAMPLE = 512 * 1024  # record --memory-sample: mean bytes between samples (tcmalloc's default too)

@@ -1,8 +1,11 @@
-"""Allocation probes for `record --memory`: uprobes on the C library's allocator functions, added under
-a group of our own just before `perf record` and always deleted after it (any way the recording ends).
+"""Allocation probes for `record --memory`: uprobes added under a group of our own just before `perf
+record` and always deleted after it (any way the recording ends). Sampled (`--memory-sample SIZE`, the
+default for a command), on the marker of the sampling allocator preloaded into the command (sampler.c,
+built by sampler.py): only sampled allocations trap. Every call (`--memory-sample all`, `--pid`), on the C
+library's allocator functions themselves.
 
-    with memory_probes(MemoryRequest("alloc"), pid=None) as probes:   # perf probe -a ...
-        spec = probes.apply(spec)      # -e GROUP:malloc ... -e GROUP:mmap, the call graph kept
+    with memory_probes(MemoryRequest("alloc", 512 * 1024), pid=None) as probes:   # perf probe -a ...
+        spec = probes.apply(spec)      # -e GROUP:alloc_sampled_PID (or GROUP:malloc_PID ...), LD_PRELOAD
         recording = record(spec, ...)
     # here the group is gone: `perf probe -d GROUP:*`, SIGINT/SIGTERM/SIGHUP held off while it runs
 
@@ -23,14 +26,15 @@ import platform
 import re
 import signal
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..io.diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
 from ..io.perf import find_perf
 from .defaults import MEMORY_MODES
+from .sampler import ALLOC_MARKER, FREE_MARKER, LOADED_MARKER, build_sampler, preload_env, why_not_sampled
 from .spec import RecordSpec, who_am_i
 from .tracefs import mounted_tracefs
 
@@ -57,6 +61,7 @@ class Probe:
     symbol: str = ""  # its .dynsym name when not `api` (a C++ function's mangled name)
     library: str = ""  # the library that defines it; "": the C library
     frame: str = ""  # the leaf's name in the graph when not `api`; calls of the C library below it are its own
+    marker: bool = False  # a marker function of the sampling allocator (sampler.c), not an allocator
 
 
 # posix_memalign returns its address through a pointer that is gone at the return: live pairs it not.
@@ -75,39 +80,66 @@ PROBES = (
 @dataclass(frozen=True)
 class MemoryRequest:
     """What `--memory` asked for: every allocation (alloc) or what is left at the end (live), and `sample`:
-    1 in N calls recorded (alloc only: a sampled free could not end its allocation)."""
+    the mean bytes between samples of the in-process sampling allocator (sampler.c), or 0: every call,
+    probed in the C library (uprobes: ~1.3 µs per call)."""
 
     mode: str = "alloc"
-    sample: int = 1
+    sample: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
-        if self.sample < 1:
-            raise BadOption(f"--memory-sample {self.sample}: a count of calls, 1 or more (1: every call)")
-        if self.sample > 1 and self.mode == "live":
-            raise BadOption("--memory-sample with --memory live: a free that is not sampled could not end its "
-                            "allocation; record live without sampling")  # fmt: skip
+        if self.sample < 0:
+            raise BadOption(f"--memory-sample {self.sample}: bytes between samples (e.g. 512K), or all")
 
     def rate(self) -> str:
         """The rate, as the graph says it."""
-        n = self.sample
-        return "every allocation call" if n == 1 else f"1 in {n:,} allocation calls (bytes x{n:,})"
-
-    def aliasing_note(self) -> str | None:
-        """Why a sample count with factors misleads: every Nth call, counted, is not random. Calls that take
-        turns (a loop calling f then g, both malloc) repeat every 2 calls: N = 10 would see only f's."""
-        n = self.sample
-        factors = [f for f in range(2, min(n, 1000)) if n % f == 0 and all(f % d for d in range(2, f))]
-        if n < 4 or not factors:
-            return None
-        prime = next(m for m in range(n + 1, 2 * n) if all(m % d for d in range(2, int(m**0.5) + 1)))
-        every = " or ".join(str(f) for f in factors[:3])
-        return (f"note: --memory-sample {n} records calls {n}, {2 * n}, {3 * n}...: calls repeating in a pattern of "
-                f"{every} are sampled unevenly (a prime such as {prime} is not)")  # fmt: skip
+        if not self.sample:
+            return "every allocation call"
+        return f"sampled every {format_size(self.sample)} on average"
 
     def probes(self) -> tuple[Probe, ...]:
         return tuple(p for p in PROBES if p.allocates or self.mode == "live")
+
+
+SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(I?B)?\s*$", re.IGNORECASE)
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+EVERY_CALL = ("all", "0")
+
+
+def parse_sample(text: str) -> int:
+    """--memory-sample: '512K', '1M', '4096' -> bytes (powers of 1024, as the graph prints them); 'all' -> 0."""
+    if text.strip().lower() in EVERY_CALL:
+        return 0
+    match = SIZE.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise BadOption(f"--memory-sample {text!r}: bytes between samples (e.g. 512K, 1M, 4096), or all")
+    return int(match.group(1)) * UNITS[match.group(2).upper()]
+
+
+def format_size(value: int) -> str:
+    """524288 -> '512 KiB', 1000 -> '1,000 B': the exact figure in the largest unit that divides it."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value % size == 0:
+            return f"{value // size:,} {unit}"
+    return f"{value:,} B"
+
+
+def plan_request(request: MemoryRequest, command: tuple[str, ...], pid: int | None, env: Mapping[str, str],
+                 cwd: str | None) -> tuple[MemoryRequest, str | None]:  # fmt: skip
+    """The request as it can be recorded, and a note when sampling falls back to every call (--pid, no C
+    compiler, a setuid program); a static program cannot be recorded at all (PerfFailed: exit 5)."""
+    if not request.sample:
+        return request, None
+    why = why_not_sampled(command, pid, env, cwd)
+    if why is None:
+        return request, None
+    if "statically linked" in why:
+        raise PerfFailed(f"{why}, and it has no C library to probe either")
+    return replace(request, sample=0), (
+        f"note: {why}: every allocation call is probed in the C library instead (a trap of ~1.3 µs per call: "
+        "a malloc-heavy program runs several times slower)"
+    )
 
 
 @dataclass
@@ -119,10 +151,11 @@ class MemoryProbes:
     library: str
     added: list[Probe] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # functions the library does not define
+    sampler: Path | None = None  # the sampling allocator preloaded into the command (`library` then)
 
     def wrappers(self) -> dict[str, str]:
         """api -> leaf frame of the probes outside the C library (MXNet's storage): their malloc is theirs."""
-        return {p.api: p.frame or p.api for p in self.added if p.library}
+        return {p.api: p.frame or p.api for p in self.added if p.library and not p.marker}
 
     def events(self) -> list[str]:
         """perf record's -e values: allocation entries with stacks; frees and returns without (live)."""
@@ -134,32 +167,54 @@ class MemoryProbes:
         return events
 
     def apply(self, spec: RecordSpec) -> RecordSpec:
-        """`spec` recording these probes instead of its event: every call (no frequency), or every Nth.
-        Sampled, perf must not ask for the period in each sample: a trace event whose samples carry it
-        is recorded at every hit whatever the period (kernel/events/core.c, perf_swevent_event)."""
+        """`spec` recording these probes instead of its event (every hit: no frequency), and with the
+        sampling allocator, the command started with it preloaded."""
         first, *rest = self.events()
         extra = [arg for event in rest for arg in ("-e", event)]
-        if self.request.sample > 1:
-            extra += ["-c", str(self.request.sample), "--no-period"]
         how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
-        return spec.replace(options=how)
+        if self.sampler is None:
+            return spec.replace(options=how)
+        return spec.replace(options=how, env=preload_env(self.sampler, self.request.sample, spec.env))
 
     def facts(self) -> dict[str, str]:
         """The capture facts: which functions were probed where, and how often."""
+        others = "".join(f"; {p.frame or p.api} in {p.library}" for p in self.added if p.library and not p.marker)
+        if self.sampler is not None:
+            mean = format_size(self.request.sample)
+            facts = {
+                "allocators probed": f"{', '.join(SAMPLED_APIS)} sampled in the process by {self.sampler.name} "
+                f"(LD_PRELOAD), the uprobe on its marker only{others}",
+                "sampling": f"every {mean} allocated on average in each thread (exponential intervals): an "
+                f"allocation of n bytes is sampled with probability 1 - exp(-n / {mean}) and weighs n divided by it",
+            }  # fmt: skip
+            if self.request.mode == "live":
+                facts["allocators probed"] += " (and free, munmap of the sampled addresses)"
+            return facts
         apis = ", ".join(p.api for p in self.added if p.allocates and not p.library)
-        facts = {"allocators probed": f"{apis} in {self.library}"}
-        for probe in (p for p in self.added if p.library):
-            facts["allocators probed"] += f"; {probe.frame or probe.api} in {probe.library}"
+        facts = {"allocators probed": f"{apis} in {self.library}{others}"}
         if self.request.mode == "live":
             facts["allocators probed"] += " (and free, munmap, the returned addresses)"
-        if self.request.sample > 1:
-            n = self.request.sample
-            facts["sampling"] = (
-                f"1 in {n:,} calls of each function in each thread recorded, each weighs {n:,}x its bytes"
-            )
         if self.missing:
             facts["not probed"] = ", ".join(self.missing) + f" (not defined in {Path(self.library).name})"
         return facts
+
+
+SAMPLED_APIS = ("malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+                "valloc", "pvalloc", "anonymous mmap")  # fmt: skip
+
+
+def sampler_probes(library: str, live: bool) -> list[Probe]:
+    """The markers of sampler.c: a sampled allocation (with its stack), a sampled address freed (live), the
+    library loaded in a process (its mean)."""
+    probes = [
+        Probe("alloc_sampled", "ptr=%di:x64 size=%si:u64 weight=%dx:u64 api=%cx:s32", symbol=ALLOC_MARKER,
+              library=library, marker=True),
+        Probe("sampler_loaded", "mean=%di:u64", allocates=False, symbol=LOADED_MARKER, library=library, marker=True),
+    ]  # fmt: skip
+    if live:
+        probes.append(Probe("free_sampled", "ptr=%di:x64", allocates=False, symbol=FREE_MARKER, library=library,
+                            marker=True))  # fmt: skip
+    return probes
 
 
 def find_library(pid: int | None, name: str = "libc.so.6") -> str:
@@ -306,18 +361,24 @@ def memory_probes(
         raise PerfFailed(f"--memory reads x86-64 registers; this machine is {platform.machine()}")
     perf = find_perf()
     uprobe_events_file()
-    library = find_library(pid)
-    wanted = request.probes()
-    addresses = function_addresses(library, [p.api for p in wanted])
+    sampler = None
+    if request.sample:
+        if pid is not None:
+            raise BadOption("--memory-sample with --pid: a running process cannot be given the sampling allocator")
+        sampler = build_sampler(request.mode == "live")
+        library = str(sampler)
+        wanted = tuple(sampler_probes(library, request.mode == "live"))
+    else:
+        library = find_library(pid)
+        wanted = request.probes()
+    addresses = function_addresses(library, [p.symbol or p.api for p in wanted])
     group = f"{GROUP_PREFIX}{os.getpid()}"
-    probes = MemoryProbes(request, group, library)
-    probes.added = [p for p in wanted if p.api in addresses]
-    probes.missing = [p.api for p in wanted if p.api not in addresses]
+    probes = MemoryProbes(request, group, library, sampler=sampler)
+    probes.added = [p for p in wanted if (p.symbol or p.api) in addresses]
+    probes.missing = [p.api for p in wanted if (p.symbol or p.api) not in addresses]
     if not any(p.allocates for p in probes.added):
         raise PerfFailed(f"{library} defines none of the allocation functions ({', '.join(probes.missing)})")
     remove_stale(perf, note)
-    if (aliasing := request.aliasing_note()) is not None:
-        note(aliasing)
     elsewhere = {p.library: [q for q in more if q.library == p.library] for p in more}
     found = {lib: function_addresses(lib, [p.symbol or p.api for p in wanted]) for lib, wanted in elsewhere.items()}
     for probe in more:

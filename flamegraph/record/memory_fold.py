@@ -40,7 +40,8 @@ def fold_memory_recording(
     diagnostics = Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     request = probes.request
-    weigher = AllocationWeigher(probes.group, request.mode, probes.library, request.sample, probes.wrappers())
+    sampler = str(probes.sampler) if probes.sampler is not None else ""
+    weigher = AllocationWeigher(probes.group, request.mode, probes.library, sampler, probes.wrappers())
     label = str(recording.perf_data)
     try:
         args, progress = script_args(recording, window, MEMORY_FIELDS), show_progress(status, "weighing")
@@ -56,36 +57,40 @@ def fold_memory_recording(
     totals = weigher.totals
     if not profile.counts:
         what = "still allocated at the end" if request.mode == "live" else "allocated"
-        raise NoSamples(f"{label}: no bytes {what} ({calls_text(totals)})")
+        unseen = ""
+        if probes.sampler is not None and not totals.processes:
+            unseen = "; no process had the sampling allocator loaded (LD_PRELOAD ignored or cleared by the program?)"
+        raise NoSamples(f"{label}: no bytes {what} ({calls_text(totals)}{unseen})")
     profile.unit = UNIT
     profile.event = "bytes allocated" if request.mode == "alloc" else "bytes still allocated at the end"
-    if request.sample > 1:
-        profile.event += f" (1 in {request.sample:,} calls, x{request.sample:,})"
+    if request.sample:
+        profile.event += f" ({request.rate()})"
     profile.metadata.update({k: v for k, v in recording.metadata.items() if k not in ("event", "frequency")})
     profile.metadata.update(probes.facts())
-    profile.metadata.update(memory_facts(totals, recording.seconds, request.mode))
+    profile.metadata.update(memory_facts(totals, recording.seconds, request.mode, probes.sampler is not None))
     if window is not None:
         profile.metadata["window"] = window.format()
     return profile
 
 
-def calls_text(totals: MemoryTotals) -> str:
+def calls_text(totals: MemoryTotals, sampled: bool = False) -> str:
+    what = "samples" if sampled else "calls"
     if not totals.calls:
-        return "no allocation calls recorded"
+        return f"no allocation {what} recorded"
     parts = ", ".join(f"{api} {count:,}" for api, count in totals.calls.most_common())
-    return f"{sum(totals.calls.values()):,} calls recorded: {parts}"
+    return f"{sum(totals.calls.values()):,} {what} recorded: {parts}"
 
 
-def memory_facts(totals: MemoryTotals, seconds: float, mode: str) -> dict[str, str]:
+def memory_facts(totals: MemoryTotals, seconds: float, mode: str, sampled: bool = False) -> dict[str, str]:
     """The weighing's totals as capture facts (the rate: calls recorded per second)."""
     calls = sum(totals.calls.values())
     rate = f" ({calls / seconds:,.0f}/s)" if seconds > 0 else ""
-    facts = {"allocation calls": calls_text(totals) + rate}
+    facts = {"allocation calls": calls_text(totals, sampled) + rate}
+    if sampled:
+        facts["sampled processes"] = f"{totals.processes:,} with the sampling allocator loaded"
     left = []
     if totals.nested:
         left.append(f"{totals.nested:,} the allocator's own inner calls (counted once, as the outer call)")
-    if totals.handed_on:
-        left.append(f"{totals.handed_on:,} realloc(NULL, n), aligned_alloc(<= 16, n) (counted as the malloc they call)")
     if totals.internal:
         left.append(f"{totals.internal:,} anonymous mmaps of the C library itself (arenas, thread stacks)")
     if totals.not_anonymous:
