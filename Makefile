@@ -120,8 +120,8 @@ flamegraph: venv perf-deps ## train the MLP under perf: out/mlp-oncpu.folded + .
 offcpu: venv perf-deps ## the MLP's waits (sched_switch, DWARF stacks): out/mlp-offcpu.svg + .folded, overhead (WAKERS=--wakers: who woke them)
 	$(PY) -m collectors.make_offcpu --out $(OUT) --epochs $(EPOCHS) $(MXNET) $(WAKERS)
 
-MEMORY_SAMPLE ?= 101
-memory: venv perf-deps ## the MLP's allocations by operator (--memory --mxnet, 1 in MEMORY_SAMPLE calls, DWARF stacks): out/mlp-memory.svg + .folded
+MEMORY_SAMPLE ?= 512K
+memory: venv perf-deps ## the MLP's allocations by operator (--memory --mxnet, a sample every MEMORY_SAMPLE bytes, DWARF stacks): out/mlp-memory.svg + .folded
 	$(PY) -m collectors.make_memory --out $(OUT) --epochs 1 --sample $(MEMORY_SAMPLE)
 
 diff: venv perf-deps ## oneDNN vs OpenBLAS (MXNET_MKLDNN_ENABLED=0): out/mlp-diff.svg (OPENBLAS_CORETYPE=... to pick)

@@ -1,14 +1,14 @@
 """`make memory`: where the MXNet MLP's bytes go -> out/mlp-memory.svg + .folded, operators named.
 
-    python -m collectors.make_memory [--out out] [--epochs 1] [--max-batches 300] [--sample 101] [--live]
+    python -m collectors.make_memory [--out out] [--epochs 1] [--max-batches 300] [--sample 512K] [--live]
 
-Prepares MNIST (once) and runs what a user would: `flamegraph record --memory --mxnet --memory-sample N
--- python -m collectors.train_mlp ...` with record's DWARF stacks. The probes (the C library's
-allocator and MXNet's storage allocator, both 1 in N calls) are recorded from the end of `import
-mxnet` on; each [op] frame holds the bytes allocated while that operator ran, and the bytes-per-operator
-table is printed and goes into the graph's header (checked against MXNet's storage counters only when
-every call was recorded: `--sample 1 --call-graph fp`, since every call with DWARF stacks loses most
-records; docs/memory.md "Cost"). `--live` draws what is still allocated at the end instead.
+Prepares MNIST (once) and runs what a user would: `flamegraph record --memory --mxnet --memory-sample SIZE
+-- python -m collectors.train_mlp ...` with record's DWARF stacks. The C library's allocator is sampled
+in the process (a sample every SIZE bytes on average) and MXNet's storage allocator probed at every
+call, from the end of `import mxnet` on; each [op] frame holds the bytes allocated while that operator
+ran, and the bytes-per-operator table (the storage probe's: exact) is printed, checked against MXNet's
+storage counters, and goes into the graph's header. `--sample all` probes every C-library call too
+(slow: docs/memory.md "Cost"). `--live` draws what is still allocated at the end instead.
 Writes out/mlp-memory.json: the command, its seconds, and the check's line.
 """
 
@@ -41,10 +41,10 @@ class MemoryGraphFailed(FlamegraphError):
 def parser() -> argparse.ArgumentParser:
     p = driver_parser("collectors.make_memory", __doc__, epochs=1)
     p.add_argument("--max-batches", type=int, default=300, help="batches per epoch (938 is all of MNIST)")
-    p.add_argument("--sample", type=int, default=101, help="--memory-sample: 1 in N C-library calls (1: all)")
+    p.add_argument("--sample", default="512K", help="--memory-sample: bytes between samples (all: every call)")
     p.add_argument("--call-graph", default=None, help="default: record's (dwarf,16384); fp: exact bytes per "
                    "operator at every call, but glibc's own mmaps drawn again (docs/memory.md)")
-    p.add_argument("--live", action="store_true", help="what is still allocated at the end (no sampling)")
+    p.add_argument("--live", action="store_true", help="what is still allocated at the end")
     return p
 
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 def record_command(args: argparse.Namespace, mlp: MlpRun) -> tuple[list[str], Path, Path]:
     """The `flamegraph record --memory --mxnet` command line, and the SVG and folded file it writes."""
     live = args.live
-    mode = ["--memory", "live"] if live else ["--memory", "alloc", "--memory-sample", str(args.sample)]
+    mode = ["--memory", "live" if live else "alloc", "--memory-sample", str(args.sample)]
     name = "mlp-memory-live" if live else "mlp-memory"
     svg, folded = args.out / f"{name}.svg", args.out / f"{name}.folded"
     stacks = ["--call-graph", args.call_graph] if args.call_graph else []

@@ -189,16 +189,16 @@ def test_make_diff_end_to_end(tmp_path: Path) -> None:
 
 
 def test_make_memory_records_what_a_user_would(tmp_path: Path) -> None:
-    """`make memory` runs the CLI: --memory --mxnet, 1 in 101 calls (prime), record's stacks unless asked."""
+    """`make memory` runs the CLI: --memory --mxnet, a sample every 512 KiB, record's stacks unless asked."""
     from collectors.make_memory import parser, record_command
     from collectors.recipe import MlpRun
 
     mlp = MlpRun(tmp_path / "mnist", epochs=1, max_batches=300)
     command, svg, folded = record_command(parser().parse_args(["--out", str(tmp_path)]), mlp)
     at = command.index("record")
-    assert command[at:at + 6] == ["record", "--memory", "alloc", "--memory-sample", "101", "--mxnet"]
+    assert command[at:at + 6] == ["record", "--memory", "alloc", "--memory-sample", "512K", "--mxnet"]
     assert "--call-graph" not in command and command[command.index("--") + 1:] == list(mlp.command())
     assert (svg, folded) == (tmp_path / "mlp-memory.svg", tmp_path / "mlp-memory.folded")
     live, _, _ = record_command(parser().parse_args(["--out", str(tmp_path), "--live", "--call-graph", "fp"]), mlp)
-    assert live[at:at + 3] == ["record", "--memory", "live"] and "--memory-sample" not in live
+    assert live[at:at + 5] == ["record", "--memory", "live", "--memory-sample", "512K"]
     assert live[live.index("--call-graph") + 1] == "fp"
