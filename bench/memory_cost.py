@@ -1,13 +1,17 @@
-"""What `record --memory` costs: a malloc-heavy C program and the MXNet MLP, unprobed against every call
-recorded and 1 in N (`--memory-sample N`).
+"""What `record --memory` costs: a malloc-heavy C program and the MXNet MLP, unprobed against the sampling
+allocator (`--memory-sample SIZE`: a sample every SIZE bytes on average), and every call probed (`all`).
 
-    python bench/memory_cost.py [--rounds 3] [--samples 1,10,100,1000] [--workloads c,mlp] [--calls 200000]
-                                [--call-graph dwarf,16384] [--mmap 16M] [--max-batches 100]
+    python bench/memory_cost.py [--rounds 3] [--modes none,preload,2M,512K,64K] [--workloads c,mlp]
+                                [--calls 2000000] [--call-graph dwarf,16384] [--mmap 16M] [--max-batches 100]
 
+Modes: none (no perf, nothing preloaded); preload (the sampling allocator preloaded at 512 KiB without
+perf: its markers are plain calls, so this is the interposition alone); SIZE (record --memory-sample
+SIZE); all (every call probed in the C library: slow, not in the defaults).
 Each workload runs once per mode and round, the modes of a round back to back and their order rotated
-from round to round (none 1 10 ..., 1 10 ... none, ...), so each round's runs share the machine's load of
-the moment. A probed run goes through what `record --memory` does (the probes of record/memory.py added
-and deleted around `perf record`); nothing is folded. Per run:
+from round to round (none preload 2M ..., preload 2M ... none, ...), so each round's runs share the
+machine's load of the moment. A recorded run goes through what `record --memory` does (the probes of
+record/memory.py added and deleted around `perf record`, the allocator preloaded); nothing is folded.
+Per run:
     c     bench/malloc_heavy.c (CALLS malloc/free pairs): its own CPU time per call, measured inside the
           program (the probe's trap is charged to it; perf's writing is not)
     mlp   collectors.train_mlp on real MNIST: the training throughput (samples/s, the trainer's own clock)
@@ -28,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,17 +43,22 @@ from collectors.recipe import MlpRun, record_mlp, train_without_perf  # noqa: E4
 from flamegraph.io.perf import find_perf  # noqa: E402
 from flamegraph.record import RecordOptions, RecordSpec, Status, record  # noqa: E402
 from flamegraph.record.lost import read_lost  # noqa: E402
-from flamegraph.record.memory import MemoryRequest, memory_probes  # noqa: E402
+from flamegraph.record.memory import MemoryRequest, format_size, memory_probes, parse_sample  # noqa: E402
+from flamegraph.record.sampler import build_sampler, preload_env  # noqa: E402
 from flamegraph.record.spec import DEFAULT_CALL_GRAPH, DEFAULT_MMAP, Recording  # noqa: E402
 
 WORKLOADS = ("c", "mlp")
 PROGRAM = REPO / "bench" / "malloc_heavy.c"
 
 
+PRELOAD_MEAN = 512 * 1024
+NONE, PRELOAD, ALL = -2, -1, 0  # the modes that are not a sampling size
+
+
 @dataclass(frozen=True)
 class Run:
     workload: str
-    sample: int  # 0: not probed; N: 1 in N calls recorded
+    sample: int  # NONE, PRELOAD, ALL (every call probed), or the mean bytes between samples
     cpu_s: float  # user + sys of perf and the program
     per_call_us: float = 0.0  # c: the program's CPU per malloc/free pair
     rate: float = 0.0  # mlp: training samples/s
@@ -59,7 +68,12 @@ class Run:
 
 
 def mode_name(sample: int) -> str:
-    return "none" if sample == 0 else "every call" if sample == 1 else f"1 in {sample:,}"
+    names = {NONE: "none", PRELOAD: "preloaded, no perf", ALL: "every call"}
+    return names.get(sample, f"every {format_size(sample)}")
+
+
+def parse_mode(text: str) -> int:
+    return {"none": NONE, "preload": PRELOAD}.get(text.strip().lower(), None) or parse_sample(text)
 
 
 def children_cpu() -> float:
@@ -96,9 +110,10 @@ def measured(recording: Recording) -> tuple[int, float, float]:
 
 def run_c(binary: Path, calls: int, sample: int, scratch: Path, base: RecordOptions) -> Run:
     before = children_cpu()
-    if sample == 0:
-        done = subprocess.run([str(binary), str(calls)], capture_output=True, text=True, check=True)
-        return Run("c", 0, children_cpu() - before, per_call(done.stdout.splitlines(), str(binary)))
+    if sample < 0:
+        env = {**os.environ, **preload_env(build_sampler(False), PRELOAD_MEAN, {})} if sample == PRELOAD else None
+        done = subprocess.run([str(binary), str(calls)], capture_output=True, text=True, check=True, env=env)
+        return Run("c", sample, children_cpu() - before, per_call(done.stdout.splitlines(), str(binary)))
     lines: list[str] = []
     spec = RecordSpec(command=(str(binary), str(calls)), options=base)
     with memory_probes(MemoryRequest("alloc", sample), None, note=lambda line: None) as probes:
@@ -110,12 +125,13 @@ def run_c(binary: Path, calls: int, sample: int, scratch: Path, base: RecordOpti
 
 def run_mlp(mlp: MlpRun, sample: int, scratch: Path, base: RecordOptions) -> Run:
     before = children_cpu()
-    if sample == 0:
-        rate = train_without_perf(mlp).mean_rate() or 0.0
-        return Run("mlp", 0, children_cpu() - before, rate=rate)
+    if sample < 0:
+        env = preload_env(build_sampler(False), PRELOAD_MEAN, mlp.env) if sample == PRELOAD else mlp.env
+        rate = train_without_perf(replace(mlp, env=env)).mean_rate() or 0.0
+        return Run("mlp", sample, children_cpu() - before, rate=rate)
     with memory_probes(MemoryRequest("alloc", sample), None, note=lambda line: None) as probes:
-        options = probes.apply(RecordSpec(command=("x",), options=base)).options
-        recorded = record_mlp(mlp, scratch / "mlp.perf.data", options)
+        applied = probes.apply(RecordSpec(command=("x",), options=base, env=mlp.env))
+        recorded = record_mlp(replace(mlp, env=applied.env), scratch / "mlp.perf.data", applied.options)
     cpu = children_cpu() - before
     records, lost, mb = measured(recorded.recording)
     return Run("mlp", sample, cpu, rate=recorded.log.mean_rate() or 0.0, records=records, lost=lost, mb=mb)
@@ -128,31 +144,33 @@ def spread(values: list[float], form: Callable[[float], str]) -> str:
 
 
 def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
-    """One row per workload and mode; each probed run against the unprobed run of its round."""
-    head = ("workload", "recorded", "CPU per call", "vs none", "CPU, perf + program (vs none)", "records", "lost",
+    """One row per workload and mode; each run against the unprobed run (none) of its round."""
+    head = ("workload", "mode", "CPU per call", "vs none", "CPU, perf + program (vs none)", "records", "lost",
             "perf.data")  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     keys = sorted({key for found in rounds for key in found})
     for workload, sample in keys:
         runs = [r for r in rounds if (workload, sample) in r]
         mine = [r[(workload, sample)] for r in runs]
-        base = [r.get((workload, 0)) for r in runs]
+        base = [r.get((workload, NONE)) for r in runs]
         pairs = [(m, b) for m, b in zip(mine, base, strict=True) if b is not None]
+        compared = sample != NONE
         if workload == "c":
-            cost = spread([m.per_call_us for m in mine], "{:.2f} µs".format)
-            against = [m.per_call_us / b.per_call_us for m, b in pairs if b.per_call_us and sample]
-            versus = spread(against, "x{:.1f}".format) if sample else "-"
+            cost = spread([m.per_call_us * 1000 for m in mine], "{:.1f} ns".format)
+            against = [100 * (m.per_call_us / b.per_call_us - 1) for m, b in pairs if b.per_call_us]
+            versus = spread(against, "{:+.1f} %".format) if compared else "-"
         else:
             cost = "-"
-            loss = [100 * (m.rate / b.rate - 1) for m, b in pairs if b.rate and sample]
-            versus = (spread(loss, "{:+.1f} % throughput".format) if sample
+            loss = [100 * (m.rate / b.rate - 1) for m, b in pairs if b.rate]
+            versus = (spread(loss, "{:+.1f} % throughput".format) if compared
                       else spread([m.rate for m in mine], "{:,.0f} samples/s".format))  # fmt: skip
         cpu = spread([m.cpu_s for m in mine], "{:.2f} s".format)
-        if sample:
-            cpu += " = " + spread([m.cpu_s / b.cpu_s for m, b in pairs if b.cpu_s], "x{:.1f}".format)
-        records = spread([float(m.records) for m in mine], "{:,.0f}".format) if sample else "-"
-        lost = spread([100 * m.lost for m in mine], "{:.0f} %".format) if sample else "-"
-        mb = spread([m.mb for m in mine], "{:,.1f} MB".format) if sample else "-"
+        if compared:
+            cpu += " = " + spread([100 * (m.cpu_s / b.cpu_s - 1) for m, b in pairs if b.cpu_s], "{:+.1f} %".format)
+        recorded = sample >= 0
+        records = spread([float(m.records) for m in mine], "{:,.0f}".format) if recorded else "-"
+        lost = spread([100 * m.lost for m in mine], "{:.0f} %".format) if recorded else "-"
+        mb = spread([m.mb for m in mine], "{:,.1f} MB".format) if recorded else "-"
         rows.append(f"| {workload} | {mode_name(sample)} | {cost} | {versus} | {cpu} | {records} | {lost} | {mb} |")
     return rows
 
@@ -164,16 +182,18 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/memory_cost.py", description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3, help="rounds of every mode (pairs per figure)")
-    p.add_argument("--samples", default="1,10,100,1000", help="the N of each probed mode (1: every call)")
+    p.add_argument("--modes", default="none,preload,2M,512K,64K", help="none, preload, sampling sizes, all")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset of " + ",".join(WORKLOADS))
-    p.add_argument("--calls", type=int, default=200_000, help="malloc/free pairs of the C program")
+    p.add_argument("--calls", type=int, default=2_000_000, help="malloc/free pairs of the C program")
     p.add_argument("--call-graph", default=DEFAULT_CALL_GRAPH, help="what record --memory uses by default")
     p.add_argument("--mmap", default=DEFAULT_MMAP, help="perf's buffer per CPU (-m), as record --memory")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-batches", type=int, default=100, help="MLP batches per epoch (938 is all of MNIST)")
     p.add_argument("--cache", type=Path, default=None, help="MNIST cache (default ~/.cache/flamegraph)")
     args = p.parse_args(argv)
-    samples = [0, *(int(n) for n in args.samples.split(","))]
+    samples = [parse_mode(mode) for mode in args.modes.split(",")]
+    if NONE not in samples:
+        samples.insert(0, NONE)
     workloads = [w for w in WORKLOADS if w in args.workloads.split(",")]
     base = RecordOptions(call_graph=args.call_graph, mmap=args.mmap)
     print(f"load average at start: {load()}; {os.cpu_count()} CPUs; call graph {args.call_graph}, -m {args.mmap}",

@@ -239,13 +239,15 @@ def test_sampling_preloads_the_allocator_before_the_users_own() -> None:
     spec = probes.apply(RecordSpec(command=("ls",), env={"LD_PRELOAD": "/opt/libjemalloc.so"}))
     assert spec.env["LD_PRELOAD"] == f"{SO}:/opt/libjemalloc.so" and spec.env["FLAMEGRAPH_MEMORY_SAMPLE"] == "524288"
     assert "-c" not in spec.options.extra_args and spec.options.freq is None
-    assert spec.options.event == f"{G}:alloc_sampled_9" and f"{G}:sampler_loaded_9/call-graph=no/" in spec.options.extra_args
+    assert spec.options.event == f"{G}:alloc_sampled_9"
+    assert f"{G}:sampler_loaded_9/call-graph=no/" in spec.options.extra_args
     assert "every 512 KiB allocated on average" in probes.facts()["sampling"]
     assert request.rate() == "sampled every 512 KiB on average"
 
 
-def test_sampling_falls_back_to_every_call_where_it_cannot_preload(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_sampling_falls_back_to_every_call_where_it_cannot_preload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--pid, a setuid program of another user, no C compiler: every call probed, with a note that says why
     and what it costs; a static program cannot be recorded either way (exit 5, one line)."""
     from flamegraph.io.diagnostics import PerfFailed
@@ -473,7 +475,8 @@ def test_the_sampling_allocator_serves_threads_and_python(tmp_path: Path, live: 
     program = compiled(tmp_path, "threads", THREADS, "-pthread")
     done = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
-    code = "import json, threading; t = [threading.Thread(target=json.dumps, args=(list(range(9999)),)) for _ in range(4)]; [x.start() for x in t]; [x.join() for x in t]; print('ok')"
+    code = ("import json, threading; t = [threading.Thread(target=json.dumps, args=(list(range(9999)),)) "
+            "for _ in range(4)]; [x.start() for x in t]; [x.join() for x in t]; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
 
