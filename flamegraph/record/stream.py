@@ -51,12 +51,14 @@ class StreamedFold:
         script_args: Sequence[str],
         namer: FunctionNamer | None = None,
         on_interval: Callable[[Interval], None] | None = None,
+        fold_chunk: Callable[[PerfCollapser, str, Sequence[str]], None] | None = None,
     ) -> None:
         self.spool = spool
         self._make = make_collapser
         self._script_args = list(script_args)
         self._namer = namer
         self._on_interval = on_interval
+        self._fold_chunk = fold_chunk or (lambda collapser, path, args: fold_input(collapser, path, script_args=args))
         self.whole = FoldedProfile()
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
@@ -115,7 +117,7 @@ class StreamedFold:
         if self.events is None:
             self.events = recorded_events(find_perf(), chunk.path)
         try:
-            fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
+            self._fold_chunk(self._collapser, str(chunk.path), self._script_args)
         finally:
             self.spool.done(chunk)
         self.counts = self.counts + counts
