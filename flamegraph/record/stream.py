@@ -2,7 +2,8 @@
 
 One thread takes the spool's chunks in order, folds each (`perf script` of that chunk, the one fold path)
 into the current interval's collapser, and deletes it; an interval's end hands its profile to
-`on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. Memory is the distinct
+`on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. `fold_chunk` replaces
+the plain fold of a chunk (--mxnet's reads the context switches from the same text). Memory is the distinct
 stacks of the whole run and of the interval being folded, whatever the number of samples.
 
     fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval)

@@ -11,7 +11,7 @@ joiner:  loads the trace and the verbose log (a missing, empty, truncated or gar
          line and no frames of that kind), takes the thread map the process recorded (else learns
          it from a first `perf script` pass: which TIDs sample ExecuteOprBlock, or the naive engine's
          PushAsync, when), reads the threads' context switches in that pass, and returns the fold's
-         sample hook.
+         sample hook. A streamed recording gives that evidence from the samples it kept (deferred.py).
 """
 
 from __future__ import annotations
