@@ -189,15 +189,16 @@ def test_trend_page_is_escaped_svg_without_script() -> None:
 
 def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> None:
     from flamegraph.io.diagnostics import BadOption
-    from flamegraph.record.streaming import Plan, python_frames_on, streaming_plan
+    from flamegraph.record.streaming import WHY, Plan, python_frames_on, streaming_plan
 
     assert streaming_plan(None, None, []) == Plan(256_000_000)  # no option: folded while recording, 256 MB
     assert streaming_plan("64M", None, []) == Plan(64_000_000)
     assert streaming_plan("0", None, ["--jit"]) == Plan(None)  # asked to record whole: nothing to say
-    default = streaming_plan(None, None, ["--jit", "--mxnet"])
+    default = streaming_plan(None, None, ["--jit", "--memory"])
     assert default.cap is None and default.note is not None
     assert default.note.startswith("note: recorded whole, not folded while recording, the raw data on disk is not")
-    assert "--jit: perf inject --jit needs" in default.note and "--mxnet: the operators are joined" in default.note
+    assert "--jit: perf inject --jit needs" in default.note and "--memory: the allocation probes" in default.note
+    assert "--mxnet" not in WHY  # streamed, its operators joined after the run (test_mxnet_streamed.py)
     asked = streaming_plan("64M", None, ["--perf-data"])
     assert asked.cap is None and asked.note is not None and "--max-spool not applied" in asked.note
     with pytest.raises(BadOption, match="not with --memory"):
@@ -215,7 +216,7 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
     ("args", "message"),
     [
         (["--every", "5", "--jit"], "not with --jit (perf inject --jit needs the kernels' jitdump"),
-        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not with --perf-data, --mxnet (keeps the whole"),
+        (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not with --perf-data (keeps the whole"),
         (["--every", "5", "--max-spool", "0"], "not with --max-spool 0"),
         (["--max-spool", "1M"], "less than 16M"),
         (["--max-spool", "lots"], "expected a number"),

@@ -274,7 +274,7 @@ def _streaming_plan(request: OnCpuRequest, max_spool: str | None, every: float |
     from ..record.streaming import python_frames_on, streaming_plan
 
     blockers = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit", request.jit),
-                ("--mxnet", request.mxnet), ("--memory", request.memory is not None),
+                ("--memory", request.memory is not None),
                 ("Python frames", python_frames_on(request.python, request.spec.command)), ("exports", exports))
                 if on]  # fmt: skip
     return streaming_plan(max_spool, every, blockers)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..folding.offcpu import OffCpuFold
     from ..folding.perf_sched import OffCpuOptions
+    from ..frameworks.mxnet.deferred import DeferredJoin
     from ..model import FoldedProfile
     from ..naming.observer import FrameObserver
     from ..naming.symbols import FunctionNamer
@@ -41,8 +42,9 @@ def trend_path(base: Path) -> Path:
 def record_streamed(
     request: OnCpuRequest, outputs: Outputs, max_spool: int, every: float | None, status: Status
 ) -> OnCpuResult:
-    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. Not
-    with the request's hooks (--jit, --mxnet, --python, --memory: they read the whole perf.data)."""
+    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. --mxnet's
+    operators are joined at the end (frameworks.mxnet.deferred); not with the other hooks (--jit, --python,
+    --memory: they read the whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
@@ -65,7 +67,9 @@ def record_streamed(
         metadata = capture_metadata(spec, find_perf())
         namer = FunctionNamer(RecordedBuildIds()) if request.group_unknown else None
         hook = FrameObserver(namer)
-        options = FoldOptions.with_all(tid=request.threads, frame_hook=hook)
+        mxnet = _deferred_mxnet(request, directory, every, status) if request.mxnet else None
+        log = mxnet.log if mxnet is not None else None
+        options = FoldOptions.with_all(tid=request.threads, frame_hook=hook, sample_hook=log)
         diagnostics = Diagnostics()
         fields = script_args(_placeholder(spec, directory), window)
         written: list[Interval] = []
@@ -75,10 +79,12 @@ def record_streamed(
                 _write_interval(interval, base, outputs, metadata, spool, status)
                 written.append(interval)
 
-        fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval)
+        chunks = mxnet.fold_chunk if mxnet is not None else None
+        fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval, chunks)
         fold.start()
         try:
-            recording = record(spec, spool.data, status=status, spool=spool)
+            hooks = [mxnet.hook] if mxnet is not None else []
+            recording = record(spec, spool.data, hooks=hooks, status=status, spool=spool)
         except BaseException as stopped:
             spool.ended()  # the folder ends too, its perf script killed; what stopped the recording is the error said
             fold.stop()
@@ -97,12 +103,35 @@ def record_streamed(
         status.note(_streamed_summary(recording, fold, spool))
         diagnostics.finish()
         _finish(recording, fold, spool, status)
+        if mxnet is not None:
+            mxnet.join(profile, recording)
         files = _write_whole(profile, recording, outputs, hook, status, window)
         if every is not None and written and outputs.render is not None and outputs.svg is not None:
             _write_trend(written, base, outputs.render.title, outputs.render.width, status)
         return OnCpuResult(recording, profile, files)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _deferred_mxnet(request: OnCpuRequest, directory: Path, every: float | None, status: Status) -> DeferredJoin:
+    """--mxnet streamed: its files in the spool's directory (not named like perf's chunks), joined at the end."""
+    from ..folding.grammar import HEADER_OURS
+    from ..folding.perf import FoldOptions, PerfCollapser
+    from ..frameworks.mxnet.deferred import DeferredJoin
+    from ..frameworks.mxnet.hook import MxnetHook
+    from ..io.diagnostics import Diagnostics
+
+    naming = PerfCollapser(FoldOptions(tid=request.threads), Diagnostics())  # the fold's root frame of a header
+
+    def root_of(header: bytes) -> bytes:
+        match = HEADER_OURS.match(header)
+        assert match is not None, "a sample header the fold kept"
+        return naming.root_name(match)
+
+    if every is not None:
+        status.note("note: --mxnet: the interval graphs carry no [op]/[dnnl] frames (MXNet's trace exists only "
+                    "after the run): the whole-run graph has them")  # fmt: skip
+    return DeferredJoin(MxnetHook(directory / "mxnet", note=status.note), root_of)
 
 
 def _placeholder(spec: RecordSpec, directory: Path) -> Recording:

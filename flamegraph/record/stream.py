@@ -2,7 +2,8 @@
 
 One thread takes the spool's chunks in order, folds each (`perf script` of that chunk, the one fold path)
 into the current interval's collapser, and deletes it; an interval's end hands its profile to
-`on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. Memory is the distinct
+`on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. `fold_chunk` replaces
+the plain fold of a chunk (--mxnet's reads the context switches from the same text). Memory is the distinct
 stacks of the whole run and of the interval being folded, whatever the number of samples.
 
     fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval)
@@ -51,12 +52,14 @@ class StreamedFold:
         script_args: Sequence[str],
         namer: FunctionNamer | None = None,
         on_interval: Callable[[Interval], None] | None = None,
+        fold_chunk: Callable[[PerfCollapser, str, Sequence[str]], None] | None = None,
     ) -> None:
         self.spool = spool
         self._make = make_collapser
         self._script_args = list(script_args)
         self._namer = namer
         self._on_interval = on_interval
+        self._fold_chunk = fold_chunk or (lambda collapser, path, args: fold_input(collapser, path, script_args=args))
         self.whole = FoldedProfile()
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
@@ -115,7 +118,7 @@ class StreamedFold:
         if self.events is None:
             self.events = recorded_events(find_perf(), chunk.path)
         try:
-            fold_input(self._collapser, str(chunk.path), script_args=self._script_args)
+            self._fold_chunk(self._collapser, str(chunk.path), self._script_args)
         finally:
             self.spool.done(chunk)
         self.counts = self.counts + counts

@@ -26,7 +26,6 @@ WHOLE = ("0", "off")  # --max-spool 0: record whole (the raw data on disk is not
 WHY = {
     "--perf-data": "keeps the whole raw recording, as asked",
     "--jit": "perf inject --jit needs the kernels' jitdump, written when the process exits",
-    "--mxnet": "the operators are joined from MXNet's profiler trace, dumped when the process exits",
     "Python frames": "perf inject --jit gives the Python trampolines unwind info after the process exits",
     "--memory": "the allocation probes' records are folded from the whole recording",
     "exports": "--speedscope/--pprof/--chrome-trace read the samples in time order after the run",

@@ -11,7 +11,7 @@ joiner:  loads the trace and the verbose log (a missing, empty, truncated or gar
          line and no frames of that kind), takes the thread map the process recorded (else learns
          it from a first `perf script` pass: which TIDs sample ExecuteOprBlock, or the naive engine's
          PushAsync, when), reads the threads' context switches in that pass, and returns the fold's
-         sample hook.
+         sample hook. A streamed recording gives that evidence from the samples it kept (deferred.py).
 """
 
 from __future__ import annotations
@@ -284,8 +284,11 @@ class MxnetHook:
         recording.metadata.update(self.summary)
         return recording
 
-    def joiner(self, recording: Recording, window: Window | None) -> Joiner | None:
-        """The fold's sample hook, or None (with one line saying why) when nothing can be joined."""
+    def joiner(
+        self, recording: Recording, window: Window | None, gathered: Callable[[Alignment], Evidence] | None = None
+    ) -> Joiner | None:
+        """The fold's sample hook, or None (with one line saying why) when nothing can be joined. The evidence
+        is read in a first `perf script` pass, or `gathered` while a streamed recording was folded."""
         started = time.perf_counter()
         candidates = [load_process(facts, self.directory) for facts in self.processes]
         usable = [c for c in candidates if c.usable]
@@ -301,7 +304,8 @@ class MxnetHook:
         inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose.primitives) if c.verbose else 0))
         assert inputs.alignment is not None
         loaded = time.perf_counter()
-        evidence = read_evidence(recording, window, inputs.alignment)
+        alignment = inputs.alignment
+        evidence = read_evidence(recording, window, alignment) if gathered is None else gathered(alignment)
         recorded, why = recorded_map(inputs.facts)
         thread_map: ThreadMapping = (
             recorded_threads(inputs.trace.threads, recorded)
@@ -309,7 +313,8 @@ class MxnetHook:
             else learn_thread_map(inputs.trace.threads, evidence.engine_times, why)
         )
         passed = time.perf_counter() - loaded
-        self.timing = f"trace and log read in {loaded - started:.2f} s, first perf script pass {passed:.2f} s"
+        second = "first perf script pass" if gathered is None else "the streamed samples' evidence"
+        self.timing = f"trace and log read in {loaded - started:.2f} s, {second} {passed:.2f} s"
         joiner = Joiner(inputs.trace, inputs.verbose, inputs.alignment, thread_map)
         # A Python thread that runs a few operators itself (the main thread does) is no engine thread:
         # only its samples in ExecuteOprBlock or under an [op] frame count as engine-thread samples.

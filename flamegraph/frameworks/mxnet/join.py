@@ -146,16 +146,21 @@ class Joiner:
         return found
 
     def __call__(self, header: bytes, frames: list[bytes]) -> list[bytes]:
-        counts = self.counts
-        counts.samples += 1
         match = THREAD_TIME.search(header)
         if match is None:
-            counts.no_time += 1
+            self.counts.samples += 1
+            self.counts.no_time += 1
             return frames
-        tid = thread_of(match)
+        return self.join(thread_of(match), float(match.group(3)), frames)
+
+    def join(self, tid: int, seconds: float, frames: list[bytes]) -> list[bytes]:
+        """The frames of the sample of thread `tid` at `seconds` of perf's clock (a sample recorded while
+        the fold ran and joined after the run, when the trace exists: deferred.py)."""
+        counts = self.counts
+        counts.samples += 1
         if (instrument := self.instrument_threads.get(tid)) is not None:
             return mark(frames, instrument)
-        t = self.alignment.realtime_us(float(match.group(3)))
+        t = self.alignment.realtime_us(seconds)
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)
         index = self.by_tid.get(tid)
