@@ -194,6 +194,7 @@ def jit_figures(profiles: list[FoldedProfile]) -> tuple[float, float, int]:
 
 @pytest.mark.perf
 @pytest.mark.mxnet
+@pytest.mark.slow  # two MXNet runs: ~70 s at load 8
 def test_streamed_jit_matches_a_whole_recording(tmp_path: Path) -> None:
     need_installed("mxnet")
     (tmp_path / "mlp.py").write_text(MLP)
