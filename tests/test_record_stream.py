@@ -160,6 +160,37 @@ def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_
     assert not list(tmp_path.iterdir())
 
 
+# A perf that ignores the first SIGUSR2 (perf 6.1 does until its record loop runs, seconds after it
+# created the file on a loaded machine), then switches on each one: perf.data -> perf.data.<n>.
+LATE_PERF = """
+import os, signal, sys, time
+os.chdir(sys.argv[1]); open("perf.data", "wb").close()
+seen = []
+def switch(*_):
+    seen.append(1)
+    if len(seen) > 1:
+        os.rename("perf.data", f"perf.data.{len(seen):04d}"); open("perf.data", "wb").close()
+signal.signal(signal.SIGUSR2, switch)
+time.sleep(30)
+"""
+
+
+def test_a_switch_perf_ignored_is_asked_again(tmp_path: Path) -> None:
+    perf = subprocess.Popen([sys.executable, "-c", LATE_PERF, str(tmp_path)])
+    spool = Spool(tmp_path, cap=16_000_000, every=0.2)
+    try:
+        while not (tmp_path / "perf.data").exists():
+            time.sleep(0.01)
+        spool.started(perf.pid)
+        chunk = spool.next_chunk(timeout=10)  # the first switch was lost: without a second, none would come
+        assert chunk is not None and chunk.path.name == "perf.data.0002" and chunk.closes
+        spool.done(chunk)
+    finally:
+        perf.kill()
+        perf.wait()
+        spool.ended()
+
+
 # -- the trend page -----------------------------------------------------------------------------
 
 
@@ -193,12 +224,14 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
 
     assert streaming_plan(None, None, []) == Plan(256_000_000)  # no option: folded while recording, 256 MB
     assert streaming_plan("64M", None, []) == Plan(64_000_000)
-    assert streaming_plan("0", None, ["--jit"]) == Plan(None)  # asked to record whole: nothing to say
-    default = streaming_plan(None, None, ["--jit", "--memory"])
+    assert streaming_plan("0", None, ["--jit --pid"]) == Plan(None)  # asked to record whole: nothing to say
+    default = streaming_plan(None, None, ["--jit --pid", "--memory"])
     assert default.cap is None and default.note is not None
     assert default.note.startswith("note: recorded whole, not folded while recording, the raw data on disk is not")
-    assert "--jit: perf inject --jit needs" in default.note and "--memory: the allocation probes" in default.note
+    assert "--jit --pid: a running process's kernels" in default.note
+    assert "--memory: the allocation probes" in default.note
     assert "--mxnet" not in WHY  # streamed, its operators joined after the run (test_mxnet_streamed.py)
+    assert "--jit" not in WHY and "Python frames" in WHY  # a launched --jit streams; offcpu's Python frames not
     asked = streaming_plan("64M", None, ["--perf-data"])
     assert asked.cap is None and asked.note is not None and "--max-spool not applied" in asked.note
     with pytest.raises(BadOption, match="not with --memory"):
@@ -215,7 +248,7 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--every", "5", "--jit"], "not with --jit (perf inject --jit needs the kernels' jitdump"),
+        (["--every", "5", "--jit", "--pid", "1"], "not with --jit --pid (a running process's kernels are located"),
         (["--every", "5", "--perf-data", "x.data", "--mxnet"], "not with --perf-data (keeps the whole"),
         (["--every", "5", "--max-spool", "0"], "not with --max-spool 0"),
         (["--max-spool", "1M"], "less than 16M"),
@@ -225,7 +258,7 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
 )
 def test_streamed_mistakes_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "x.svg"), "--", "true"],
+        [*FLAMEGRAPH, "record", *args, "-o", str(tmp_path / "x.svg"), *([] if "--pid" in args else ["--", "true"])],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == EXIT_USAGE, proc.stderr

@@ -271,11 +271,11 @@ def _memory_request(memory: str | None, sample: str | None, pid: int | None) -> 
 
 def _streaming_plan(request: OnCpuRequest, max_spool: str | None, every: float | None, exports: bool) -> Plan:
     """Folded while perf records (raw data on disk bounded) unless an option needs the whole perf.data."""
-    from ..record.streaming import python_frames_on, streaming_plan
+    from ..record.streaming import streaming_plan
 
-    blockers = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit", request.jit),
-                ("--memory", request.memory is not None),
-                ("Python frames", python_frames_on(request.python, request.spec.command)), ("exports", exports))
+    attached_jit = request.jit and request.spec.pid is not None
+    blockers = [name for name, on in (("--perf-data", request.perf_data is not None), ("--jit --pid", attached_jit),
+                ("--memory", request.memory is not None), ("exports", exports))
                 if on]  # fmt: skip
     return streaming_plan(max_spool, every, blockers)
 

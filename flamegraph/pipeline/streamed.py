@@ -11,6 +11,7 @@ interval, and the whole run so far is still drawn.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..folding.offcpu import OffCpuFold
     from ..folding.perf_sched import OffCpuOptions
+    from ..frameworks.jit.hook import JitHook
     from ..frameworks.mxnet.deferred import DeferredJoin
     from ..model import FoldedProfile
     from ..naming.observer import FrameObserver
@@ -42,10 +44,12 @@ def trend_path(base: Path) -> Path:
 def record_streamed(
     request: OnCpuRequest, outputs: Outputs, max_spool: int, every: float | None, status: Status
 ) -> OnCpuResult:
-    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. --mxnet's
-    operators are joined at the end (frameworks.mxnet.deferred); not with the other hooks (--jit, --python,
-    --memory: they read the whole perf.data)."""
+    """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. --jit
+    and Python frames complete each chunk before it is folded (frameworks.jit.chunks); --mxnet's operators
+    are joined at the end (frameworks.mxnet.deferred); not with --memory (it reads the whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
+    from ..folding.python import fold_interpreter
+    from ..frameworks.jit.chunks import ChunkJit
     from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
     from ..io.private import scratch_dir
@@ -62,6 +66,7 @@ def record_streamed(
     base = outputs.svg if outputs.svg is not None and outputs.render is not None else outputs.folded
     assert base is not None, "--no-svg streams with --folded"
     directory = scratch_dir("flamegraph-spool-")
+    jit = _jit_hook(request, directory, status)
     try:
         spool = Spool(directory, max_spool, every, status.note, until=spec.options.duration)
         metadata = capture_metadata(spec, find_perf())
@@ -76,14 +81,18 @@ def record_streamed(
 
         def on_interval(interval: Interval) -> None:
             if every is not None and interval.profile.counts:
+                if not request.keep_interpreter:
+                    fold_interpreter(interval.profile)
                 _write_interval(interval, base, outputs, metadata, spool, status)
                 written.append(interval)
 
+        completer = ChunkJit(jit, spec.cwd or os.getcwd(), directory) if jit is not None else None
         chunks = mxnet.fold_chunk if mxnet is not None else None
-        fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval, chunks)
+        fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval, chunks,
+                            completer)  # fmt: skip
         fold.start()
         try:
-            hooks = [mxnet.hook] if mxnet is not None else []
+            hooks = [hook for hook in (jit, mxnet.hook if mxnet is not None else None) if hook is not None]
             recording = record(spec, spool.data, hooks=hooks, status=status, spool=spool)
         except BaseException as stopped:
             spool.ended()  # the folder ends too, its perf script killed; what stopped the recording is the error said
@@ -101,15 +110,22 @@ def record_streamed(
             fold.stop()  # a signal while the folder scripts the last chunks: its perf script ends with us
             raise
         status.note(_streamed_summary(recording, fold, spool))
+        if completer is not None:
+            completer.finish(recording)
         diagnostics.finish()
         _finish(recording, fold, spool, status)
         if mxnet is not None:
             mxnet.join(profile, recording)
-        files = _write_whole(profile, recording, outputs, hook, status, window)
+        if not request.keep_interpreter:
+            fold_interpreter(profile)
+        unwound = jit is not None and jit.unwound
+        files = _write_whole(profile, recording, outputs, hook, status, window, unwound)
         if every is not None and written and outputs.render is not None and outputs.svg is not None:
             _write_trend(written, base, outputs.render.title, outputs.render.width, status)
         return OnCpuResult(recording, profile, files)
     finally:
+        if jit is not None:
+            jit.cleanup()  # the perf maps we wrote in /tmp (their copies are in the directory removed now)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -132,6 +148,16 @@ def _deferred_mxnet(request: OnCpuRequest, directory: Path, every: float | None,
         status.note("note: --mxnet: the interval graphs carry no [op]/[dnnl] frames (MXNet's trace exists only "
                     "after the run): the whole-run graph has them")  # fmt: skip
     return DeferredJoin(MxnetHook(directory / "mxnet", note=status.note), root_of)
+
+
+def _jit_hook(request: OnCpuRequest, directory: Path, status: Status) -> JitHook | None:
+    """--jit's and Python frames' hook, completing chunk by chunk; its files in the spool's directory
+    (not beside a perf.data: nothing raw outlives a streamed run)."""
+    if not request.jit and request.python is False:
+        return None
+    from ..frameworks.jit.hook import JitHook
+
+    return JitHook(directory / "jit", status.note, dnnl=request.jit, python=request.python, per_chunk=True)
 
 
 def _placeholder(spec: RecordSpec, directory: Path) -> Recording:
@@ -218,6 +244,7 @@ def _write_whole(
     hook: FrameObserver,
     status: Status,
     window: Window | None,
+    unwound: bool = False,
 ) -> Written:
     from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
     from ..io.diagnostics import NoSamples
@@ -232,7 +259,7 @@ def _write_whole(
         profile.metadata["window"] = window.format()
     if (note := grouping_note(hook.namer)) is not None:
         status.note(note)
-    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, False))
+    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, unwound))
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))

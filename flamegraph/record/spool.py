@@ -32,6 +32,10 @@ DATA_NAME = "perf.data"
 MIN_CAP = 16_000_000  # below this a chunk is a few samples of 64 KB stacks: perf would switch all the time
 CHUNKS_PER_CAP = 6  # the one being folded, about three waiting and the open one with room to grow fit under the cap
 OPEN_SLACK = 2  # chunks of room kept for the open chunk: its switch may come a chunk's time late
+# perf ignores SIGUSR2 until its record loop runs, which on a loaded machine can be seconds after it
+# created the file: a switch with no chunk after this long is asked again (one sent meanwhile only
+# switches once more: a smaller chunk).
+RESEND_SECONDS = 2.0
 POLL_SECONDS = 0.05  # perf writes ~33 MB/s at dwarf,65528 -F 499: ~1.7 MB past the chunk size per poll
 HEADER = struct.Struct("<8sQQ16xQQ")  # perf_file_header: magic, size, attr_size, attrs, data {offset, size}
 EVENT_HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
@@ -240,6 +244,12 @@ class Spool:
             self.peak = max(self.peak, self.size())
             if self._switch_sent is None:
                 self._maybe_switch(now)
+            elif now - self._switch_sent >= RESEND_SECONDS * 1e9 and self._pid is not None:
+                self._switch_sent = now  # the chunk ends when the switch that worked was asked
+                try:
+                    os.kill(self._pid, signal.SIGUSR2)
+                except ProcessLookupError:
+                    pass
 
     def _maybe_switch(self, now: int) -> None:
         try:

@@ -6,7 +6,7 @@ into the current interval's collapser, and deletes it; an interval's end hands i
 the plain fold of a chunk (--mxnet's reads the context switches from the same text). Memory is the distinct
 stacks of the whole run and of the interval being folded, whatever the number of samples.
 
-    fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval)
+    fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval, prepare=complete_jit)
     fold.start()
     recording = record(spec, spool.data, spool=spool)   # perf runs; chunks are folded meanwhile
     whole = fold.finish()                              # the last chunks folded; the whole run's profile
@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..folding.perf import PerfCollapser
 from ..folding.stage import fold_input, open_lines
@@ -53,8 +54,10 @@ class StreamedFold:
         namer: FunctionNamer | None = None,
         on_interval: Callable[[Interval], None] | None = None,
         fold_chunk: Callable[[PerfCollapser, str, Sequence[str]], None] | None = None,
+        prepare: Callable[[Path], None] | None = None,
     ) -> None:
         self.spool = spool
+        self._prepare = prepare  # what a chunk needs before it is folded (frameworks.jit.chunks: perf inject)
         self._make = make_collapser
         self._script_args = list(script_args)
         self._namer = namer
@@ -114,7 +117,13 @@ class StreamedFold:
             if chunk.closes:
                 self._close(chunk.ended_ns)
             return
-        counts = _read_and_merge(chunk, self._namer)
+        try:
+            if self._prepare is not None:
+                self._prepare(chunk.path)
+            counts = _read_and_merge(chunk, self._namer)
+        except BaseException:
+            self.spool.done(chunk)
+            raise
         if self.events is None:
             self.events = recorded_events(find_perf(), chunk.path)
         try:

@@ -25,8 +25,8 @@ WHOLE = ("0", "off")  # --max-spool 0: record whole (the raw data on disk is not
 # Why each option needs the whole perf.data (the text after "--OPTION: ").
 WHY = {
     "--perf-data": "keeps the whole raw recording, as asked",
-    "--jit": "perf inject --jit needs the kernels' jitdump, written when the process exits",
-    "Python frames": "perf inject --jit gives the Python trampolines unwind info after the process exits",
+    "--jit --pid": "a running process's kernels are located from outside once the recording ends",
+    "Python frames": "off-CPU pairing reads one stream of chunks; their Python frames are not injected per chunk yet",
     "--memory": "the allocation probes' records are folded from the whole recording",
     "exports": "--speedscope/--pprof/--chrome-trace read the samples in time order after the run",
     "--wakers": "each wait is joined to its waker over the whole system-wide recording, then filtered to the target",

@@ -7,6 +7,7 @@ unwind.py     .eh_frame + .eh_frame_hdr bytes for one kernel
 jitdump.py    perf's jitdump format: the marker and the code-load / unwinding records
 session.py    the JIT directory of a recording; `complete` writes the records
 hook.py       `flamegraph record --jit`: the record hook (pre-step, external scan, perf inject --jit)
+chunks.py     a streamed recording: each chunk completed and injected before it is folded
 
 The program runs through flamegraph/frameworks/launcher.py (DNNL_JIT_DUMP=1; at exit the kernels are
 located), which --mxnet shares: this package never imports frameworks/mxnet/.

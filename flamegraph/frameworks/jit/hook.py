@@ -121,6 +121,7 @@ class JitSummary:
     unwind_seconds: float | None = None  # None: nothing was completed
     inject_seconds: float = 0.0
     python_functions: int = 0  # Python functions given unwind info (perf trampolines)
+    chunks: int = 0  # a streamed recording: completed chunk by chunk (the times are their sums)
 
     @property
     def unwound(self) -> bool:
@@ -137,9 +138,11 @@ class JitSummary:
             meta["JIT kernels"] = f"{self.kernels} named from outside (perf map)"
         if self.unwind_seconds is not None:
             naming = f"naming {'+'.join(map(str, self.naming_ms))} ms in the process, " if self.naming_ms else ""
-            meta["JIT work after the run"] = (
-                f"{naming}unwind info {self.unwind_seconds:.2f} s, perf inject {self.inject_seconds:.2f} s"
-            )
+            work = f"unwind info {self.unwind_seconds:.2f} s, perf inject {self.inject_seconds:.2f} s"
+            if self.chunks:
+                meta["JIT work as recorded"] = f"{naming}{work} over {self.chunks} chunks (locating included)"
+            else:
+                meta["JIT work after the run"] = f"{naming}{work}"
         return meta
 
 
@@ -158,6 +161,7 @@ class JitHook:
     python_on: bool = False  # prepare turned the interpreter's perf support on
     summary: JitSummary = field(default_factory=JitSummary)
     map_dirs: set[str] = field(default_factory=set)  # where the copies of the perf maps we wrote are
+    per_chunk: bool = False  # a streamed recording: chunks.ChunkJit completes each chunk, not `finish`
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.directory = private_dir(self.directory)  # oneDNN, the hook and perf inject write there by name
@@ -218,6 +222,8 @@ class JitHook:
         return target.command, ["--python-dir", str(self.directory)]
 
     def finish(self, recording: Recording) -> Recording:
+        if self.per_chunk:  # each chunk was (or will be) completed before it is folded: chunks.py
+            return recording
         if recording.spec.pid is not None and self.dnnl:  # oneDNN kernels only: Python frames need -X perf
             self.name_running(recording.spec.pid)
         started = time.perf_counter()
@@ -232,10 +238,17 @@ class JitHook:
             self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
         if unnamed:
             self.note(f"flamegraph: {unnamed} runs of Python functions could not be named in their jitted files")
+        self.report(completed, failure is None, unwind_seconds, inject_seconds)
+        recording.metadata.update(self.summary.metadata())
+        return recording
+
+    def report(self, completed: list[session.Completed], injected: bool, unwind: float, inject: float) -> None:
+        """What was completed, said per process (one line per kind of kernel left without unwind info),
+        and kept in the summary."""
         for c in completed:
             if c.located:
-                self.note(f"flamegraph: pid {c.pid}: at exit, {c.located}")
-            self.note(f"flamegraph: {c.summary()}" + ("" if failure else "; perf inject --jit done"))
+                self.note(f"flamegraph: pid {c.pid}: {c.located}")
+            self.note(f"flamegraph: {c.summary()}" + ("; perf inject --jit done" if injected else ""))
             for (name, why), times in Counter(c.no_cfi).items():  # one line per kind, not per copy
                 copies = f" ({times} kernels)" if times > 1 else ""
                 self.note(f"flamegraph:   no unwind info for {name}{copies}: {why}")
@@ -244,9 +257,7 @@ class JitHook:
             self.summary.with_cfi = sum(c.with_cfi for c in completed)
             self.summary.naming_ms = [c.naming_ms for c in completed if c.naming_ms is not None]
             self.summary.python_functions = sum(c.python_functions for c in completed)
-            self.summary.unwind_seconds, self.summary.inject_seconds = unwind_seconds, inject_seconds
-        recording.metadata.update(self.summary.metadata())
-        return recording
+            self.summary.unwind_seconds, self.summary.inject_seconds = unwind, inject
 
     @property
     def unwound(self) -> bool:
@@ -301,9 +312,10 @@ def running_python_note(pid: int) -> str | None:
     )
 
 
-def inject(perf_data: Path, directory: Path) -> str | None:
-    """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any."""
-    out = fresh_name(directory, "injected-")  # perf opens it by name: in our directory, under a new name
+def inject(perf_data: Path, directory: Path, scratch: Path | None = None) -> str | None:
+    """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any.
+    Its output is written in `scratch` (default: DIR), a private directory, before it replaces perf.data."""
+    out = fresh_name(scratch or directory, "injected-")  # perf opens it by name: in our directory, under a new name
     # perf inject copies every jitted .so into its build-id cache (~/.debug), and perf script prefers
     # that copy: the Python functions named in the files afterwards (session.name_python) would not be
     # seen, and ~/.debug would grow by a file per kernel per run. A cache of our own, inside DIR.

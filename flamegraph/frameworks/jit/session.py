@@ -5,16 +5,17 @@ Layout of the directory (one per recording; several processes may share it):
     jit-<pid>.kernels     a kernel a line: address size counter created(ns) name dump-file (tab-separated)
     dnnl-<pid>/           the process's DNNL_JIT_DUMP files, moved out of its working directory
     py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
-    py-<pid>.trampoline   the bytes of CPython's perf trampoline (hook.py --python-dir; Python 3.12+)
     jitted-<pid>-<n>.so   written by `perf inject --jit`
 A kernels file reads (the comment for people, the scan's time as a field):
     # 37 JIT kernels located, 0 dumps not in memory (8 anonymous executable regions, 8.7 MiB, 9 ms)
     #scan-ms\t9
     7efc88e45000\t780\t36\t1466730211034\tjit_softmax_t\t/run/jit/dnnl-4242/dnnl_dump_cpu_jit_softmax_t.36.bin
-`complete` runs after the process has ended (in the recorder): it generates CFI for each kernel
-(capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and for the Python trampolines of the process's
-/tmp/perf-<pid>.map (trampolines.py), and writes the jitdump records; `name_python` then gives the
-jitted .so of each run of trampolines its functions' names, once perf inject has written it.
+`complete` runs after the process has ended (in the recorder), or before each chunk of a streamed
+recording is folded (chunks.py: the kernels of a running process are then `Located` from outside): it
+generates CFI for each kernel (capstone, ~0.6 s for the MLP's 3.5 MB of kernels) and for the Python
+trampolines of the process's /tmp/perf-<pid>.map (trampolines.py), and writes the jitdump records;
+`name_python` then gives the jitted .so of each run of trampolines its functions' names, once perf
+inject has written it.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class Completed:
     unreadable: int = 0  # dump files gone or changed: kernel left out
     seconds: float = 0.0
     dump_file: str = ""
-    located: str = ""  # how the kernels were found (the hook's note)
+    located: str = ""  # how and when the kernels were found ("at exit, 37 JIT kernels located, ...")
     naming_ms: int | None = None  # the hook's scan at exit
     python_runs: list[tuple[int, trampolines.Run]] = field(default_factory=list)  # (code index, run)
     python_functions: int = 0  # Python functions given unwind info (trampolines)
@@ -171,20 +172,35 @@ def python_pids(directory: str) -> list[int]:
     return sorted(int(m.group(1)) for n in os.listdir(directory) if (m := TRAMPOLINE_FILE.match(n)))
 
 
-def complete(directory: str, arenas: Mapping[int, list[trampolines.Arena]] | None = None) -> list[Completed]:
+@dataclass(frozen=True)
+class Located:
+    """A process's kernels located so far, with their code (read while the dump files were there)."""
+
+    kernels: tuple[tuple[Kernel, bytes], ...]
+    how: str = ""  # how and when they were found (said with the summary)
+    naming_ms: int | None = None  # the hook's own scan at exit, once the process has ended
+
+
+def complete(
+    directory: str,
+    arenas: Mapping[int, list[trampolines.Arena]] | None = None,
+    located: Mapping[int, Located] | None = None,
+) -> list[Completed]:
     """Write the jitdump records (code + generated unwind info) of every process in `directory`:
-    its oneDNN kernels (jit-<pid>.kernels) and its Python trampolines (py-<pid>.trampoline), those
-    placed and stamped by `arenas` (each process's executable anonymous mappings, from perf.data)."""
+    its oneDNN kernels (jit-<pid>.kernels, or `located` for it: a process still running) and its Python
+    trampolines (py-<pid>.trampoline), those placed and stamped by `arenas` (each process's executable
+    anonymous mappings, from perf.data)."""
     done = []
+    located = located or {}
     names = sorted(os.listdir(directory))
     pids = sorted({int(m.group(1)) for n in names if (m := KERNELS_FILE.match(n) or TRAMPOLINE_FILE.match(n))})
-    for pid in pids:
+    for pid in sorted({*pids, *located}):
         dump_file = jitdump.dump_path(directory, pid)
         if not os.path.isfile(dump_file):
             continue
         started = time.perf_counter()
         result = Completed(pid, dump_file=dump_file)
-        loads = _kernel_loads(directory, result)
+        loads = _kernel_loads(directory, result, located.get(pid))
         loads += _python_loads(directory, result, len(loads), (arenas or {}).get(pid, []))
         if not loads:
             continue
@@ -194,19 +210,25 @@ def complete(directory: str, arenas: Mapping[int, list[trampolines.Arena]] | Non
     return done
 
 
-def _kernel_loads(directory: str, result: Completed) -> list[jitdump.CodeLoad]:
-    kernels_file = kernels_path(directory, result.pid)
-    if not os.path.isfile(kernels_file):
-        return []
-    result.located, result.naming_ms = read_kernels_header(kernels_file)
-    kernels, codes = [], []
-    for kernel in read_kernels(kernels_file):
-        code = read_code(kernel.path)
-        if len(code) != kernel.size:
-            result.unreadable += 1
-            continue
-        kernels.append(kernel)
-        codes.append(code)
+def _kernel_loads(directory: str, result: Completed, located: Located | None = None) -> list[jitdump.CodeLoad]:
+    kernels: list[Kernel] = []
+    codes: list[bytes] = []
+    if located is not None:
+        result.located, result.naming_ms = located.how, located.naming_ms
+        kernels, codes = [k for k, _ in located.kernels], [code for _, code in located.kernels]
+    else:
+        kernels_file = kernels_path(directory, result.pid)
+        if not os.path.isfile(kernels_file):
+            return []
+        comment, result.naming_ms = read_kernels_header(kernels_file)
+        result.located = f"at exit, {comment}" if comment else ""
+        for kernel in read_kernels(kernels_file):
+            code = read_code(kernel.path)
+            if len(code) != kernel.size:
+                result.unreadable += 1
+                continue
+            kernels.append(kernel)
+            codes.append(code)
     cfi = analyse_cached(codes)
     loads = []
     for kernel, code in zip(kernels, codes, strict=True):
