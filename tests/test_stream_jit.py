@@ -202,9 +202,14 @@ def test_streamed_jit_matches_a_whole_recording(tmp_path: Path) -> None:
     streamed_out, whole_out = tmp_path / "streamed", tmp_path / "whole"
     streamed_out.mkdir()
     whole_out.mkdir()
-    streamed = record(["--jit", "--every", "1"], command, streamed_out, tmp_path)
+    # make flamegraph's pair: --mxnet's operators joined at the end, on chunks the JIT step injected first
+    streamed = record(["--jit", "--mxnet", "--every", "1"], command, streamed_out, tmp_path)
     record(["--jit", "--max-spool", "0"], command, whole_out, tmp_path)
     assert "folded as recorded" in streamed.stderr and "perf inject --jit done" in streamed.stderr
+    assert "recorded whole" not in streamed.stderr
+    operated = sum(int(w) for stack, w in load(streamed_out / "run.folded").counts.items()
+                   if "[op] FullyConnected" in stack and stack.endswith("_[j]"))  # fmt: skip
+    assert operated >= 20, streamed.stderr[-2000:]  # JIT kernels under their operator in the whole-run graph
     assert not list(tmp_path.glob("dnnl_dump_*"))  # moved into the JIT directory at exit, removed with it
     # Every interval but the last: perf synthesises the last chunk's mappings as the process tears down,
     # and some of its stacks lose their libc frames, JIT or not (said in docs/record.md).
