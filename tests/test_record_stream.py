@@ -16,6 +16,7 @@ import xml.dom.minidom
 from pathlib import Path
 
 import pytest
+from helpers.children import ended, interruptible
 
 from flamegraph.io.diagnostics import EXIT_USAGE, Diagnostics
 from flamegraph.io.folded import read_folded
@@ -335,13 +336,14 @@ def test_ctrl_c_leaves_the_finished_intervals_and_the_whole_run(phases: Path, tm
     proc = subprocess.Popen(
         [*FLAMEGRAPH, "record", "--every", "2", "--call-graph", "dwarf,8192", "-o", str(out / "run.svg"),
          "--folded", str(out / "run.folded"), "--", str(phases), "100"],
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=interruptible,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not (out / "run-001.folded").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    with ended(proc):
+        deadline = time.monotonic() + 60
+        while not (out / "run-001.folded").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     written = sorted(p.name for p in out.glob("run-0*.folded"))
     assert written[0] == "run-001.folded"  # the finished ones, and the one Ctrl-C cut unless it had no sample

@@ -78,14 +78,16 @@ def tracked(proc: P) -> P:
 
 
 @contextlib.contextmanager
-def watchdog(limit: float) -> Iterator[None]:
-    """Every child `tracked` meanwhile is ended (its session) when the body ends, or once it has run `limit`
-    seconds: a test stalled on a child's pipe (a readline, a wait without timeout) then sees it end and
-    fails, instead of hanging the suite; and a failed assertion leaves no spinning recording behind."""
+def watchdog(limit: float, *children: Child) -> Iterator[None]:
+    """`children`, and every child `tracked` meanwhile, are ended (their sessions) when the body ends, or
+    once it has run `limit` seconds: a test stalled on a child's pipe (a readline, a wait without timeout)
+    then sees it end and fails, instead of hanging the suite; a failed test leaves no recording spinning."""
+
     def end_all() -> None:
         for proc in list(_watched):
             end_session(proc)
 
+    _watched.extend(children)
     timer = threading.Timer(limit, end_all)
     timer.daemon = True
     timer.start()
