@@ -209,6 +209,37 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
     assert not python_frames_on(None, ("/bin/sh", "-c", "true"))  # not Python: streamed
 
 
+def test_offcpu_options_that_need_the_whole_file_are_read_from_the_spec() -> None:
+    from flamegraph.record.offcpu import offcpu_spec
+    from flamegraph.record.streaming import offcpu_blockers
+
+    plain, wakers = offcpu_spec(None, ("sleep", "1")), offcpu_spec(None, ("sleep", "1"), wakers=True)
+    assert offcpu_blockers(plain, False, False, None) == []
+    assert offcpu_blockers(wakers, False, False, None) == ["--wakers"]
+    assert offcpu_blockers(plain, True, True, False) == ["--perf-data", "exports"]
+
+
+@pytest.mark.perf
+def test_the_offcpu_pipeline_records_wakers_whole_whatever_cap_its_caller_gives(tmp_path: Path) -> None:
+    """The pipeline's own guard missed --wakers (each wait is joined to its waker over the whole file): a
+    library caller's cap streamed it. It is now the CLI's guard, and says so as the CLI does."""
+    import io
+
+    from flamegraph.folding.perf_sched import OffCpuOptions
+    from flamegraph.pipeline.offcpu import OffCpuRequest, record_offcpu_graph
+    from flamegraph.pipeline.outputs import Outputs
+    from flamegraph.record import Status
+    from flamegraph.record.offcpu import offcpu_spec
+
+    said = io.BytesIO()
+    spec = offcpu_spec(None, ("sleep", "0.3"), wakers=True)
+    request = OffCpuRequest(spec, OffCpuOptions(), max_spool=64_000_000)
+    record_offcpu_graph(request, Outputs(folded=tmp_path / "w.folded"), Status(said, io.BytesIO()))
+    notes = said.getvalue().decode()
+    assert "note: recorded whole, --max-spool not applied, the raw data on disk is not bounded (--wakers: " in notes
+    assert "paired as recorded" not in notes and load(tmp_path / "w.folded").total > 0
+
+
 # -- the CLI's mistakes (no perf) ---------------------------------------------------------------
 
 
