@@ -27,17 +27,16 @@ import argparse
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.tables import load, spread, table_head  # noqa: E402
 from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp, train_without_perf  # noqa: E402
 from flamegraph.io.perf import find_perf  # noqa: E402
@@ -137,17 +136,12 @@ def run_mlp(mlp: MlpRun, sample: int, scratch: Path, base: RecordOptions) -> Run
     return Run("mlp", sample, cpu, rate=recorded.log.mean_rate() or 0.0, records=records, lost=lost, mb=mb)
 
 
-def spread(values: list[float], form: Callable[[float], str]) -> str:
-    if not values:
-        return "-"
-    return f"{form(statistics.median(values))} ({form(min(values))}..{form(max(values))}, n={len(values)})"
-
 
 def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
     """One row per workload and mode; each run against the unprobed run (none) of its round."""
     head = ("workload", "mode", "CPU per call", "vs none", "CPU, perf + program (vs none)", "records", "lost",
             "perf.data")  # fmt: skip
-    rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    rows = table_head(head)
     keys = sorted({key for found in rounds for key in found})
     for workload, sample in keys:
         runs = [r for r in rounds if (workload, sample) in r]
@@ -174,9 +168,6 @@ def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
         rows.append(f"| {workload} | {mode_name(sample)} | {cost} | {versus} | {cpu} | {records} | {lost} | {mb} |")
     return rows
 
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:

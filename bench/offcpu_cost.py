@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.tables import load, spread, table_head  # noqa: E402
 from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp, train_without_perf  # noqa: E402
 from flamegraph.folding.wall_time import wall_options  # noqa: E402
@@ -80,11 +79,6 @@ def run_once(mode: str, mlp: MlpRun, scratch: Path, call_graph: str) -> Run:
     return Run(mode, recorded.log.mean_rate() or 0.0, cpu, size, recording.seconds, lost)
 
 
-def spread(values: list[float], form: Callable[[float], str]) -> str:
-    if not values:
-        return "-"
-    return f"{form(statistics.median(values))} ({form(min(values))}..{form(max(values))}, n={len(values)})"
-
 
 def table(rounds: list[dict[str, Run]]) -> list[str]:
     """One row per recording mode: against no recording and against plain offcpu, pair by pair."""
@@ -92,7 +86,7 @@ def table(rounds: list[dict[str, Run]]) -> list[str]:
     ratio = "x{:.2f}".format
     head = ("mode", "throughput vs none", "CPU time vs none", "CPU time vs offcpu", "perf.data", "MB/s",
             "MB/s vs offcpu", "lost")  # fmt: skip
-    rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    rows = table_head(head)
     for mode in MODES[1:]:
         runs = [r for r in rounds if mode in r]
         if not runs:
@@ -111,9 +105,6 @@ def table(rounds: list[dict[str, Run]]) -> list[str]:
         )
     return rows
 
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:

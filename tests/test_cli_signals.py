@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.children import interruptible
 
 from flamegraph.io.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
 
@@ -23,12 +24,6 @@ STOPS = [
     (signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),  # typer ended it silently with 130
 ]
 
-
-
-def interruptible() -> None:
-    """A user's Ctrl-C reaches the fold: a pytest-xdist worker (or a background job) ignores SIGINT, and a
-    child that inherits SIG_IGN keeps it, as Python does and as `nohup`'s users expect."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 @pytest.mark.parametrize(("signum", "code", "said"), STOPS)
 def test_fold_stopped_by_a_signal_leaves_no_temporary_file(tmp_path: Path, signum: int, code: int, said: str) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.children import interruptible
 from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, TcpCluster, fleet_perfs, has_events, tcp_cluster, wait_for
 
@@ -225,6 +226,7 @@ def test_ctrl_c_stops_every_host_and_still_merges(tcp: TcpCluster, tmp_path: Pat
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     try:
         # perf processes alone are not enough on a loaded machine: wait until both hold their events open

@@ -19,6 +19,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.children import interruptible
 from helpers.extras import need
 from helpers.fleet import FLAMEGRAPH, fleet_perfs, has_events, tcp_cluster, wait_for
 
@@ -146,6 +147,7 @@ def _own_terminal() -> None:
     """In the child: a new session whose controlling terminal is the pty on stdin (as a login shell's)."""
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    interruptible()  # Ctrl-C typed on it
 
 
 def _perfs_under(directory: Path) -> list[int]:

@@ -10,11 +10,11 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from helpers.mlp import mlp_script
 from helpers.observers import observer_for
 
 from flamegraph.analysis.report import attribute
@@ -29,22 +29,10 @@ from flamegraph.window import Window
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
 
-MLP = textwrap.dedent(
+MLP = mlp_script(
+    6400,
     """
-    import os, sys, time
-    import numpy as np, mxnet as mx
     epochs, loop = int(sys.argv[1]), len(sys.argv) > 2
-    rng = np.random.RandomState(0)
-    X = rng.rand(6400, 784).astype("float32"); y = rng.randint(0, 10, 6400).astype("float32")
-    train = mx.io.NDArrayIter(X, y, 64, shuffle=True); val = mx.io.NDArrayIter(X[:640], y[:640], 64)
-    net = mx.sym.Variable("data")
-    for i, hidden in enumerate((128, 64)):
-        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
-    mod = mx.mod.Module(net, context=mx.cpu())
-    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
-    mod.init_params(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
     print("TRAIN_START", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
     epoch = 0
     while epoch < epochs or loop:
@@ -56,7 +44,9 @@ MLP = textwrap.dedent(
         epoch += 1
         print("EPOCH", epoch, flush=True)
     print("TRAIN_END", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
-    """
+    """,
+    imports="os, sys, time",
+    validation=True,
 )
 # The GEMM kernel family, whatever the ISA and driver oneDNN picked for this CPU: xbyak_gemm on AVX and
 # AVX-512 (jit_avx_gemm_f32_xbyak_gemm, jit_avx512_common_...), the gemm driver's kernels elsewhere

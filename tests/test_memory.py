@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NOBODY, Unprivileged
+from helpers.children import interruptible, watchdog
 
 from flamegraph.folding.allocations import AllocationWeigher
 from flamegraph.io.diagnostics import EXIT_NO_PERF, EXIT_NOT_PERMITTED, EXIT_USAGE, BadOption, Diagnostics
@@ -494,8 +495,10 @@ def _wait_for_group(proc: subprocess.Popen[str]) -> None:
 def test_probes_are_deleted_however_the_recording_ends(tmp_path: Path, how: str) -> None:
     program = compiled(tmp_path, "forever", FOREVER)
     args = ["record", "--memory", "--memory-sample", "64", "-o", str(tmp_path / "m.svg"), "--", str(program)]
-    proc = subprocess.Popen([*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    proc = subprocess.Popen(
+        [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible
+    )
+    with watchdog(120, proc):  # _wait_for_group's readline waits for ever: the watchdog ends it
         _wait_for_group(proc)
         if how == "ctrl-c":
             proc.send_signal(signal.SIGINT)
@@ -504,8 +507,6 @@ def test_probes_are_deleted_however_the_recording_ends(tmp_path: Path, how: str)
             perf = next(int(c) for c in children if Path(f"/proc/{c}/comm").read_text().strip() == "perf")
             os.kill(perf, signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
     assert proc.returncode == (0 if how == "ctrl-c" else EXIT_NO_PERF), err
     assert not ours(), err
 

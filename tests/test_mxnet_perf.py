@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers.mxnet_programs import MLP
+from helpers.mlp import THREE_EPOCHS as MLP
 
 from flamegraph.frameworks.mxnet.profile import read_profile
 from flamegraph.io.perf import script_command

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN
-from helpers.mxnet_programs import MLP
+from helpers.mlp import THREE_EPOCHS as MLP
 
 from flamegraph.folding.grammar import HEADER_OURS
 from flamegraph.folding.perf import FoldOptions, PerfCollapser

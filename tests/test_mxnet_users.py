@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.mlp import mlp_script
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
 
@@ -58,21 +59,9 @@ CNN = textwrap.dedent(
     """
 )
 
-MODULE = textwrap.dedent(
+MODULE = mlp_script(
+    6400,
     """
-    import sys, time
-    import numpy as np, mxnet as mx
-    rng = np.random.RandomState(0)
-    X = rng.rand(6400, 784).astype("float32"); y = rng.randint(0, 10, 6400).astype("float32")
-    train = mx.io.NDArrayIter(X, y, 64, shuffle=True)
-    net = mx.sym.Variable("data")
-    for i, hidden in enumerate((128, 64)):
-        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
-    mod = mx.mod.Module(net, context=mx.cpu())
-    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
-    mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
     end, steps = time.monotonic() + float(sys.argv[1]), 0
     while time.monotonic() < end:
         train.reset()
@@ -82,7 +71,9 @@ MODULE = textwrap.dedent(
                 break
         mx.nd.waitall()
     print("trained", steps, flush=True)
-    """
+    """,
+    imports="sys, time",
+    init="mx.init.Xavier()",
 )
 
 CNN_OPERATORS = {

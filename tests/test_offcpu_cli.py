@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
+from helpers.children import ended, interruptible
 
 from flamegraph.io.diagnostics import (
     EXIT_NO_PERF,
@@ -156,12 +157,13 @@ def test_ctrl_c_stops_and_still_draws(tmp_path: Path) -> None:
     try:
         proc = subprocess.Popen(
             [*FLAMEGRAPH, "offcpu", "--pid", str(target.pid), "--no-svg", "--folded", str(folded)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
         )  # fmt: skip
-        wait_for_perf_events(target.pid)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        with ended(proc):
+            wait_for_perf_events(target.pid)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
     finally:
         target.kill()
         target.wait()

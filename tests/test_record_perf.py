@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
+from helpers.children import interruptible, watchdog
 
 from flamegraph.io.diagnostics import (
     EXIT_BAD_INPUT,
@@ -167,12 +168,13 @@ def test_ctrl_c_stops_recording_and_still_writes(tmp_path: Path) -> None:
     folded = tmp_path / "c.folded"
     proc = subprocess.Popen(
         [*FLAMEGRAPH, "record", "--no-svg", "--folded", str(folded), "--", sys.executable, "-c", BUSY_TALKING],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=interruptible,
     )  # fmt: skip
-    assert proc.stdout is not None and proc.stdout.readline() == "busy\n"  # perf is recording the program
-    time.sleep(1.0)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground group gets it
-    out, err = proc.communicate(timeout=60)
+    with watchdog(90, proc):  # a readline waits for ever: the watchdog ends it
+        assert proc.stdout is not None and proc.stdout.readline() == "busy\n"  # perf is recording the program
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground group gets it
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "stopping the recording" in err
     assert share(load(folded), "libz") > 0.5

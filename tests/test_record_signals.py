@@ -10,15 +10,25 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.children import ended, interruptible, session_members, tracked, watchdog
 
 from flamegraph.io.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Diagnostics
 from flamegraph.io.folded import read_folded
 
 pytestmark = pytest.mark.perf
+LIMIT = 150  # seconds a test may take (each takes < 30 s; a few times that on a loaded machine)
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_the_test() -> Iterator[None]:
+    """A stalled child ends at LIMIT (the test then fails); a failed test leaves no recording spinning."""
+    with watchdog(LIMIT):
+        yield
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = ["sh", "-c", "while :; do :; done"]  # on-CPU until ended: SIGTERM from perf ends it
@@ -34,9 +44,10 @@ def start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(tmp)}
-    return subprocess.Popen(
-        [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-    )
+    return tracked(subprocess.Popen(
+        [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True, preexec_fn=interruptible,
+    ))  # fmt: skip
 
 
 def wait_for_line(proc: subprocess.Popen[str], text: str, timeout: float = 30) -> list[str]:
@@ -54,28 +65,12 @@ def wait_for_line(proc: subprocess.Popen[str], text: str, timeout: float = 30) -
     raise AssertionError(f"no {text!r} from flamegraph: {''.join(seen)}")
 
 
-def left_behind(session: int) -> list[str]:
-    """Processes still alive in flamegraph's session (perf, the command it launched, perf script)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rpartition(")")[2].split()
-        if int(fields[3]) == session and fields[0] not in ("Z", "X"):
-            found.append(f"{entry} {comm} {fields[0]}")
-    return found
-
-
 def finish(proc: subprocess.Popen[str], seen: list[str]) -> str:
     _, err = proc.communicate(timeout=90)
     deadline = time.monotonic() + 5  # an ended process may take a moment to be gone from /proc
-    while left_behind(proc.pid) and time.monotonic() < deadline:
+    while session_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert left_behind(proc.pid) == [], "".join(seen) + err
+    assert session_members(proc.pid) == [], "".join(seen) + err
     return "".join(seen) + err
 
 
@@ -103,7 +98,9 @@ def test_sighup_of_a_terminal_that_is_gone_still_draws(tmp_path: Path) -> None:
     master, slave = os.openpty()
     folded = tmp_path / "h.folded"
     args = ["record", "--no-svg", "--folded", str(folded), "--", *SPIN]
-    proc = subprocess.Popen([*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    proc = tracked(
+        subprocess.Popen([*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    )
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + 30
@@ -116,9 +113,9 @@ def test_sighup_of_a_terminal_that_is_gone_still_draws(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGHUP)
     proc.wait(timeout=90)
     deadline = time.monotonic() + 5
-    while left_behind(proc.pid) and time.monotonic() < deadline:
+    while session_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert left_behind(proc.pid) == []
+    assert session_members(proc.pid) == []
     assert proc.returncode == EXIT_HANGUP
     assert sum(load(folded).values()) > 100
 
@@ -166,11 +163,11 @@ def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_p
     folded = tmp_path / "f.folded"
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen(
+    proc = tracked(subprocess.Popen(
         [*FLAMEGRAPH, "record", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TMPDIR": str(tmp)},
-    )  # fmt: skip
+    ))  # fmt: skip
     seen = wait_for_line(proc, "recording")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # perf record has ended and the folder's perf script (sleeping) runs
@@ -224,10 +221,10 @@ def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path:
     args = ["record", "--max-spool", "0", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN]
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen(
+    proc = tracked(subprocess.Popen(
         [*FLAMEGRAPH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, "PATH": env_path, "TMPDIR": str(tmp)},
-    )  # fmt: skip
+        env={**os.environ, "PATH": env_path, "TMPDIR": str(tmp)}, preexec_fn=interruptible,
+    ))  # fmt: skip
     seen = wait_for_line(proc, "recorded ")
     time.sleep(0.5)  # perf script (sleeping, here) has started
     os.kill(proc.pid, signum)
@@ -260,7 +257,7 @@ def test_perf_stops_cleanly_when_flamegraph_is_killed(tmp_path: Path) -> None:
 
 def target() -> subprocess.Popen[bytes]:
     """A process for --pid, in a session of its own: not flamegraph's to end."""
-    return subprocess.Popen(SPIN, start_new_session=True)
+    return tracked(subprocess.Popen(SPIN, start_new_session=True))
 
 
 def recorded_svg(svg: Path, stopped_by: str) -> None:
@@ -305,11 +302,12 @@ def spawn_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[su
 
     def controlling_terminal() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        interruptible()  # Ctrl-C typed on it
 
-    proc = subprocess.Popen(
+    proc = tracked(subprocess.Popen(
         argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=controlling_terminal,
         env=env,
-    )  # fmt: skip
+    ))  # fmt: skip
     os.close(slave)
     return proc, master
 
@@ -343,9 +341,9 @@ def drain(master: int, proc: subprocess.Popen[bytes], timeout: float = 90) -> by
 
 def gone(session: int) -> None:
     deadline = time.monotonic() + 5
-    while left_behind(session) and time.monotonic() < deadline:
+    while session_members(session) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert left_behind(session) == []
+    assert session_members(session) == []
 
 
 @pytest.mark.parametrize("how", ["close", "killpg"])
@@ -433,7 +431,7 @@ def perf_of(session: int) -> int:
     """The perf record process of flamegraph's session."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        found = [int(line.split()[0]) for line in left_behind(session) if line.split()[1] == "perf"]
+        found = [int(line.split()[0]) for line in session_members(session) if line.split()[1] == "perf"]
         if found:
             return found[0]
         time.sleep(0.05)
@@ -492,11 +490,11 @@ def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tm
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     svg = tmp_path / "v.svg"
-    proc = subprocess.Popen(
+    proc = tracked(subprocess.Popen(
         [*FLAMEGRAPH, "record", "--max-spool", spool, "-o", str(svg), "--", *SPIN], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "TMPDIR": str(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
-    )  # fmt: skip
+    ))  # fmt: skip
     seen = wait_for_line(proc, "recording")
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGTERM)
@@ -533,18 +531,37 @@ while :; do sleep 0.05; done
 """
 
 
-def test_duration_waits_for_perf_to_begin_before_stopping_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--duration shorter than perf's start: SIGINT then killed perf ('perf record had not started');
-    perf is stopped once it has begun (its output exists), and the recording is whole."""
-    from flamegraph.record import RecordOptions, RecordSpec, record
+RECORD_A_WHILE = """
+import sys
+from pathlib import Path
+from flamegraph.record import RecordOptions, RecordSpec, record
+spec = RecordSpec(command=("sleep", "30"), options=RecordOptions(duration=0.1))
+recording = record(spec, Path(sys.argv[1]))
+print(recording.perf_data.read_bytes().decode(), recording.stopped_ns is not None, recording.interrupted)
+"""
 
+
+def _sigint(disposition: signal.Handlers) -> None:
+    signal.signal(signal.SIGINT, disposition)
+
+
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["sigint-default", "sigint-ignored"])
+def test_duration_waits_for_perf_to_begin_before_stopping_it(tmp_path: Path, inherited: signal.Handlers) -> None:
+    """--duration shorter than perf's start: SIGINT then killed perf ('perf record had not started');
+    perf is stopped once it has begun (its output exists), and the recording is whole. Run from a background
+    job (SIGINT ignored, inherited by perf), a perf not yet handling SIGINT ignored our stop and recorded
+    forever (the fake perf here cannot even trap it): perf now starts with SIGINT at its default."""
     real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "perf").write_text(SLOW_PERF.format(real=real))
     (bin_dir / "perf").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    spec = RecordSpec(command=("sleep", "30"), options=RecordOptions(duration=0.1))
-    recording = record(spec, tmp_path / "perf.data")
-    assert recording.perf_data.read_bytes() == b"PERFILE2"
-    assert recording.stopped_ns is not None and not recording.interrupted
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RECORD_A_WHILE, str(tmp_path / "perf.data")], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=lambda: _sigint(inherited),
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    with ended(proc):
+        out, err = proc.communicate(timeout=60)  # ~1.5 s; it hung for good here
+    assert proc.returncode == 0, err
+    assert out.split() == ["PERFILE2", "True", "False"], err

@@ -16,6 +16,7 @@ import xml.dom.minidom
 from pathlib import Path
 
 import pytest
+from helpers.children import ended, interruptible
 
 from flamegraph.io.diagnostics import EXIT_USAGE, Diagnostics
 from flamegraph.io.folded import read_folded
@@ -242,6 +243,37 @@ def test_streaming_is_the_default_and_what_needs_the_whole_file_says_why() -> No
     assert not python_frames_on(None, ("/bin/sh", "-c", "true"))  # not Python: streamed
 
 
+def test_offcpu_options_that_need_the_whole_file_are_read_from_the_spec() -> None:
+    from flamegraph.record.offcpu import offcpu_spec
+    from flamegraph.record.streaming import offcpu_blockers
+
+    plain, wakers = offcpu_spec(None, ("sleep", "1")), offcpu_spec(None, ("sleep", "1"), wakers=True)
+    assert offcpu_blockers(plain, False, False, None) == []
+    assert offcpu_blockers(wakers, False, False, None) == ["--wakers"]
+    assert offcpu_blockers(plain, True, True, False) == ["--perf-data", "exports"]
+
+
+@pytest.mark.perf
+def test_the_offcpu_pipeline_records_wakers_whole_whatever_cap_its_caller_gives(tmp_path: Path) -> None:
+    """The pipeline's own guard missed --wakers (each wait is joined to its waker over the whole file): a
+    library caller's cap streamed it. It is now the CLI's guard, and says so as the CLI does."""
+    import io
+
+    from flamegraph.folding.perf_sched import OffCpuOptions
+    from flamegraph.pipeline.offcpu import OffCpuRequest, record_offcpu_graph
+    from flamegraph.pipeline.outputs import Outputs
+    from flamegraph.record import Status
+    from flamegraph.record.offcpu import offcpu_spec
+
+    said = io.BytesIO()
+    spec = offcpu_spec(None, ("sleep", "0.3"), wakers=True)
+    request = OffCpuRequest(spec, OffCpuOptions(), max_spool=64_000_000)
+    record_offcpu_graph(request, Outputs(folded=tmp_path / "w.folded"), Status(said, io.BytesIO()))
+    notes = said.getvalue().decode()
+    assert "note: recorded whole, --max-spool not applied, the raw data on disk is not bounded (--wakers: " in notes
+    assert "paired as recorded" not in notes and load(tmp_path / "w.folded").total > 0
+
+
 # -- the CLI's mistakes (no perf) ---------------------------------------------------------------
 
 
@@ -369,13 +401,14 @@ def test_ctrl_c_leaves_the_finished_intervals_and_the_whole_run(phases: Path, tm
     proc = subprocess.Popen(
         [*FLAMEGRAPH, "record", "--every", "2", "--call-graph", "dwarf,8192", "-o", str(out / "run.svg"),
          "--folded", str(out / "run.folded"), "--", str(phases), "100"],
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=interruptible,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not (out / "run-001.folded").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    with ended(proc):
+        deadline = time.monotonic() + 60
+        while not (out / "run-001.folded").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     written = sorted(p.name for p in out.glob("run-0*.folded"))
     assert written[0] == "run-001.folded"  # the finished ones, and the one Ctrl-C cut unless it had no sample

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.mlp import mlp_script
 
 from flamegraph.analysis.offcpu_threads import is_state, thread_roles
 from flamegraph.io.diagnostics import Diagnostics
@@ -25,20 +25,9 @@ from flamegraph.io.folded import read_folded
 
 pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.slow]
 
-MLP = textwrap.dedent(
+MLP = mlp_script(
+    3200,
     """
-    import os, numpy as np, mxnet as mx
-    rng = np.random.RandomState(0)
-    X = rng.rand(3200, 784).astype("float32"); y = rng.randint(0, 10, 3200).astype("float32")
-    train = mx.io.NDArrayIter(X, y, 64, shuffle=True)
-    net = mx.sym.Variable("data")
-    for i, hidden in enumerate((128, 64)):
-        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
-    mod = mx.mod.Module(net, context=mx.cpu())
-    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
-    mod.init_params(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
     metric = mx.metric.Accuracy()
     for epoch in range(2):
         train.reset()
@@ -52,7 +41,8 @@ MLP = textwrap.dedent(
         lines.append(f"SCHEDSTAT {tid} {ran} {delay}")
     print("\\n".join(lines), flush=True)
     os._exit(0)  # no interpreter or engine teardown after the read
-    """
+    """,
+    imports="os",
 )
 THREAD = re.compile(
     r"^(\S+-(\d+)): ran (\S+) (µs|ms|s), waited (\S+) (µs|ms|s), wall \S+ \S+ of the (\S+) (µs|ms|s) window$"

@@ -161,10 +161,9 @@ def offcpu_cli(
     subtitle = f"off-CPU time (µs), sched:sched_switch{' and who woke it' if wakers else ''}, call graph {call_graph}"
     render = render_options(name, title or f"Off-CPU: {name}", subtitle, preset, list(highlight or []), width, top,
                             palette="io", show_idle=show_idle or wakers)  # fmt: skip
-    from ..record.streaming import python_frames_on, streaming_plan
+    from ..record.streaming import offcpu_blockers, streaming_plan
 
-    blockers = [name for name, on in (("--perf-data", perf_data is not None), ("exports", bool(exports)),
-                ("Python frames", python_frames_on(python, spec.command)), ("--wakers", wakers)) if on]  # fmt: skip
+    blockers = offcpu_blockers(spec, perf_data is not None, bool(exports), python)
     plan = streaming_plan(max_spool, None, blockers)  # paired while perf records unless one needs the whole file
     request = OffCpuRequest(spec, options, pid, group_unknown, keep_interpreter, python, perf_data, plan.cap)
     outputs = Outputs(None if no_svg else output, render, folded, png, ExportRequest(exports.files, render.title))

@@ -56,15 +56,17 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
     from ..folding.python import fold_interpreter
     from ..naming.grouping import grouping_note
     from ..record.proc import snapshot_threads, whole_window_resolver
+    from ..record.streaming import offcpu_blockers, whole_note
     from .oncpu import OnCpuRequest, RecordHooks
     from .outputs import write_exports, write_outputs
     from .scratch import ScratchRecording
 
     outputs.check(request.perf_data)
     cap, pid = request.max_spool, request.pid
-    if cap is not None and (request.perf_data is not None or outputs.exports or request.python is True):
-        said = "--perf-data" if request.perf_data is not None else "--python" if request.python is True else "an export"
-        status.note(f"note: {said} read the whole perf.data after the run: recorded whole, --max-spool not applied")
+    if cap is not None and (  # a caller's cap that `flamegraph offcpu` would not have set
+        blockers := offcpu_blockers(request.spec, request.perf_data is not None, bool(outputs.exports), request.python)
+    ):
+        status.note(whole_note(blockers, asked=True))
         cap = None
     with ScratchRecording("flamegraph-offcpu-", request.perf_data, status.note) as session, ExitStack() as stack:
         resolve = whole_window_resolver(pid, snapshot_threads(pid)) if pid is not None else None

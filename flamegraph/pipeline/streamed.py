@@ -247,16 +247,12 @@ def _write_whole(
     unwound: bool = False,
 ) -> Written:
     from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
-    from ..io.diagnostics import NoSamples
     from ..naming.grouping import grouping_note
+    from ..record.script import recorded_profile
     from .outputs import write_outputs
 
-    if not profile.counts:
-        where = f" in the window {window.format()}" if window else ""
-        raise NoSamples(f"{recording.spec.command[0] if recording.spec.command else 'the process'}: no samples{where}")
-    profile.metadata.update(recording.metadata)
-    if window is not None:
-        profile.metadata["window"] = window.format()
+    what = recording.spec.command[0] if recording.spec.command else "the process"
+    profile = recorded_profile(profile, recording, window, what)
     if (note := grouping_note(hook.namer)) is not None:
         status.note(note)
     figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, unwound))

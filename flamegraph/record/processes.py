@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-SIG_IGN = 1  # signal.h's SIG_IGN, as the pointer libc's signal() takes
+SIG_DFL, SIG_IGN = 0, 1  # signal.h's, as the pointer libc's signal() takes
 _LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
 _LIBC.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
 _LIBC.signal.restype = ctypes.c_void_p
@@ -33,10 +33,17 @@ def perf_preexec(ignore_hangup: bool) -> Callable[[], None]:
     command it launched). With the terminal handed to perf's group, a hangup also sends SIGHUP there
     (the kernel, as the shell exits), which perf does not handle: it ignores it, as under nohup.
     perf starts with no signal blocked, whatever the thread that starts it blocks (a signal mask
-    survives exec): a perf with SIGINT blocked never stopped at --duration."""
+    survives exec): a perf with SIGINT blocked never stopped at --duration. And with SIGINT and SIGTERM
+    at their default, whatever we inherited (a background job, a pytest-xdist worker ignore SIGINT; an
+    ignored signal stays ignored across exec): our stop, sent before perf has installed its handlers
+    (--duration's deadline on a loaded machine), then kills it and is reported, where an ignored one was
+    lost and perf recorded on forever. perf installs its handlers before it forks the command, so the
+    command's own dispositions do not change."""
 
     def preexec() -> None:
         _LIBC.sigprocmask(SIG_SETMASK, _NO_SIGNALS, None)
+        _LIBC.signal(signal.SIGINT, SIG_DFL)
+        _LIBC.signal(signal.SIGTERM, SIG_DFL)
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if ignore_hangup:
             _LIBC.signal(signal.SIGHUP, SIG_IGN)

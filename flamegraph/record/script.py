@@ -53,10 +53,14 @@ def fold_recording(
     finally:
         status.clear()
     diagnostics.finish()
-    profile = collapser.profile()
+    return recorded_profile(collapser.profile(), recording, window, label)
+
+
+def recorded_profile(profile: FoldedProfile, recording: Recording, window: Window | None, what: str) -> FoldedProfile:
+    """`profile` with the recording's facts and its window; NoSamples (naming `what`) when it has none."""
     if not profile.counts:
-        where = f" in the window {window.perf_time()}" if window else ""
-        raise NoSamples(f"{label}: no samples{where}")
+        where = f" in the window {window.format()}" if window else ""
+        raise NoSamples(f"{what}: no samples{where}")
     profile.metadata.update(recording.metadata)
     if window is not None:
         profile.metadata["window"] = window.format()

@@ -14,10 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..io.diagnostics import BadOption
 from .command import python_target
 from .spool import MIN_CAP, parse_size
+
+if TYPE_CHECKING:
+    from .spec import RecordSpec
 
 DEFAULT_MAX_SPOOL = "256M"
 WHOLE = ("0", "off")  # --max-spool 0: record whole (the raw data on disk is not bounded)
@@ -47,6 +51,16 @@ def python_frames_on(python: bool | None, command: Sequence[str], env: Mapping[s
     return target is not None and target.version >= (3, 12)
 
 
+def offcpu_blockers(spec: RecordSpec, perf_data: bool, exports: bool, python: bool | None) -> list[str]:
+    """What of an off-CPU recording needs the whole perf.data (keys of WHY): --wakers read from the spec."""
+    from .offcpu import WAKEUP, WAKING
+
+    wakers = any(arg in (WAKING, WAKEUP) for arg in spec.options.extra_args)
+    used = (("--perf-data", perf_data), ("exports", exports),
+            ("Python frames", python_frames_on(python, spec.command)), ("--wakers", wakers))  # fmt: skip
+    return [name for name, on in used if on]
+
+
 def streaming_plan(max_spool: str | None, every: float | None, blockers: Sequence[str]) -> Plan:
     """The cap (None: whole) for `--max-spool` (None: the default), `--every`, and the options in use that
     need the whole perf.data (keys of WHY); a bad size, or --every with a blocker, is a BadOption."""
@@ -64,6 +78,12 @@ def streaming_plan(max_spool: str | None, every: float | None, blockers: Sequenc
         return Plan(cap)
     if every is not None:
         raise BadOption(f"--every folds while recording: not with {', '.join(blockers)} ({WHY[blockers[0]]})")
-    asked = "--max-spool not applied" if max_spool is not None else "not folded while recording"
+    return Plan(None, whole_note(blockers, asked=max_spool is not None))
+
+
+def whole_note(blockers: Sequence[str], asked: bool) -> str:
+    """The line that says the recording is whole, and which options in use (keys of WHY) need that;
+    `asked`: --max-spool was given (else streaming was only the default)."""
+    applied = "--max-spool not applied" if asked else "not folded while recording"
     why = "; ".join(f"{name}: {WHY[name]}" for name in blockers)
-    return Plan(None, f"note: recorded whole, {asked}, the raw data on disk is not bounded ({why})")
+    return f"note: recorded whole, {applied}, the raw data on disk is not bounded ({why})"
