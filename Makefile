@@ -149,7 +149,7 @@ memory-cost: venv perf-deps ## what record --memory costs: a malloc-heavy C prog
 	$(PY) bench/memory_cost.py --rounds $(ROUNDS)
 
 LONG_SECONDS ?= 600
-long-bench: venv perf-deps ## a --every 60 --max-spool 256M recording of LONG_SECONDS against plain perf record: peak disk, RSS, samples kept
+long-bench: venv perf-deps ## LONG_SECONDS (600; 60 in make test) of --every 60 --max-spool 256M against plain perf record and no recording: peak disk, RSS, samples kept, overhead, CPU per part
 	$(PY) bench/long_record.py --seconds $(LONG_SECONDS) --every 60 --max-spool 256M
 
 COST_ROUNDS ?= 3

@@ -19,6 +19,17 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
     hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
+    streamed          `flamegraph record` (folds while perf records, at most 256 MB of raw data on disk),
+                      dwarf,65528 -F 499, no hooks: the folder's `perf script` at idle priority while the
+                      spool has room (the default)
+    streamed, folder at normal   the same with the folder's `perf script` at normal priority
+                      (FLAMEGRAPH_FOLD_PRIORITY=normal: what streaming cost before)
+    whole, fold after `flamegraph record --max-spool 0`: recorded whole, folded after the program ended
+
+Beside the program's own figures, each run's CPU seconds per part, polled from /proc (bench/tree_cpu.py):
+the program (user+sys, whole process), `perf record`, `perf script` and `perf inject`, our process (the
+streamed settings' collapser): what each takes from the two cores, which a loaded machine disturbs far
+less than samples/s.
 
 Say the load average (printed) when quoting. `make record-cost` runs it.
 """
@@ -38,14 +49,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
+from bench.tree_cpu import TreeCpu, role_of  # noqa: E402
 from collectors.mlp_log import TrainLog, parse_log  # noqa: E402
 from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp  # noqa: E402
 from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook  # noqa: E402
 from flamegraph.frameworks.mxnet.hook import MxnetHook  # noqa: E402
 from flamegraph.record import RecordHook, RecordOptions, RecordSpec  # noqa: E402
+
+FOLD_PRIORITY = "FLAMEGRAPH_FOLD_PRIORITY"
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ class Setting:
     mxnet: bool = True
     perf: bool = True
     env: tuple[tuple[str, str], ...] = ()
+    cli: tuple[str, ...] | None = None  # run through `flamegraph record` with these options (no hooks)
 
 
 SETTINGS = (
@@ -70,7 +86,11 @@ SETTINGS = (
     Setting("no --jit", jit=False),
     Setting("perf only", jit=False, mxnet=False),
     Setting("hooks, no perf", perf=False),
+    Setting("streamed", jit=False, mxnet=False, cli=()),
+    Setting("streamed, folder at normal", jit=False, mxnet=False, cli=(), env=((FOLD_PRIORITY, "normal"),)),
+    Setting("whole, fold after", jit=False, mxnet=False, cli=("--max-spool", "0")),
 )
+Roles = dict[str, tuple[float, float]]
 
 
 def hooks_for(setting: Setting, scratch: Path) -> list[RecordHook]:
@@ -83,9 +103,22 @@ def hooks_for(setting: Setting, scratch: Path) -> list[RecordHook]:
     return hooks
 
 
-def run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
-    """One training run at `setting`; its log (per-epoch samples/s)."""
+def run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> tuple[TrainLog, Roles]:
+    """One training run at `setting`; its log (per-epoch samples/s) and the CPU seconds of each part."""
+    with TreeCpu(os.getpid(), classify=role_in_bench, skip_root=True) as tree:
+        log = _run_setting(setting, mlp, scratch)
+    return log, tree.seconds()
+
+
+def role_in_bench(pid: int, root: int) -> str:
+    """This process's children: the flamegraph CLI (streamed settings) is ours, not the program."""
+    return role_of(pid, pid)
+
+
+def _run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
     run = MlpRun(mlp.data, mlp.epochs, env={**mlp.env, **dict(setting.env)}, python=mlp.python)
+    if setting.cli is not None:
+        return run_cli(setting, run, scratch)
     hooks = hooks_for(setting, scratch)
     try:
         if setting.perf:
@@ -108,7 +141,31 @@ def run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
             shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
 
 
-def baseline(mlp: MlpRun) -> TrainLog:
+def run_cli(setting: Setting, run: MlpRun, scratch: Path) -> TrainLog:
+    """`flamegraph record` of the trainer (the program's output relayed: its log)."""
+    out = scratch / "cli"
+    command = [
+        sys.executable, "-m", "flamegraph", "record", "-F", str(setting.freq), "--call-graph", setting.call_graph,
+        *(setting.cli or ()), "--no-python", "-o", str(out / "run.svg"), "--", *run.command(),
+    ]  # fmt: skip
+    env = {**os.environ, **run.environment(), "TMPDIR": str(scratch)}
+    env["PYTHONPATH"] = os.pathsep.join((str(REPO), env.get("PYTHONPATH", "")))
+    proc = subprocess.run(command, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{setting.name}: flamegraph record failed: {proc.stderr.strip().splitlines()[-1:]}")
+    for line in proc.stderr.splitlines():
+        if "dropped" in line or "lost" in line:
+            print(f"    {setting.name}: {line}", flush=True)
+    return parse_log(proc.stdout)
+
+
+def baseline(mlp: MlpRun) -> tuple[TrainLog, Roles]:
+    with TreeCpu(os.getpid(), classify=role_in_bench, skip_root=True) as tree:
+        log = _baseline(mlp)
+    return log, tree.seconds()
+
+
+def _baseline(mlp: MlpRun) -> TrainLog:
     proc = subprocess.run(mlp.command(), env={**os.environ, **mlp.environment()}, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"training without perf failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -143,6 +200,25 @@ def table(costs: dict[str, list[float]], cpu: dict[str, list[float]]) -> list[st
     return rows
 
 
+def parts_table(parts: dict[str, list[Roles]]) -> list[str]:
+    """Median CPU seconds per run of each part: the program (user, sys), perf record, the folder."""
+    rows = [
+        "| setting | program user | program sys | perf record | perf script, inject | ours (collapser) | runs |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+
+    def median(runs: list[Roles], role: str, which: int | None = None) -> str:
+        values = [sum(r.get(role, (0.0, 0.0))) if which is None else r.get(role, (0.0, 0.0))[which] for r in runs]
+        return f"{statistics.median(values):.2f} s" if values else "–"
+
+    for name, runs in parts.items():
+        if runs:
+            rows.append(f"| {name} | {median(runs, 'workload', 0)} | {median(runs, 'workload', 1)} | "
+                        f"{median(runs, 'perf record')} | {median(runs, 'perf script')} | {median(runs, 'ours')} | "
+                        f"{len(runs)} |")  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/record_cost.py", description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=2)
@@ -159,16 +235,19 @@ def main(argv: list[str] | None = None) -> int:
     mlp = MlpRun(prepare_mnist(), args.epochs, python=os.environ.get("WORKLOAD_PYTHON") or sys.executable)
     costs: dict[str, list[float]] = {s.name: [] for s in chosen}
     cpu: dict[str, list[float]] = {s.name: [] for s in chosen}
+    parts: dict[str, list[Roles]] = {"without perf": [], **{s.name: [] for s in chosen}}
     loads = [os.getloadavg()[0]]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="record-cost-") as tmp:
         scratch = Path(tmp)
         for number in range(1, args.rounds + 1):
             order = random.Random(number).sample(chosen, len(chosen))
-            base = baseline(mlp)
+            base, roles = baseline(mlp)
+            parts["without perf"].append(roles)
             print(f"round {number}: without perf {base.mean_rate() or 0:,.0f} samples/s", flush=True)
             for setting in order:
-                log = run_setting(setting, mlp, scratch)
+                log, roles = run_setting(setting, mlp, scratch)
+                parts[setting.name].append(roles)
                 loss, added = cost(base, log), cpu_cost(base, log)
                 costs[setting.name].append(loss)
                 cpu[setting.name].append(added)
@@ -178,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{min(loads):.1f}-{max(loads):.1f} (1 min, {os.cpu_count()} CPUs); cost = throughput loss against "
           "the round's run without perf (samples/s; CPU: per-epoch CPU seconds, all threads)")  # fmt: skip
     print("\n".join(table(costs, cpu)))
+    print("\nCPU seconds per run, median (polled from /proc: the program's whole process, import included):")
+    print("\n".join(parts_table(parts)))
     return 0
 
 

@@ -20,6 +20,7 @@ auto): MXNet then runs each operator inside the push, on the Python thread, so o
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -110,6 +111,7 @@ class OnCpuRun:
     shares: dict[str, float]  # % of samples under each of ONEDNN_FRAMES
     mxnet: JoinSummary | None
     engine: str  # MXNET_ENGINE_TYPE of the runs ("" for MXNet's default)
+    loads: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after the pairs
 
     def facts(self) -> dict[str, object]:
         return {
@@ -131,6 +133,7 @@ class OnCpuRun:
             "shares_percent": {k: round(v, 1) for k, v in self.shares.items()},
             "mxnet": mxnet_figures(self.mxnet) if self.mxnet is not None else None,
             "engine": self.engine or None,
+            "load_average": list(self.loads),
         }
 
 
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
     pairs = 0 if args.no_baseline else max(args.pairs, 1)
     measured: list[tuple[TrainLog, TrainLog]] = []
     recorded, mxnet, kept_hooks = None, None, list(hooks)
+    load_before = os.getloadavg()[0]
     for number in range(1, max(pairs, 1) + 1):  # A B, B A, A B...: a drift of the machine's load hits both alike
         first = number == 1
         # Python frames too when the trainer is Python 3.12+ (--python); the first pair's files are kept
@@ -185,6 +189,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
                     hook.cleanup()
             discard(perf_data, args.out / f"mlp-oncpu{tag}.jit", args.out / f"mlp-oncpu{tag}.mxnet")
     assert recorded is not None
+    loads = (load_before, os.getloadavg()[0])
     started = time.monotonic()
     try:
         profile = fold_training(recorded, mxnet=mxnet)
@@ -241,6 +246,7 @@ def run(args: argparse.Namespace, hooks: Sequence[RecordHook] = ()) -> OnCpuRun:
         shares(profile, ONEDNN_FRAMES),
         mxnet.last if mxnet is not None else None,
         engine.env.get(ENGINE_VARIABLE, ""),
+        loads,
     )
 
 
@@ -324,8 +330,10 @@ def report(result: OnCpuRun, out: Path) -> int:
         print(f"wrote {result.epochs} per-epoch graphs ({epoch_path(out, 1, '.svg')}, ...) and {trend}")
     if result.overhead is not None:
         without, with_perf = facts["samples_per_s_without_perf"], facts["samples_per_s_with_perf"]
+        before, after = result.loads
         print(f"overhead: {result.overhead.line()}; {without:,} samples/s without perf, {with_perf:,} with "
-              "(epoch means; the budget is 5 %)")  # fmt: skip
+              f"(epoch means; load average {before:.1f} -> {after:.1f} on {os.cpu_count()} CPUs; the budget is 5 %, "
+              "to be judged on a quiet machine)")  # fmt: skip
     if result.cpu_overhead is not None:
         print(f"CPU added: {result.cpu_overhead.line()} (CPU seconds per epoch, all the trainer's threads)")
     write_facts(out / "mlp-oncpu.json", facts)

@@ -9,7 +9,8 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO
+from contextvars import ContextVar
+from typing import IO, Protocol
 
 from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
 
@@ -123,6 +124,28 @@ def kill_running_scripts() -> None:
             proc.kill()
 
 
+class ScriptWatcher(Protocol):
+    """Told of each `perf script` a thread starts, and of its end before it is reaped (its pid still its own)."""
+
+    def started(self, pid: int) -> None: ...
+
+    def ended(self, pid: int) -> None: ...
+
+
+_WATCHER: ContextVar[ScriptWatcher | None] = ContextVar("script_watcher", default=None)
+
+
+@contextmanager
+def watching_scripts(watcher: ScriptWatcher) -> Iterator[None]:
+    """The `perf script`s this thread starts meanwhile are told to `watcher` (the streamed folder sets their
+    scheduling priority: flamegraph.record.fold_priority)."""
+    token = _WATCHER.set(watcher)
+    try:
+        yield
+    finally:
+        _WATCHER.reset(token)
+
+
 @contextmanager
 def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error.
@@ -136,15 +159,20 @@ def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     assert proc.stdout is not None and proc.stderr is not None
     stderr = StderrTail(proc.stderr)
     finished = False
+    watcher = _WATCHER.get()
     with _RUNNING_LOCK:
         _RUNNING.add(proc)
     try:
+        if watcher is not None:
+            watcher.started(proc.pid)
         yield proc.stdout
         finished = True
     finally:
         if not finished:
             proc.kill()
         proc.stdout.close()
+        if watcher is not None:
+            watcher.ended(proc.pid)  # (before the wait: until reaped, the pid cannot name another process)
         code = proc.wait()
         with _RUNNING_LOCK:
             _RUNNING.discard(proc)

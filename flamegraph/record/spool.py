@@ -186,6 +186,12 @@ class Spool:
         (measured: 5 deleted chunks still mapped after 15 s, their disk space held, perf's RSS +8 MB/s)."""
         return ("--switch-output", "--buildid-mmap")
 
+    @property
+    def waiting(self) -> int:
+        """Finished chunks waiting to be folded (not the one being folded, nor dropped ones)."""
+        with self._ready:
+            return sum(1 for chunk in self._queue if not chunk.dropped)
+
     def started(self, pid: int) -> None:
         """perf runs as `pid`: the watcher starts."""
         self._pid = pid

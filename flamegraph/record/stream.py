@@ -28,6 +28,7 @@ from ..io.perf import find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
+from .fold_priority import FoldPriority
 from .scope import recorded_events
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
 
@@ -69,6 +70,7 @@ class StreamedFold:
         self.intervals = 0
         self.events: list[str] | None = None  # the events as the first chunk records them (perf's user-only fallback)
         self._collapser = make_collapser()
+        self.priority = FoldPriority(spool)  # its perf scripts idle while the spool has room
         self._interval_samples = 0
         self._interval_chunks = 0
         self._interval_start = 0
@@ -96,6 +98,10 @@ class StreamedFold:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        with self.priority.watching():
+            self._fold_chunks()
+
+    def _fold_chunks(self) -> None:
         try:
             while (chunk := self.spool.next_chunk()) is not None:
                 if self._stopping.is_set():

@@ -1,0 +1,105 @@
+"""The streamed folder's `perf script` runs at idle priority while the spool has room, at normal priority
+when it falls behind.
+
+Folding while perf records takes CPU from the program recorded: on two cores, `perf script` unwinding
+64 KB DWARF stacks is a third of the fold's CPU and competes with a program that keeps both busy. Run
+as SCHED_IDLE it only takes CPU no one else wants; the spool's cap is its slack (a chunk is a sixth of
+`--max-spool`, a chunk is dropped when four wait). Once a finished chunk waits behind the one being
+folded, the running script and the next ones go back to normal priority (SCHED_OTHER), so that a busy
+machine slows the program rather than lose its samples; idle again once it has caught up. Our own
+process keeps its priority: a descheduled thread holding the GIL would stall the spool's watcher
+(measured: nice +10 for the whole fold thread switched chunks late, past the cap).
+
+    priority = FoldPriority(spool)           # FLAMEGRAPH_FOLD_PRIORITY=normal: never idle
+    with priority.watching():                # the folder thread: its perf scripts are watched
+        ...
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+from ..io.diagnostics import BadOption
+from ..io.perf import watching_scripts
+
+PRIORITY_VARIABLE = "FLAMEGRAPH_FOLD_PRIORITY"
+IDLE, NORMAL = "idle", "normal"
+URGENT_WAITING = 1  # a chunk waiting: behind; three more before a drop (flamegraph.record.spool)
+POLL_SECONDS = 0.1
+
+
+class Waiting(Protocol):
+    @property
+    def waiting(self) -> int: ...
+
+
+def priority_mode(environ: dict[str, str] | None = None) -> str:
+    """idle (the default: idle while the spool has room) or normal, from FLAMEGRAPH_FOLD_PRIORITY."""
+    value = (environ if environ is not None else os.environ).get(PRIORITY_VARIABLE, IDLE).strip().lower() or IDLE
+    if value not in (IDLE, NORMAL):
+        raise BadOption(f"{PRIORITY_VARIABLE}={value!r}: expected {IDLE} or {NORMAL}")
+    return value
+
+
+class FoldPriority:
+    """Sets each watched `perf script`'s scheduling policy from the spool's queue (see the module's doc)."""
+
+    def __init__(self, spool: Waiting, mode: str | None = None) -> None:
+        self.mode = mode if mode is not None else priority_mode()
+        self.raised = 0  # times a script went from idle to normal (the folding was behind)
+        self._spool = spool
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._idle = False  # the watched script's policy as we set it
+        self._stop = threading.Event()
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        if self.mode == NORMAL:
+            yield
+            return
+        poller = threading.Thread(target=self._poll, name="fold-priority", daemon=True)
+        poller.start()
+        try:
+            with watching_scripts(self):
+                yield
+        finally:
+            self._stop.set()
+            poller.join()
+
+    def started(self, pid: int) -> None:
+        with self._lock:
+            self._pid, self._idle = pid, False
+            self._apply()
+
+    def ended(self, pid: int) -> None:
+        with self._lock:
+            if self._pid == pid:
+                self._pid = None
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            with self._lock:
+                self._apply()
+
+    def _apply(self) -> None:
+        if self._pid is None:
+            return
+        idle = self._spool.waiting < URGENT_WAITING
+        if idle == self._idle:
+            return
+        policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
+        try:
+            os.sched_setscheduler(self._pid, policy, os.sched_param(0))
+        except PermissionError:  # back from SCHED_IDLE needs RLIMIT_NICE room (root has it): its next chunk's does
+            return
+        except ProcessLookupError:
+            self._pid = None
+            return
+        if self._idle and not idle:
+            self.raised += 1
+        self._idle = idle
