@@ -256,11 +256,13 @@ class Result:
     plain: Run
     ours: Run
     loads: list[float]
+    plain_seconds: float = 0.0  # how long plain perf recorded (0: as long as ours)
 
     @property
     def kept(self) -> float:
-        """Samples folded / samples plain perf kept, in %."""
-        return 100.0 * self.ours.samples / self.plain.samples if self.plain.samples else 0.0
+        """Samples folded / samples plain perf kept in as long a time, in %."""
+        scale = (self.plain_seconds or self.seconds) / self.seconds
+        return 100.0 * scale * self.ours.samples / self.plain.samples if self.plain.samples else 0.0
 
     @property
     def kept_per_cpu(self) -> float:
@@ -275,19 +277,23 @@ class Result:
         return overhead(self.base, self.ours) - overhead(self.base, self.plain)
 
 
-def measure(seconds: float, every: float, spool: str, call_graph: str, work: Path) -> Result:
-    """Unrecorded (a quarter of the time: its rate is steady), plain perf record, ours, one after the other."""
+def measure(
+    seconds: float, every: float, spool: str, call_graph: str, work: Path, plain_seconds: float | None = None
+) -> Result:
+    """Unrecorded (a quarter of plain's time: its rate is steady), plain perf record (`plain_seconds`, default
+    as long as ours: its rates per second are steady too), ours, one after the other."""
     (work / "busy.c").write_text(BUSY_C)
     subprocess.run(["cc", "-O1", "-g", "-o", str(work / "busy"), str(work / "busy.c")], check=True)
     busy = work / "busy"
     loads = [os.getloadavg()[0]]
-    base = unrecorded(busy, seconds / 4, work)
+    plain_seconds = plain_seconds or seconds
+    base = unrecorded(busy, plain_seconds / 4, work)
     loads.append(os.getloadavg()[0])
-    kept = plain(busy, seconds, call_graph, work)
+    kept = plain(busy, plain_seconds, call_graph, work)
     loads.append(os.getloadavg()[0])
     got = ours(busy, seconds, every, spool, call_graph, work, "1")
     loads.append(os.getloadavg()[0])
-    return Result(seconds, base, kept, got, loads)
+    return Result(seconds, base, kept, got, loads, plain_seconds)
 
 
 def report(result: Result, every: float, spool: str, call_graph: str) -> list[str]:
@@ -298,7 +304,8 @@ def report(result: Result, every: float, spool: str, call_graph: str) -> list[st
         f"{result.seconds:g} s at {call_graph} -F 499, --every {every:g}, --max-spool {spool}; load average (1 min) "
         f"{' -> '.join(f'{x:.2f}' for x in result.loads)} on {os.cpu_count()} CPUs",
         f"unrecorded: {base.rate:,.0f} rounds/s",
-        f"plain perf record: {kept.samples:,} samples kept ({kept.lost:,} lost); {kept.rate:,.0f} rounds/s, "
+        f"plain perf record ({result.plain_seconds or result.seconds:g} s): {kept.samples:,} samples kept "
+        f"({kept.lost:,} lost); {kept.rate:,.0f} rounds/s, "
         f"overhead {plain_cost:+.1f} %",
         f"flamegraph record: exit {facts['exit']}, {facts['intervals']} interval graphs, trend page: {facts['trend']}; "
         f"{got.rate:,.0f} rounds/s, overhead {ours_cost:+.1f} %",
@@ -307,7 +314,7 @@ def report(result: Result, every: float, spool: str, call_graph: str) -> list[st
         f"overhead over plain: {result.points_over_plain:+.1f} points (goal <= {GOAL_POINTS:g}; one run each: "
         "say the load)",
         f"peak raw data on disk: {disk / 1e6:.1f} MB (goal <= {GOAL_DISK / 1e6:g} MB; polled every 20 ms; unbounded "
-        f"it would be {kept.samples * 65.5e3 / 1e9 * int(call_graph.partition(',')[2] or 8192) / 65528:.1f} GB)",
+        f"it would be {got.samples * 65.5e3 / 1e9 * int(call_graph.partition(',')[2] or 8192) / 65528:.1f} GB)",
         f"peak RSS: flamegraph {peak / 1e6:.1f} MB (goal <= {GOAL_RSS / 1e6:g} MB), "
         f"perf {int(facts['perf rss']) / 1e6:.1f} MB",  # type: ignore[call-overload]
     ]
