@@ -122,6 +122,7 @@ def layout_stacks(
 
 
 _Visit = tuple[int, int, int, int, int, str, float]
+_new_tuple = tuple.__new__
 
 
 class _Merge:
@@ -206,9 +207,11 @@ class _Merge:
         return k, start, end, (end if start == k + 1 else k + 1)
 
     def _frame(self, name: str, depth: int, x: float, width: float, lo: int, hi: int, ends: list[int]) -> Rect:
-        self_width = sum(self.widths[i] for i in ends)
+        widths = self.widths
+        self_width = (widths[ends[0]] if len(ends) == 1 else sum(widths[i] for i in ends)) if ends else 0
         if self.before is None or self.after is None:
-            return Rect(name, depth, x, width, self_width)
+            # tuple.__new__ in C: a NamedTuple's own __new__ is Python code, a tenth of the layout's time
+            return _new_tuple(Rect, (name, depth, x, width, self_width, 0.0, 0.0, 0.0))
         before, after = self.before, self.after
 
         def column(cum: list[float], i: int) -> float:

@@ -120,9 +120,10 @@ def _asset(name: str) -> str:
 
 @dataclass
 class Drawing:
-    """Frames ready for the template: (title, x, y, width, fill) and labels (x, y, text)."""
+    """Frames as markup (one `<g>` each: title, rect), their count, and labels (x, y, text)."""
 
-    frames: list[tuple[str, str, str, str, str]]
+    frames: str
+    count: int
     labels: list[tuple[float, float, str]]
     total: float
     max_depth: int
@@ -141,35 +142,46 @@ def _draw(
     layout: Layout,
     options: RenderOptions,
     page: Page,
-    fill: Callable[[Rect], str],
     title: Callable[[Rect, str], str],
+    fill: Callable[[Rect], str] | None = None,
+    name_fill: Callable[[str], str] | None = None,
 ) -> Drawing:
-    """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
+    """Each frame's markup: its title (`title` gets the name escaped and returns the whole title
+    escaped), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
+    `fill` of the frame), and labels cut to fit. Escaping and colours are looked up once per name."""
     rows = _rows(layout, options)
     row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
     divisor = coordinate_divisor(layout.total)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
-    frames = []
+    tail = f'" height="{options.frame_height - 1}" fill="'
+    lines = []
     labels = []
-    shown: dict[str, str] = {}  # frame -> shown name: two regular expressions, once per name
+    names: dict[str, tuple[str, str, str]] = {}  # frame -> (shown name, escaped, fill): once per name
     numbers: dict[float, str] = {}  # coordinate -> text: widths (and many starts) repeat
     for frame in layout.frames:
-        if frame.depth == 0:
-            name = ROOT_TITLE
-        else:
-            name = shown.get(frame.name) or shown.setdefault(frame.name, display_name(strip_annotation(frame.name)))
+        known = names.get(frame.name) if frame.depth else None
+        if known is None:
+            shown = ROOT_TITLE if not frame.depth else display_name(strip_annotation(frame.name))
+            color = name_fill(frame.name) if name_fill is not None and frame.depth else ""
+            known = (shown, str(escape(shown)), color)
+            if frame.depth:
+                names[frame.name] = known
+        name, escaped, color = known
         start, width = frame.start, frame.width
         x = numbers.get(start) or numbers.setdefault(start, format_number(start / divisor))
         w = numbers.get(width) or numbers.setdefault(width, format_number(width / divisor))
-        frames.append((title(frame, name), x, row_texts[frame.depth], w, fill(frame)))
+        if not color:
+            color = fill(frame) if fill is not None else ""
+        y = row_texts[frame.depth]
+        lines.append(f'<g><title>{title(frame, escaped)}</title><rect x="{x}" y="{y}" width="{w}{tail}{color}"/></g>\n')
         pixels = width * scale
         if pixels >= LABEL_MIN_PX:
             label = fit_label(name, pixels - 6, options.font_size, MIN_PREFIX)
             if label:
                 left = XPAD + start * scale + 3
                 labels.append((round(left, 2), round(page.graph_top + rows[frame.depth] + text_dy, 2), label))
-    return Drawing(frames, labels, layout.total, layout.max_depth, divisor)
+    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor)
 
 
 def _settings(
@@ -252,7 +264,7 @@ def _document(
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
         "view_width": format_number(drawing.total / drawing.divisor),
-        "frames_markup": _frames_markup(drawing, options.frame_height - 1),
+        "frames_markup": Markup(drawing.frames),  # escaped in _draw
         "labels_markup": _labels_markup(drawing),
         "diff": diff,
     }
@@ -260,18 +272,6 @@ def _document(
     # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
     # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
     return text.encode("utf-8", "backslashreplace")
-
-
-# The frames and labels, tens of thousands of lines, are joined here rather than looped over in the
-# template: the same bytes (names escaped by markupsafe, as autoescaping does), a third of the time.
-def _frames_markup(drawing: Drawing, rect_height: float) -> Markup:
-    tail = f'" height="{rect_height}" fill="'
-    return Markup(
-        "".join(
-            f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="{w}{tail}{fill}"/></g>\n'
-            for title, x, y, w, fill in drawing.frames
-        )
-    )
 
 
 def _labels_markup(drawing: Drawing) -> Markup:
@@ -354,9 +354,6 @@ def render_svg(
                 return highlighter.fill(index, name)
         return painter.fill(name)
 
-    def fill(frame: Rect) -> str:
-        return painter.fill("") if frame.depth == 0 else name_fill(frame.name)
-
     durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
     sizes = profile.unit == "bytes" and options.count_name is None and factor == 1  # bytes: KiB, MiB, GiB
 
@@ -368,11 +365,13 @@ def render_svg(
     details: dict[tuple[float, float], str] = {}  # (width, self) -> " (N samples, P%)": they repeat
 
     def info(width: float, self_width: float, percent: str) -> str:
+        """Escaped: the count's name may hold '&' or '<'."""
         if not self_width:  # most frames: the page says "self 0"; the file stays small
-            return f" ({amount(width)}, {percent}%)"
-        return f" ({amount(width)}, {percent}%; self {amount(self_width)}, {format_percent(self_width, total)}%)"
+            return str(escape(f" ({amount(width)}, {percent}%)"))
+        own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
+        return str(escape(f" ({amount(width)}, {percent}%; {own})"))
 
-    def title(frame: Rect, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:  # name: escaped
         if frame.depth == 0:
             return name + info(frame.width, frame.self_width, "100")
         key = (frame.width, frame.self_width)
@@ -409,7 +408,7 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, fill, title)
+    drawing = _draw(layout, options, page, title, fill=lambda _: painter.fill(""), name_fill=name_fill)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
     stacks_data = encoded.data(strip_annotation, name_fill)
     examples = search_examples([name for name, _ in ranked], view is not None)
@@ -493,13 +492,14 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     def fill(frame: Rect) -> str:
         return diff_color(sign * frame.self_delta, stacks.max_delta)
 
-    def title(frame: Rect, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:  # name: escaped
         old, new = frame.before * factor, frame.after * factor
-        return (
-            f"{name} (before {format_count(old)}, after {count_text(new, count_name)}:"
+        rest = (
+            f" (before {format_count(old)}, after {count_text(new, count_name)}:"
             f" {change_text(old, new, parens=False)}; self {format_signed(frame.self_delta * factor)};"
             f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )
+        return name + str(escape(rest))  # str: Markup + str would escape the name again
 
     legend = _diff_legend(options.negate)
     if rules:
@@ -517,7 +517,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         fact_tables=list(options.tables),
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, fill, title)
+    drawing = _draw(layout, options, page, title, fill=fill)
     examples = search_examples([row[2] for row in rows], False)
     title_text = options.title_for(after, diff=True)
     return _document(options, page, drawing, title_text, "hot", count_name, diff=True, examples=examples)
