@@ -76,12 +76,20 @@ LABEL_MIN_PX = 12  # narrower frames get no label
 MAX_COORDINATE = 1e7
 
 
-def coordinate_divisor(total: float) -> int:
-    """10**k such that total / 10**k <= MAX_COORDINATE."""
-    divisor = 1
+def coordinate_divisor(total: float, grain: int = 1) -> int:
+    """grain * 10**k such that total / divisor <= MAX_COORDINATE. `grain` divides every weight (a
+    recording weighted by a fixed period, 1001001 ns a sample): coordinates are then short integers."""
+    divisor = grain
     while total / divisor > MAX_COORDINATE:
         divisor *= 10
     return divisor
+
+
+def weight_grain(weights: Sequence[float]) -> int:
+    """The greatest common divisor of integer weights (1 if any is fractional): one pass in C."""
+    if not all(map(float.is_integer, map(float, weights))):
+        return 1
+    return math.gcd(*map(int, weights)) or 1
 
 
 ROOT_TITLE = "all"
@@ -145,6 +153,7 @@ def _draw(
     title: Callable[[Rect, str], str],
     fill: Callable[[Rect], str] | None = None,
     name_fill: Callable[[str], str] | None = None,
+    grain: int = 1,
 ) -> Drawing:
     """Each frame's markup: its title (`title` gets the name escaped and returns the whole title
     escaped), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
@@ -152,7 +161,7 @@ def _draw(
     rows = _rows(layout, options)
     row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
-    divisor = coordinate_divisor(layout.total)
+    divisor = coordinate_divisor(layout.total, grain)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
     tail = f'" height="{options.frame_height - 1}" fill="'
     lines = []
@@ -381,6 +390,7 @@ def render_svg(
         return name + text
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
+    grain = weight_grain(weights)
     del texts, weights
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
     summary = [profile_facts(drawn, count_name, factor, by_thread)]
@@ -408,9 +418,13 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, title, fill=lambda _: painter.fill(""), name_fill=name_fill)
+    drawing = _draw(layout, options, page, title, lambda _: painter.fill(""), name_fill, grain)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    stacks_data = encoded.data(strip_annotation, name_fill)
+    shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
+    for index, frame in enumerate(layout.frames):
+        if frame.depth and frame.name not in shown_at:
+            shown_at[frame.name] = index
+    stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
     svg = _document(
