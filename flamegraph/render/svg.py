@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
-from ..analysis.offcpu_threads import is_state, is_wall
 from ..color import (
     SEARCH_COLOR,
     Highlighter,
@@ -30,10 +29,8 @@ from ..color import (
 from ..io.diagnostics import BadCounts, BadOption, NoSamples
 from ..io.folded import check_total
 from ..model import FoldedProfile
-from .diff import DiffStacks, diff_stacks
 from .facts import Table
 from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
-from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
@@ -68,6 +65,7 @@ from .text import (
 if TYPE_CHECKING:
     import jinja2
 
+    from .diff import DiffStacks
     from .precompiled import Renderable
 
 LABEL_MIN_PX = 12  # narrower frames get no label
@@ -318,6 +316,8 @@ def _chain(text: str) -> str:
 
 def _wall(text: str) -> str:
     """`--colors wall`: the frames of an off-CPU stack (it ends with its state, [S], [R]...) get _[o]."""
+    from ..analysis.offcpu_threads import is_state
+
     frames = text.split(";")
     if len(frames) < 2 or not is_state(frames[-1]):
         return text
@@ -333,7 +333,11 @@ def render_svg(
     source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
     by_thread = options.views is None or options.views.roots_kept  # --callers etc.: the roots are not threads
     off_cpu = profile.unit == "microseconds" and stacks is None and by_thread
-    view = offcpu_view(profile, options.show_idle) if off_cpu else None
+    view = None
+    if off_cpu:  # imported here: an on-CPU graph needs none of the off-CPU analysis
+        from .offcpu import offcpu_view
+
+        view = offcpu_view(profile, options.show_idle)
     if view is not None:
         source = view.counts
     if palette in ("chain", "wall"):
@@ -400,6 +404,9 @@ def render_svg(
     if view is not None:
         summary += view.summary()
         tables.insert(0, view.thread_table())
+        from ..analysis.offcpu_threads import is_wall
+        from .offcpu import blocked_in
+
         ranked = blocked_in(view.counts, options.top, is_wall(profile.event))
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
     else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
@@ -486,6 +493,8 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         )
     for side in (before, after):
         check_total(side.total, options.factor)
+    from .diff import diff_stacks
+
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
     if not math.isfinite(stacks.scale):
         raise BadCounts(f"--normalize: BEFORE's total ({before.total:g}) is too small to scale to AFTER's")
