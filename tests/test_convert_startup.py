@@ -13,8 +13,17 @@ PERF_TEXT = (
     "\t    7f0000000100 __libc_start_main+0x80 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
     "\n"
 )
-# Only a perf.data input, a recording or a timeline format needs these (Jinja2: only a template edit).
-NOT_FOR_TEXT = ("jinja2", "flamegraph.record", "flamegraph.export.timeline", "flamegraph.folding.perf_sched")
+# Only a perf.data input, a recording or a timeline format needs these (Jinja2: only a template edit);
+# only a differential or off-CPU graph, or a view (--focus...), the analyses and their drawing.
+NOT_FOR_TEXT = (
+    "jinja2",
+    "flamegraph.record",
+    "flamegraph.export.timeline",
+    "flamegraph.folding.perf_sched",
+    "flamegraph.analysis",
+    "flamegraph.render.diff",
+    "flamegraph.render.offcpu",
+)
 
 
 def test_convert_text_to_svg_imports_no_recording_timeline_offcpu_or_jinja2(tmp_path: Path) -> None:

@@ -151,6 +151,22 @@ def test_flame_chart_keeps_time_order_and_repeats() -> None:
     ]
 
 
+def test_flame_chart_self_weight_of_a_stack_ending_between_children() -> None:
+    """In time order a stack may end at a frame between two of its children: that is its self weight."""
+    stacks = [("a;b", 1.0), ("a", 2.0), ("a;c", 4.0), ("a", 8.0), ("a", 16.0)]
+    texts, weights = order_stacks(stacks, keep_order=True)
+    layout = layout_stacks(texts, Columns(weights), ordered=False)
+    assert [(f.name, f.depth, f.start, f.width, f.self_width) for f in layout.frames] == [
+        ("all", 0, 0, 31, 0),
+        ("a", 1, 0, 31, 26),
+        ("b", 2, 0, 1, 1),
+        ("c", 2, 3, 4, 4),
+    ]
+    texts, weights = order_stacks([("a;b", 1.0), ("a", 2.0), ("a;c", 4.0)], keep_order=True)
+    one = layout_stacks(texts, Columns(weights), ordered=False)
+    assert one.frames[1].self_width == 2  # one stack ends there: its weight
+
+
 def test_diff_columns_give_before_after_and_self_delta() -> None:
     texts = sorted(["m;a", "m;b", "m"])
     before = {"m": 1.0, "m;a": 4.0, "m;b": 0.0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+from helpers.svg import frames, stacks_data
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,13 +67,30 @@ def test_the_page_holds_every_stack_even_those_too_narrow_to_draw() -> None:
     counts = {"main;hot": 1_000_000, **{f"main;site{i};malloc": 1 for i in range(50)}}
     svg = render_svg(FoldedProfile(counts), RenderOptions())
     assert b"<title>malloc" not in svg and b"<title>site" not in svg  # too narrow to draw
-    data = json.loads(ET.fromstring(svg).find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    data = stacks_data(svg)
     assert sorted(decode(data)) == sorted((tuple(text.split(";")), float(w)) for text, w in counts.items())
     # Names as the frames show them: annotations stripped, hidden characters escaped, XML-safe text.
     svg = render_svg(FoldedProfile({"a;k_[k]": 1, "a;b\u202ec<&>": 2}), RenderOptions())
-    data = json.loads(ET.fromstring(svg).find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    data = stacks_data(svg)
     assert data["names"] == ["a", "b\\u202ec<&>", "k"]
     assert b"<&>" not in svg.split(b'id="stacks"')[1]  # escaped in the JSON: \u003c&...
+
+
+def test_a_drawn_name_is_not_written_twice() -> None:
+    """A name the drawing shows is the index of its first drawn frame (title and fill read there);
+    only names too narrow to draw anywhere are written out, with their fill."""
+    counts = {"main;hot<T>": 1_000_000, "main;x;hot<T>": 500_000, "main;rare<T>": 1}
+    svg = render_svg(FoldedProfile(counts), RenderOptions())
+    raw = json.loads(ET.fromstring(svg).find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    drawn = frames(svg)
+    by_name = {d.name: i for i, d in reversed(list(enumerate(drawn))) if d.depth}
+    assert raw["names"] == [by_name["main"], by_name["hot<T>"], "rare<T>", by_name["x"]]  # in the stacks' order
+    assert raw["fills"][:2] == [0, 0] and raw["fills"][2].startswith("#") and raw["fills"][3] == 0
+    assert b"hot" not in svg.split(b'id="stacks"')[1].split(b"</script>")[0]  # drawn: not in the JSON
+    data = stacks_data(svg)
+    assert data["names"] == ["main", "hot<T>", "rare<T>", "x"]
+    assert data["fills"][1] == drawn[by_name["hot<T>"]].fill
+    assert sorted(decode(data)) == sorted((tuple(text.split(";")), float(w)) for text, w in counts.items())
 
 
 def test_diff_pages_carry_no_stacks() -> None:

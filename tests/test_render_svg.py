@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.extras import need
 from helpers.oracle import merged_weights
-from helpers.svg import SVG, frames, parse, paths, texts
+from helpers.svg import SVG, frames, parse, paths, stacks_data, texts
 from helpers.svg import settings as svg_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -305,7 +304,7 @@ def test_hostile_names_stay_text() -> None:
         "tspan",
     }
     titles = {f.name for f in frames(svg)}
-    stacks = json.loads(root.find(f"{SVG}script[@id='stacks']").text)  # type: ignore[union-attr]
+    stacks = stacks_data(svg)  # names the drawing shows are read from it, as the page does
     for name in HOSTILE:
         shown = (
             name.replace("\udcff", "\\xff").replace("\udcfe", "\\xfe").replace("\x01", "\\x01").replace("\x1b", "\\x1b")
@@ -352,3 +351,18 @@ def test_top_self_table_adds_up_each_function_once(options: RenderOptions) -> No
     table = texts(render_svg(profile, options), "top")
     assert table[0] == "Top 3 functions by self samples"
     assert table[1:] == ["54.55%", "6", "b", "36.36%", "4", "a", "9.09%", "1", "c"]
+
+
+def test_weights_with_a_common_period_draw_short_integer_coordinates() -> None:
+    """perf's cpu-clock weighs each sample by its period (1001001 ns at 999 Hz): the coordinates are
+    in units of the weights' common divisor, short integers, and the counts still read back exactly."""
+    period = 1_001_001
+    counts = {"main;a": 3 * period, "main;b;c": 7 * period, "main;b": 2 * period}
+    svg = render_svg(FoldedProfile(counts), RenderOptions())
+    assert svg_settings(svg)["coordinateDivisor"] == period
+    rects = parse(svg).findall(f".//{SVG}g[@id='frames']/{SVG}g/{SVG}rect")
+    assert {r.get("width") for r in rects} == {"12", "3", "9", "7"}  # all, main; a; b; c
+    drawn = {path: frame.width for path, frame in paths(frames(svg)).items() if path}
+    assert drawn == merged_weights(counts)
+    fractional = render_svg(FoldedProfile({"main;a": 1.5, "main;b": 3.0}), RenderOptions())
+    assert svg_settings(fractional)["coordinateDivisor"] == 1

@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..analysis.offcpu_threads import is_wall
-from ..analysis.views import Applied
 from ..color import PALETTES, HighlightRule
 from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
 from .facts import Table
+
+if TYPE_CHECKING:  # the views and off-CPU analyses are imported by the commands that use them
+    from ..analysis.views import Applied
 
 DEFAULT_TITLE = "Flame Graph"
 MIN_WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)%?$")
@@ -96,6 +98,8 @@ class RenderOptions:
         if any(";--;" in stack for stack in profile.counts):
             return "chain"
         # record --wall: on-CPU stacks (no [STATE] leaf) beside the waits: on-CPU warm, waits cold
+        from ..analysis.offcpu_threads import is_wall
+
         return "wall" if is_wall(profile.event) else "io"
 
     def count_name_for(self, profile: FoldedProfile) -> str:

@@ -9,6 +9,10 @@ Format (a JSON object; names escaped for display, each once, with its fill):
     main;compute;gemm 40           {"names": ["main", "compute", "gemm", "relu", "io", "read"],
     main;compute;relu 10     ->     "fills": ["#e0...", ...],
     main;io;read 12                 "stacks": "0,0,1,2,40 2,3,10 1,4,5,12"}
+A name the drawing shows is not written twice: its entry in "names" is the index of the first drawn
+frame (the n-th <g> of #frames) that shows it, whose title gives the name and whose rect the fill
+(its "fills" entry is 0). Only names too narrow to draw anywhere are written out: on C++ stacks with
+long template names this was most of the file.
 `stacks` is one record per stack, separated by spaces: how many leading frames it shares with the
 stack before it, then the indices (base 36) of its other frames, then its weight; the fields
 separated by commas. Sorted stacks share long prefixes, so there is about one index per node of the
@@ -17,7 +21,7 @@ merged tree: 81,000 stacks of 1.3 M frames take 163,000 indices (1.2 MB).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -44,12 +48,18 @@ class Encoded:
     stacks: str
     leaf_weights: dict[str, float]  # per frame as written: the weight of the stacks ending in it
 
-    def data(self, name_text: Callable[[str], str], fill: Callable[[str], str]) -> dict[str, object]:
-        return {
-            "names": [display_name(name_text(frame)) for frame in self.frames],
-            "fills": [fill(frame) for frame in self.frames],
-            "stacks": self.stacks,
-        }
+    def data(
+        self, name_text: Callable[[str], str], fill: Callable[[str], str], drawn: Mapping[str, int] | None = None
+    ) -> dict[str, object]:
+        """`drawn`: frame as written -> index of a drawn frame showing it (its name and fill)."""
+        at = (drawn or {}).get
+        names: list[str | int] = []
+        fills: list[str | int] = []
+        for frame in self.frames:
+            index = at(frame)
+            names.append(display_name(name_text(frame)) if index is None else index)
+            fills.append(fill(frame) if index is None else 0)
+        return {"names": names, "fills": fills, "stacks": self.stacks}
 
 
 def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from ..analysis.views import Applied, Step
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
 from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
+
+if TYPE_CHECKING:
+    from ..analysis.views import Applied, Step
 
 SEP = ";"
 

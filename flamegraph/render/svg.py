@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
-from ..analysis.offcpu_threads import is_state, is_wall
 from ..color import (
     SEARCH_COLOR,
     Highlighter,
@@ -30,10 +29,8 @@ from ..color import (
 from ..io.diagnostics import BadCounts, BadOption, NoSamples
 from ..io.folded import check_total
 from ..model import FoldedProfile
-from .diff import DiffStacks, diff_stacks
 from .facts import Table
 from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
-from .offcpu import blocked_in, offcpu_view
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
@@ -68,6 +65,7 @@ from .text import (
 if TYPE_CHECKING:
     import jinja2
 
+    from .diff import DiffStacks
     from .precompiled import Renderable
 
 LABEL_MIN_PX = 12  # narrower frames get no label
@@ -76,12 +74,20 @@ LABEL_MIN_PX = 12  # narrower frames get no label
 MAX_COORDINATE = 1e7
 
 
-def coordinate_divisor(total: float) -> int:
-    """10**k such that total / 10**k <= MAX_COORDINATE."""
-    divisor = 1
+def coordinate_divisor(total: float, grain: int = 1) -> int:
+    """grain * 10**k such that total / divisor <= MAX_COORDINATE. `grain` divides every weight (a
+    recording weighted by a fixed period, 1001001 ns a sample): coordinates are then short integers."""
+    divisor = grain
     while total / divisor > MAX_COORDINATE:
         divisor *= 10
     return divisor
+
+
+def weight_grain(weights: Sequence[float]) -> int:
+    """The greatest common divisor of integer weights (1 if any is fractional): one pass in C."""
+    if not all(map(float.is_integer, map(float, weights))):
+        return 1
+    return math.gcd(*map(int, weights)) or 1
 
 
 ROOT_TITLE = "all"
@@ -120,9 +126,10 @@ def _asset(name: str) -> str:
 
 @dataclass
 class Drawing:
-    """Frames ready for the template: (title, x, y, width, fill) and labels (x, y, text)."""
+    """Frames as markup (one `<g>` each: title, rect), their count, and labels (x, y, text)."""
 
-    frames: list[tuple[str, str, str, str, str]]
+    frames: str
+    count: int
     labels: list[tuple[float, float, str]]
     total: float
     max_depth: int
@@ -141,35 +148,47 @@ def _draw(
     layout: Layout,
     options: RenderOptions,
     page: Page,
-    fill: Callable[[Rect], str],
     title: Callable[[Rect, str], str],
+    fill: Callable[[Rect], str] | None = None,
+    name_fill: Callable[[str], str] | None = None,
+    grain: int = 1,
 ) -> Drawing:
-    """Titles, exact coordinates (in the profile's unit), colours, and labels cut to fit."""
+    """Each frame's markup: its title (`title` gets the name escaped and returns the whole title
+    escaped), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
+    `fill` of the frame), and labels cut to fit. Escaping and colours are looked up once per name."""
     rows = _rows(layout, options)
     row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
-    divisor = coordinate_divisor(layout.total)
+    divisor = coordinate_divisor(layout.total, grain)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
-    frames = []
+    tail = f'" height="{options.frame_height - 1}" fill="'
+    lines = []
     labels = []
-    shown: dict[str, str] = {}  # frame -> shown name: two regular expressions, once per name
+    names: dict[str, tuple[str, str, str]] = {}  # frame -> (shown name, escaped, fill): once per name
     numbers: dict[float, str] = {}  # coordinate -> text: widths (and many starts) repeat
     for frame in layout.frames:
-        if frame.depth == 0:
-            name = ROOT_TITLE
-        else:
-            name = shown.get(frame.name) or shown.setdefault(frame.name, display_name(strip_annotation(frame.name)))
+        known = names.get(frame.name) if frame.depth else None
+        if known is None:
+            shown = ROOT_TITLE if not frame.depth else display_name(strip_annotation(frame.name))
+            color = name_fill(frame.name) if name_fill is not None and frame.depth else ""
+            known = (shown, str(escape(shown)), color)
+            if frame.depth:
+                names[frame.name] = known
+        name, escaped, color = known
         start, width = frame.start, frame.width
         x = numbers.get(start) or numbers.setdefault(start, format_number(start / divisor))
         w = numbers.get(width) or numbers.setdefault(width, format_number(width / divisor))
-        frames.append((title(frame, name), x, row_texts[frame.depth], w, fill(frame)))
+        if not color:
+            color = fill(frame) if fill is not None else ""
+        y = row_texts[frame.depth]
+        lines.append(f'<g><title>{title(frame, escaped)}</title><rect x="{x}" y="{y}" width="{w}{tail}{color}"/></g>\n')
         pixels = width * scale
         if pixels >= LABEL_MIN_PX:
             label = fit_label(name, pixels - 6, options.font_size, MIN_PREFIX)
             if label:
                 left = XPAD + start * scale + 3
                 labels.append((round(left, 2), round(page.graph_top + rows[frame.depth] + text_dy, 2), label))
-    return Drawing(frames, labels, layout.total, layout.max_depth, divisor)
+    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor)
 
 
 def _settings(
@@ -252,7 +271,7 @@ def _document(
         "js": _asset("flamegraph.js"),
         "XPAD": XPAD,
         "view_width": format_number(drawing.total / drawing.divisor),
-        "frames_markup": _frames_markup(drawing, options.frame_height - 1),
+        "frames_markup": Markup(drawing.frames),  # escaped in _draw
         "labels_markup": _labels_markup(drawing),
         "diff": diff,
     }
@@ -260,18 +279,6 @@ def _document(
     # Every text was escaped where it was made (names in _draw, the rest in _page and here), not in one
     # pass over the document: a regex over megabytes of frames costs more than the frames themselves.
     return text.encode("utf-8", "backslashreplace")
-
-
-# The frames and labels, tens of thousands of lines, are joined here rather than looped over in the
-# template: the same bytes (names escaped by markupsafe, as autoescaping does), a third of the time.
-def _frames_markup(drawing: Drawing, rect_height: float) -> Markup:
-    tail = f'" height="{rect_height}" fill="'
-    return Markup(
-        "".join(
-            f'<g><title>{escape(title)}</title><rect x="{x}" y="{y}" width="{w}{tail}{fill}"/></g>\n'
-            for title, x, y, w, fill in drawing.frames
-        )
-    )
 
 
 def _labels_markup(drawing: Drawing) -> Markup:
@@ -309,6 +316,8 @@ def _chain(text: str) -> str:
 
 def _wall(text: str) -> str:
     """`--colors wall`: the frames of an off-CPU stack (it ends with its state, [S], [R]...) get _[o]."""
+    from ..analysis.offcpu_threads import is_state
+
     frames = text.split(";")
     if len(frames) < 2 or not is_state(frames[-1]):
         return text
@@ -324,7 +333,11 @@ def render_svg(
     source: Mapping[str, float] | Sequence[tuple[str, float]] = profile.counts if stacks is None else stacks
     by_thread = options.views is None or options.views.roots_kept  # --callers etc.: the roots are not threads
     off_cpu = profile.unit == "microseconds" and stacks is None and by_thread
-    view = offcpu_view(profile, options.show_idle) if off_cpu else None
+    view = None
+    if off_cpu:  # imported here: an on-CPU graph needs none of the off-CPU analysis
+        from .offcpu import offcpu_view
+
+        view = offcpu_view(profile, options.show_idle)
     if view is not None:
         source = view.counts
     if palette in ("chain", "wall"):
@@ -354,9 +367,6 @@ def render_svg(
                 return highlighter.fill(index, name)
         return painter.fill(name)
 
-    def fill(frame: Rect) -> str:
-        return painter.fill("") if frame.depth == 0 else name_fill(frame.name)
-
     durations = view is not None and options.count_name is None and factor == 1  # off-CPU µs: as a duration
     sizes = profile.unit == "bytes" and options.count_name is None and factor == 1  # bytes: KiB, MiB, GiB
 
@@ -368,11 +378,13 @@ def render_svg(
     details: dict[tuple[float, float], str] = {}  # (width, self) -> " (N samples, P%)": they repeat
 
     def info(width: float, self_width: float, percent: str) -> str:
+        """Escaped: the count's name may hold '&' or '<'."""
         if not self_width:  # most frames: the page says "self 0"; the file stays small
-            return f" ({amount(width)}, {percent}%)"
-        return f" ({amount(width)}, {percent}%; self {amount(self_width)}, {format_percent(self_width, total)}%)"
+            return str(escape(f" ({amount(width)}, {percent}%)"))
+        own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
+        return str(escape(f" ({amount(width)}, {percent}%; {own})"))
 
-    def title(frame: Rect, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:  # name: escaped
         if frame.depth == 0:
             return name + info(frame.width, frame.self_width, "100")
         key = (frame.width, frame.self_width)
@@ -382,6 +394,7 @@ def render_svg(
         return name + text
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
+    grain = weight_grain(weights)
     del texts, weights
     drawn = FoldedProfile(view.counts, profile.unit, profile.event, window_us=profile.window_us) if view else profile
     summary = [profile_facts(drawn, count_name, factor, by_thread)]
@@ -391,6 +404,9 @@ def render_svg(
     if view is not None:
         summary += view.summary()
         tables.insert(0, view.thread_table())
+        from ..analysis.offcpu_threads import is_wall
+        from .offcpu import blocked_in
+
         ranked = blocked_in(view.counts, options.top, is_wall(profile.event))
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
     else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
@@ -409,9 +425,13 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, fill, title)
+    drawing = _draw(layout, options, page, title, lambda _: painter.fill(""), name_fill, grain)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    stacks_data = encoded.data(strip_annotation, name_fill)
+    shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
+    for index, frame in enumerate(layout.frames):
+        if frame.depth and frame.name not in shown_at:
+            shown_at[frame.name] = index
+    stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
     svg = _document(
@@ -473,6 +493,8 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         )
     for side in (before, after):
         check_total(side.total, options.factor)
+    from .diff import diff_stacks
+
     stacks = diff_stacks(before, after, options.normalize, options.diff_width, options.reverse)
     if not math.isfinite(stacks.scale):
         raise BadCounts(f"--normalize: BEFORE's total ({before.total:g}) is too small to scale to AFTER's")
@@ -493,13 +515,14 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     def fill(frame: Rect) -> str:
         return diff_color(sign * frame.self_delta, stacks.max_delta)
 
-    def title(frame: Rect, name: str) -> str:
+    def title(frame: Rect, name: str) -> str:  # name: escaped
         old, new = frame.before * factor, frame.after * factor
-        return (
-            f"{name} (before {format_count(old)}, after {count_text(new, count_name)}:"
+        rest = (
+            f" (before {format_count(old)}, after {count_text(new, count_name)}:"
             f" {change_text(old, new, parens=False)}; self {format_signed(frame.self_delta * factor)};"
             f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )
+        return name + str(escape(rest))  # str: Markup + str would escape the name again
 
     legend = _diff_legend(options.negate)
     if rules:
@@ -517,7 +540,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         fact_tables=list(options.tables),
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, fill, title)
+    drawing = _draw(layout, options, page, title, fill=fill)
     examples = search_examples([row[2] for row in rows], False)
     title_text = options.title_for(after, diff=True)
     return _document(options, page, drawing, title_text, "hot", count_name, diff=True, examples=examples)

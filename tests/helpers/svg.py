@@ -32,6 +32,22 @@ def settings(svg: bytes) -> dict[str, object]:
     return loaded
 
 
+def stacks_data(svg: bytes) -> dict[str, object]:
+    """The page's #stacks as its script reads them: a name given as a number is that drawn frame's
+    name (its title without the amounts), its fill that frame's fill."""
+    element = parse(svg).find(f".//{SVG}script[@id='stacks']")
+    assert element is not None and element.text is not None
+    data: dict[str, object] = json.loads(element.text)
+    drawn = frames(svg)
+    names, fills = data["names"], data["fills"]
+    assert isinstance(names, list) and isinstance(fills, list)
+    for k, name in enumerate(names):
+        if isinstance(name, int):
+            assert fills[k] == 0 and drawn[name].depth > 0
+            names[k], fills[k] = drawn[name].name, drawn[name].fill
+    return data
+
+
 def frames(svg: bytes) -> list[Drawn]:
     """The frames of `<g id="frames">` in the profile's unit, depth from the rows (root row: depth 0)."""
     root = parse(svg)

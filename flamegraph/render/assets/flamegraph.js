@@ -496,6 +496,7 @@
   // samples a callers graph needs. The static drawing is kept and put back when no view is on.
   var staticFrames = null;     // the <g>s of the static drawing while a view is shown
   var stackData = null;        // decoded lazily: names, fills, frames per stack, weights
+  var drawnNames, drawnFills;  // the static drawing's, as loaded: #stacks names a drawn frame by its index
   var drawnByWeight = !!S.drawnByWeight;  // `render --order weight`: the static drawing is left-heavy
   var viewState = { callers: null, focus: null, ignore: null, weight: drawnByWeight, recursion: false };
   var viewBar = null, viewText = null, viewButtons = {};  // viewText: [what is shown, its share]
@@ -516,6 +517,9 @@
   function loadStacks() {
     if (stackData) return stackData;
     var raw = JSON.parse(document.getElementById("stacks").textContent);
+    for (var q = 0; q < raw.names.length; q++) {  // a number: the drawn frame whose title and fill it has
+      if (typeof raw.names[q] === "number") { raw.fills[q] = drawnFills[raw.names[q]]; raw.names[q] = drawnNames[raw.names[q]]; }
+    }
     var records = raw.stacks ? raw.stacks.split(" ") : [];
     var start = new Int32Array(records.length + 1), weight = new Float64Array(records.length);
     var frames = [], path = [], total = 0;
@@ -1050,6 +1054,7 @@
 
   // --- start: the controls, labels measured by the browser, then the view the URL asks for --------
   readFrames(null);
+  drawnNames = names.slice(); drawnFills = fills.slice();  // before a search recolours the rects
   setUpSearch();
   setUpViews();
   setUpFacts();
