@@ -2,6 +2,7 @@
 
 Each command lives in its own module; only the one being run is imported (the render and JIT
 stages cost ~0.15 s of imports that `flamegraph fold` does not need). `--help` imports them all.
+A plain `fold` command line does not even import typer (cli/quick.py).
 """
 
 from __future__ import annotations
@@ -9,11 +10,23 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
-from .app import Interrupted, ReaderLeft, app
+from .exits import Interrupted, ReaderLeft
+from .quick import run_quickly
 
 __all__ = ["app", "main", "register_commands"]
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, the typer application, imported when asked for (the quick path never imports typer)."""
+    if name == "app":
+        from .app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # command name -> module under flamegraph/cli that registers it with @app.command
 COMMAND_MODULES = {
@@ -38,7 +51,11 @@ def register_commands(argv: list[str] | None = None) -> None:
 def main() -> None:
     try:
         stop_on_signals()
+        if run_quickly(sys.argv[1:]):
+            return
         register_commands()
+        from .app import app
+
         app()
     except FlamegraphError as err:
         print(f"flamegraph: {err}", file=sys.stderr)

@@ -7,15 +7,9 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from .exits import Interrupted, ReaderLeft
 
-class ReaderLeft(Exception):
-    """stdout's reader left early (`flamegraph fold ... | head`): `main` ends the run quietly, exit 0.
-    Not an OSError: typer turns an EPIPE OSError that leaves a command into exit 1 before we see it."""
-
-
-class Interrupted(Exception):
-    """Ctrl-C left the command: `main` says so in one line, exit 130. Not a KeyboardInterrupt: typer
-    turns that into a silent exit 130 before we see it."""
+__all__ = ["CommandGroup", "Interrupted", "ReaderLeft", "app", "version"]
 
 
 class CommandGroup(TyperGroup):
