@@ -14,7 +14,7 @@ from typing import Any
 
 from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
 from .exits import Interrupted, ReaderLeft
-from .quick import run_quickly
+from .quick import completing, run_quickly
 
 __all__ = ["app", "main", "register_commands"]
 
@@ -41,9 +41,14 @@ COMMAND_MODULES = {
 
 
 def register_commands(argv: list[str] | None = None) -> None:
-    """Import the module of the command in argv, or every command module when it names none."""
+    """Import the module of the command in argv, none when argv names no command but only options of
+    the group (`--help`, `-V`: the group lists the commands from a table, cli/app.py), or every
+    command module (an unknown command: typer suggests a known one; a shell asking for completions:
+    its words are not in argv)."""
     args = argv if argv is not None else sys.argv[1:]
     wanted = COMMAND_MODULES.get(args[0]) if args else None
+    if wanted is None and all(arg.startswith("-") for arg in args) and "--" not in args and not completing():
+        return
     for module in [wanted] if wanted else sorted(set(COMMAND_MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 
