@@ -128,14 +128,17 @@ def test_help_and_mistakes_are_left_to_typer(args: list[str]) -> None:
     assert parse_fold_args(args) is None
 
 
-def test_an_unreadable_existing_output_is_left_to_typer(tmp_path: Path) -> None:
-    """typer's path type refuses an existing path it cannot read; the quick path lets typer say so."""
-    if os.geteuid() == 0:
-        pytest.skip("root reads every file")  # the CLI test below covers it as nobody
+def test_an_unreadable_existing_output_is_left_to_typer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """typer's path type refuses an existing path it cannot read; the quick path lets typer say so (os.access
+    answers as for a user without read permission: root reads everything)."""
     locked = tmp_path / "locked"
     locked.write_text("")
-    locked.chmod(0)
+    assert parse_fold_args(["-o", str(locked)]) == {"output": locked}
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
     assert parse_fold_args(["-o", str(locked)]) is None
+    assert parse_fold_args(["-o", str(tmp_path / "new.folded")]) == {"output": tmp_path / "new.folded"}
+    code, _ = _as_typer_reads(["-o", str(locked)], monkeypatch)
+    assert code == 2  # typer: "File '...' is not readable."
 
 
 def _flamegraph(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
