@@ -147,3 +147,34 @@ def test_lazy_exports_resolve(package: object) -> None:
         assert getattr(package, name) is not None
     with pytest.raises(AttributeError):
         package.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+LISTING = """
+import json
+import typer.main
+from typer._click import Context
+from flamegraph.cli import register_commands
+from flamegraph.cli.app import CommandGroup, app
+
+register_commands(["--", "all"])  # not a group option: every command module, as `flamegraph x` imports them
+for group in (typer.main.get_command(app), CommandGroup(name="flamegraph")):
+    ctx = Context(group)
+    commands = [(name, group.get_command(ctx, name)) for name in group.list_commands(ctx)]
+    print(json.dumps([[name, c.hidden, [c.get_short_help_str(n) for n in range(10, 160)]] for name, c in commands]))
+"""
+
+
+def test_the_help_lists_the_commands_as_they_are(tmp_path: Path) -> None:
+    """`flamegraph --help` lists the commands from a table (cli/app.py LISTED) without importing them: the
+    table is the registered commands, in their order, and each one's short help comes out alike at any width
+    (in a fresh interpreter: the order is the one the command modules register in)."""
+    out = subprocess.run([sys.executable, "-c", LISTING], capture_output=True, cwd=REPO, env=_env(), check=True)
+    registered, listed = out.stdout.decode().splitlines()
+    assert registered == listed
+
+
+def test_help_imports_no_command_module(tmp_path: Path) -> None:
+    names, out = imported(["-m", "flamegraph", "--help"], tmp_path)
+    assert b"fold     Collapse perf script output" in out
+    commands = {f"flamegraph.cli.{module}" for module in ("fold", "render", "record", "offcpu", "convert", "fleet")}
+    assert not commands & set(names), commands & set(names)

@@ -2,6 +2,7 @@
 
 Each command lives in its own module; only the one being run is imported (the render and JIT
 stages cost ~0.15 s of imports that `flamegraph fold` does not need). `--help` imports them all.
+A plain `fold` command line does not even import typer (cli/quick.py).
 """
 
 from __future__ import annotations
@@ -9,11 +10,23 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
-from .app import Interrupted, ReaderLeft, app
+from .exits import Interrupted, ReaderLeft
+from .quick import completing, run_quickly
 
 __all__ = ["app", "main", "register_commands"]
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, the typer application, imported when asked for (the quick path never imports typer)."""
+    if name == "app":
+        from .app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # command name -> module under flamegraph/cli that registers it with @app.command
 COMMAND_MODULES = {
@@ -28,9 +41,14 @@ COMMAND_MODULES = {
 
 
 def register_commands(argv: list[str] | None = None) -> None:
-    """Import the module of the command in argv, or every command module when it names none."""
+    """Import the module of the command in argv, none when argv names no command but only options of
+    the group (`--help`, `-V`: the group lists the commands from a table, cli/app.py), or every
+    command module (an unknown command: typer suggests a known one; a shell asking for completions:
+    its words are not in argv)."""
     args = argv if argv is not None else sys.argv[1:]
     wanted = COMMAND_MODULES.get(args[0]) if args else None
+    if wanted is None and all(arg.startswith("-") for arg in args) and "--" not in args and not completing():
+        return
     for module in [wanted] if wanted else sorted(set(COMMAND_MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 
@@ -38,7 +56,11 @@ def register_commands(argv: list[str] | None = None) -> None:
 def main() -> None:
     try:
         stop_on_signals()
+        if run_quickly(sys.argv[1:]):
+            return
         register_commands()
+        from .app import app
+
         app()
     except FlamegraphError as err:
         print(f"flamegraph: {err}", file=sys.stderr)

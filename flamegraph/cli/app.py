@@ -7,20 +7,41 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from .exits import Interrupted, ReaderLeft
 
-class ReaderLeft(Exception):
-    """stdout's reader left early (`flamegraph fold ... | head`): `main` ends the run quietly, exit 0.
-    Not an OSError: typer turns an EPIPE OSError that leaves a command into exit 1 before we see it."""
+__all__ = ["LISTED", "CommandGroup", "Interrupted", "ReaderLeft", "app", "version"]
 
-
-class Interrupted(Exception):
-    """Ctrl-C left the command: `main` says so in one line, exit 130. Not a KeyboardInterrupt: typer
-    turns that into a silent exit 130 before we see it."""
+# The commands as `flamegraph --help` lists them, in its order: (name, short help, help). The group's
+# help needs no more of a command, so it imports none of their modules (every signature, its defaults,
+# the record and render options: ~180 M instructions); tests/test_startup.py holds this to the commands.
+LISTED: tuple[tuple[str, str | None, str | None], ...] = (
+    ("convert", "Convert a profile to speedscope, pprof, Chrome trace or SVG.", None),
+    ("fold", "Collapse perf script output or perf.data into folded stacks.", None),
+    ("offcpu", "Record where the threads of a command or process wait, and draw it.", None),
+    ("record", "Profile a command or a process on-CPU and draw its graph.", None),
+    ("render", "Draw folded stacks as an interactive SVG flame graph.", None),
+    ("diff", "Draw what changed between two profiles (differential graph).", None),
+    ("fleet", None, "One flame graph of a job that runs on many hosts, recorded on a Dask cluster."),
+)
 
 
 class CommandGroup(TyperGroup):
     """The command group; a closed stdout pipe leaves the command as `ReaderLeft`, Ctrl-C as
-    `Interrupted`."""
+    `Interrupted`. Without any command registered (`flamegraph --help`, `-V`), it lists LISTED."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return super().list_commands(ctx) or [name for name, _, _ in LISTED]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self.commands:
+            return super().get_command(ctx, cmd_name)
+        from typer.core import TyperCommand
+
+        listed = {name: (short, text) for name, short, text in LISTED}
+        if cmd_name not in listed:
+            return None
+        short, text = listed[cmd_name]
+        return TyperCommand(cmd_name, short_help=short, help=text)  # to be listed, never run
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:

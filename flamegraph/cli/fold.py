@@ -7,14 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ..io.diagnostics import BadOption
 from .app import app
-from .inputs import reading_stdin_note, refuse_wrong_input
-from .numbers import parse_window_option
-
-
-def _deprecated(old: str, new: str, why: str = "") -> None:
-    typer.echo(f"note: fold {old} is deprecated{why}: use {new}", err=True)
+from .fold_run import run_fold
 
 
 @app.command(short_help="Collapse perf script output or perf.data into folded stacks.")
@@ -114,49 +108,10 @@ def fold(
       perf script | flamegraph fold --annotate > out.folded
       flamegraph fold --offcpu --window 680.0,685.0 sched.perf.data -o waits.folded
     """
-    if scheduler is not None and (offcpu or report or per_event is not None or strict):
-        raise BadOption("--scheduler does not combine with --offcpu, --report, --per-event or --strict")
-    if scheduler is not None and window is not None:
-        raise BadOption("--scheduler does not combine with --window")
-    if scheduler is not None and srcline:
-        raise BadOption("--scheduler does not combine with --srcline")
-    from ..folding.perf import FoldOptions
-    from ..pipeline.perf_inputs import FoldRequest, fold_inputs
-
-    for used, old, new, why in (
-        (old_pid, "--pid", "--with-pid", " (record --pid and offcpu --pid take a process)"),
-        (old_tid, "--tid", "--with-tid", ""),
-        (old_kernel, "--kernel", "--annotate-kernel", " (offcpu --kernel keeps or drops kernel frames)"),
-        (old_jit, "--jit", "--annotate-jit", " (record --jit names oneDNN's JIT kernels)"),
-        (old_all, "--all", "--annotate", ""),
-        (old_event is not None, "--event-filter", "-e/--event", ""),
-    ):
-        if used:
-            _deprecated(old, new, why)
-    options = FoldOptions(
-        pid=with_pid or old_pid,
-        tid=with_tid or old_tid,
-        annotate_kernel=annotate_kernel or annotate or old_kernel or old_all,
-        annotate_jit=annotate_jit or annotate or old_jit or old_all,
-        addrs=addrs,
-        event_filter=event if event is not None else old_event,
-        per_event=per_event is not None,
-        compat=compat,
-        srcline=srcline,
+    run_fold(
+        inputs=inputs, output=output, with_pid=with_pid, with_tid=with_tid, annotate_kernel=annotate_kernel,
+        annotate_jit=annotate_jit, annotate=annotate, addrs=addrs, srcline=srcline, event=event, window=window,
+        per_event=per_event, jobs=jobs, strict=strict, compat=compat, offcpu=offcpu, group_unknown=group_unknown,
+        report=report, scheduler=scheduler, old_pid=old_pid, old_tid=old_tid, old_kernel=old_kernel,
+        old_jit=old_jit, old_all=old_all, old_event=old_event,
     )
-    span = parse_window_option(window)
-    paths = inputs or ["-"]
-    refuse_wrong_input(paths, "perf script output", "fold")
-    reading_stdin_note(paths, "perf script output")
-    cluster = None
-    if scheduler is not None:
-        from ..fleet.fold import on_scheduler  # Dask only when asked for
-
-        cluster = on_scheduler(scheduler)
-    request = FoldRequest(inputs or [], options, span, output, per_event, offcpu, group_unknown, report, strict, jobs,
-                          cluster)  # fmt: skip
-    fold_inputs(request, _note)
-
-
-def _note(text: str) -> None:
-    typer.echo(text, err=True)

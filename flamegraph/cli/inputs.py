@@ -6,8 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import typer
-
 from ..io.diagnostics import BadOption, InputMissing
 
 # Per command: what it reads, and what to say for each kind of input it cannot read.
@@ -69,6 +67,8 @@ def _stdin_head() -> bytes:
 def reading_stdin_note(paths: list[str], what: str) -> None:
     """A user who typed `flamegraph render` alone sees why nothing happens."""
     if "-" in paths and sys.stdin is not None and sys.stdin.isatty():
+        import typer  # here: `fold` on its quick path (cli/quick.py) starts without typer
+
         typer.echo(
             f"flamegraph: reading {what} from stdin (the terminal): type or paste them and end with Ctrl-D, "
             "or give a FILE; --help shows the options",
@@ -84,6 +84,8 @@ def check_terminal_output(output: Path | None, what: str) -> None:
 
 def open_in_browser(output: Path | None) -> None:
     """--open: the written file in the user's web browser ($BROWSER is honoured); a note if none is found."""
+    import typer
+
     if output is None or str(output) == "-":
         typer.echo("flamegraph: --open: the output went to stdout, there is no file to open", err=True)
         return

@@ -159,9 +159,16 @@ def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], new: list[byt
     returns how many the state machine read (a line that is not a frame, or folds to nothing)."""
     frames = collapser.frames
     # Only tab-indented lines that cannot be a header nor a non-sample record (nor a detail line:
-    # those begin with blanks or '|'); anything else is left to _resolve's checks.
-    usual = [line for line in dict.fromkeys(new) if line[:1] == b"\t" and b": " not in line and NON_SAMPLE not in line]
+    # those begin with blanks or '|'); anything else is left to _resolve's checks. Checked over the
+    # joined batch first: on CPython 3.11 `sub in line` costs ~2 k instructions (bytes.__contains__
+    # formats a TypeError for a non-int before it searches), 10 % of a system-wide fold one line at a time.
+    distinct = list(dict.fromkeys(new))
     new.clear()
+    joined = b"\n".join(distinct)
+    if joined[:1] == b"\t" and joined.count(b"\n") == joined.count(b"\n\t") and not _unusual(joined):
+        usual = distinct  # every line tab-indented, none with ': ' or a non-sample record's mark
+    else:
+        usual = [line for line in distinct if line[:1] == b"\t" and not _unusual(line)]
     tables = {id(facts.frames): facts.frames for _, _, facts, _ in waiting}
     if len(tables) == 1:
         frames.name_all(usual, next(iter(tables.values())) is frames.java)
@@ -182,6 +189,11 @@ def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], new: list[byt
             stacks[names] = stacks.get(names, 0) + weight  # type: ignore[index,arg-type]
     waiting.clear()
     return slow
+
+
+def _unusual(text: bytes) -> bool:
+    """': ' (a header's) or a non-sample record's mark in text (find: no `in`, see _add_waiting)."""
+    return text.find(b": ") >= 0 or text.find(NON_SAMPLE) >= 0
 
 
 def _resolve(collapser: PerfCollapser, lines: list[bytes], table: dict[bytes, bytes]) -> Names | None:

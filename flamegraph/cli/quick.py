@@ -1,0 +1,137 @@
+"""`flamegraph fold ARGS` without typer: its options read as typer's click reads them, anything else to typer.
+
+Importing typer (its vendored click, inspect, subprocess, uuid...) and building the command from its
+signature cost more than folding a small file. A command line of `fold` made only of its options and
+inputs is read here, with click's rules (options and inputs in any order, `--` ends the options,
+`--opt=VALUE`, `-oFILE`, `-j2`, the last of a repeated option wins) and its conversions (`-j` an int from
+1, paths readable when they exist), then `run_fold` runs as the typer command would run it. Whatever this
+does not know goes to typer, which alone prints help, usage errors and completions: `-h`, an unknown or
+misspelt option, a missing value, a flag given a value, `-j 0`.
+
+    flamegraph fold perf.txt -o out.folded -j2       <- read here
+    flamegraph fold --with-pid --event=cpu-clock -    <- read here
+    flamegraph fold --help ; flamegraph fold -x      <- typer
+
+FOLD_OPTIONS must list the fold command's options as typer declares them (tests/test_cli_quick.py
+compares the two); an option missing here only sends its command lines to typer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+FLAG, TEXT, PATH, JOBS = "flag", "text", "path", "jobs"  # what an option takes (JOBS: an int >= 1)
+
+# option string -> (run_fold's parameter, what it takes, the value a flag sets)
+FOLD_OPTIONS: dict[str, tuple[str, str, bool | None]] = {
+    "-o": ("output", PATH, None),
+    "--output": ("output", PATH, None),
+    "--with-pid": ("with_pid", FLAG, True),
+    "--with-tid": ("with_tid", FLAG, True),
+    "--annotate-kernel": ("annotate_kernel", FLAG, True),
+    "--annotate-jit": ("annotate_jit", FLAG, True),
+    "--annotate": ("annotate", FLAG, True),
+    "--addrs": ("addrs", FLAG, True),
+    "--srcline": ("srcline", FLAG, True),
+    "-e": ("event", TEXT, None),
+    "--event": ("event", TEXT, None),
+    "--window": ("window", TEXT, None),
+    "--per-event": ("per_event", PATH, None),
+    "-j": ("jobs", JOBS, None),
+    "--jobs": ("jobs", JOBS, None),
+    "--strict": ("strict", FLAG, True),
+    "--compat": ("compat", FLAG, True),
+    "--offcpu": ("offcpu", FLAG, True),
+    "--group-unknown": ("group_unknown", FLAG, True),
+    "--no-group-unknown": ("group_unknown", FLAG, False),
+    "--report": ("report", FLAG, True),
+    "--scheduler": ("scheduler", TEXT, None),
+    "--pid": ("old_pid", FLAG, True),
+    "--tid": ("old_tid", FLAG, True),
+    "--kernel": ("old_kernel", FLAG, True),
+    "--jit": ("old_jit", FLAG, True),
+    "--all": ("old_all", FLAG, True),
+    "--event-filter": ("old_event", TEXT, None),
+}
+
+
+class _Unread(Exception):
+    """A command line typer must read."""
+
+
+def parse_fold_args(args: list[str]) -> dict[str, Any] | None:
+    """run_fold's keyword arguments for `fold ARGS` (only those given), or None: typer must read them."""
+    try:
+        return _parse(args)
+    except _Unread:
+        return None
+
+
+def _parse(args: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    inputs: list[str] = []
+    rest = list(reversed(args))  # popped from the end: the next argument is rest[-1]
+    while rest:
+        arg = rest.pop()
+        if arg == "--":
+            inputs += reversed(rest)
+            break
+        if arg[:1] != "-" or len(arg) == 1:  # an input ('-' is stdin)
+            inputs.append(arg)
+            continue
+        name, equals, attached = arg.partition("=") if arg[:2] == "--" else (arg[:2], "", arg[2:])
+        if name not in FOLD_OPTIONS or (arg[:2] != "--" and len(arg) > 2 and arg[:2] not in ("-o", "-e", "-j")):
+            raise _Unread  # unknown, help, or short flags run together: typer's
+        parameter, takes, flag_value = FOLD_OPTIONS[name]
+        if takes == FLAG:
+            if equals:
+                raise _Unread  # a flag given a value: typer's usage error
+            values[parameter] = flag_value
+            continue
+        if equals or attached:
+            value = attached
+        elif rest:
+            value = rest.pop()  # whatever follows, even '-x' (click takes it as the value)
+        else:
+            raise _Unread  # the value is missing: typer's usage error
+        values[parameter] = _convert(value, takes)
+    if inputs:
+        values["inputs"] = inputs
+    return values
+
+
+def _convert(value: str, takes: str) -> Any:
+    if takes == JOBS:
+        try:
+            jobs = int(value)
+        except ValueError:
+            raise _Unread from None
+        if jobs < 1:
+            raise _Unread
+        return jobs
+    if takes == PATH:
+        # typer's path type: a path that exists must be readable (typer reports the one that is not)
+        if os.path.exists(value) and not os.access(value, os.R_OK):
+            raise _Unread
+        return Path(value)
+    return value
+
+
+def completing() -> bool:
+    """The shell asks for completions (click's `_<PROG>_COMPLETE` variable): typer answers."""
+    return any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
+
+
+def run_quickly(args: list[str]) -> bool:
+    """Run `flamegraph ARGS` here if it is a fold command line this module reads; False: typer must."""
+    if not args or args[0] != "fold" or completing():
+        return False
+    values = parse_fold_args(args[1:])
+    if values is None:
+        return False
+    from .fold_run import run_fold
+
+    run_fold(**values)
+    return True
