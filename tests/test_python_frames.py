@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.extras import need
+from helpers.python_tree import CHAINS, TREE
 from helpers.pythons import find_python, need_pyspy, need_python, skip_or_fail
 
 from flamegraph.frameworks.jit import jitdump, session, trampolines
@@ -23,38 +24,6 @@ from flamegraph.frameworks.jit.hook import HOOK, JitHook, running_python_note
 from flamegraph.record import RecordSpec
 from flamegraph.record.command import python_target
 
-TREE = textwrap.dedent(
-    """
-    import sys, time
-
-    def spin(n):
-        x = 0
-        for i in range(n):
-            x += i * i
-        return x
-
-    def leaf():
-        return spin(20000)
-
-    def middle():
-        return leaf()
-
-    def other():
-        return spin(20000)
-
-    def main(seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            for _ in range(3):
-                middle()
-            other()
-
-    if __name__ == "__main__":
-        main(float(sys.argv[1]))
-    """
-)
-# Every sample of the program's work (spin) must carry one of these chains of its Python callers.
-CHAINS = (("<module>", "main", "middle", "leaf", "spin"), ("<module>", "main", "other", "spin"))
 FUNCTIONS = ("middle", "leaf", "other", "spin")
 PERF_FRAME = re.compile(r"^py::(?P<function>[^:]+):(?P<file>.*)$")  # py::main:/tmp/t/tree.py
 READABLE_FRAME = re.compile(r"^(?P<function>\S+) \((?P<file>[^()]*)\)$")  # main (tree.py)

@@ -9,11 +9,12 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from helpers.extras import need_installed
+from helpers.mlp import mlp_script
+from helpers.python_tree import CHAINS, TREE
 from helpers.pythons import find_python, skip_or_fail
 
 from flamegraph.frameworks.jit import session
@@ -77,35 +78,6 @@ def test_live_kernels_are_completed_from_what_was_located(tmp_path: Path) -> Non
 
 # -- Python frames (a Python 3.12 program) ---------------------------------------------------------
 
-TREE = textwrap.dedent(
-    """
-    import sys, time
-
-    def spin(n):
-        x = 0
-        for i in range(n):
-            x += i * i
-        return x
-
-    def leaf():
-        return spin(20000)
-
-    def middle():
-        return leaf()
-
-    def other():
-        return spin(20000)
-
-    def main(seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            middle()
-            other()
-
-    main(float(sys.argv[1]))
-    """
-)
-CHAINS = (("<module>", "main", "middle", "leaf", "spin"), ("<module>", "main", "other", "spin"))
 TREE_FRAME = re.compile(r"^(?P<function>\S+) \(tree\.py\)$")
 
 
@@ -153,27 +125,16 @@ def test_streamed_python_frames_match_a_whole_recording(tmp_path: Path) -> None:
 
 # -- oneDNN's JIT kernels (the MXNet MLP the JIT tests train) --------------------------------------
 
-MLP = textwrap.dedent(
+MLP = mlp_script(
+    6400,
     """
-    import sys
-    import numpy as np, mxnet as mx
-    rng = np.random.RandomState(0)
-    X = rng.rand(6400, 784).astype("float32"); y = rng.randint(0, 10, 6400).astype("float32")
-    train = mx.io.NDArrayIter(X, y, 64, shuffle=True)
-    net = mx.sym.Variable("data")
-    for i, hidden in enumerate((128, 64)):
-        net = mx.sym.Activation(mx.sym.FullyConnected(net, name=f"fc{i}", num_hidden=hidden), act_type="relu")
-    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, name="fc2", num_hidden=10), name="softmax")
-    mod = mx.mod.Module(net, context=mx.cpu())
-    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
-    mod.init_params(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05, "momentum": 0.9})
     for epoch in range(int(sys.argv[1])):
         train.reset()
         for batch in train:
             mod.forward_backward(batch); mod.update()
         mx.nd.waitall()
-    """
+    """,
+    imports="sys",
 )
 
 
@@ -198,7 +159,7 @@ def jit_figures(profiles: list[FoldedProfile]) -> tuple[float, float, int]:
 def test_streamed_jit_matches_a_whole_recording(tmp_path: Path) -> None:
     need_installed("mxnet")
     (tmp_path / "mlp.py").write_text(MLP)
-    command = [sys.executable, "mlp.py", "3"]  # training spans several 1 s intervals, even on a quiet machine
+    command = [sys.executable, "mlp.py", "8"]  # ~0.3 s an epoch when quiet: training spans several 1 s intervals
     streamed_out, whole_out = tmp_path / "streamed", tmp_path / "whole"
     streamed_out.mkdir()
     whole_out.mkdir()
