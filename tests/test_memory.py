@@ -315,8 +315,11 @@ SPLIT = r"""
 __attribute__((noinline)) void *alloc_big(void) { void *p = malloc(3000); memset(p, 1, 8); return p; }
 __attribute__((noinline)) void *alloc_small(void) { void *p = calloc(10, 100); memset(p, 1, 8); return p; }
 int main(int argc, char **argv) {
-  int n = argc > 1 ? atoi(argv[1]) : 300;
-  for (int i = 0; i < n; i++) { void *a = alloc_big(); void *b = alloc_small(); free(a); free(b); }
+  int n = argc > 1 ? atoi(argv[1]) : 300, spin = argc > 2 ? atoi(argv[2]) : 0;
+  for (int i = 0; i < n; i++) {
+    void *a = alloc_big(); void *b = alloc_small(); free(a); free(b);
+    for (volatile int s = 0; s < spin; s++) {}  /* work between the allocations: a steady rate */
+  }
   return 0;
 }
 """
