@@ -161,8 +161,8 @@ def test_the_graph_says_how_far_the_limit_raised_the_interval() -> None:
     assert raised_interval(totals, request) is None  # never raised: the subtitle's rate is the truth
     totals.means.update({3 << 20: 60, 24 << 20: 30})
     text = raised_interval(totals, request)
-    assert text == "the 1,000/s limit raised the interval to 3.00 MiB to 24.00 MiB for 90 % of the samples"
+    assert text == "interval raised to 3.00 MiB–24.00 MiB for 90 % of the samples"
     profile = FoldedProfile()
     assert memory_subtitle("bytes allocated", profile) == "bytes allocated"
     profile.metadata[RAISED] = text
-    assert memory_subtitle("bytes allocated", profile) == f"bytes allocated; {text}"
+    assert memory_subtitle("bytes allocated", profile) == f"bytes allocated; limit reached: {text}"

@@ -23,7 +23,7 @@ from .status import Status
 
 MEMORY_FIELDS = "comm,pid,tid,time,event,trace,ip,sym,dso"
 UNIT = "bytes"
-RAISED = "sampling interval raised"  # the capture fact of what --memory-max-rate did
+RAISED = "limit reached"  # the capture fact of what --memory-max-rate did
 
 
 def fold_memory_recording(
@@ -67,7 +67,7 @@ def fold_memory_recording(
     profile.event = "bytes allocated" if request.mode == "alloc" else "bytes still allocated at the end"
     raised = raised_interval(totals, request)
     if request.sample:
-        profile.event += f" ({request.rate()}{'; ' + raised if raised else ''})"
+        profile.event += f" ({request.rate()}{f'; {RAISED}: {raised}' if raised else ''})"
     profile.metadata.update({k: v for k, v in recording.metadata.items() if k not in ("event", "frequency")})
     profile.metadata.update(probes.facts())
     profile.metadata.update(memory_facts(totals, recording.seconds, request.mode, probes.sampler is not None))
@@ -85,16 +85,16 @@ def raised_interval(totals: MemoryTotals, request: MemoryRequest) -> str | None:
     if not raised:
         return None
     low, high = format_bytes(min(raised)), format_bytes(max(raised))
-    span = low if low == high else f"{low} to {high}"
+    span = low if low == high else f"{low}–{high}"
     share = 100 * sum(raised.values()) / sum(totals.means.values())
-    return f"the {request.limit:,}/s limit raised the interval to {span} for {share:.0f} % of the samples"
+    return f"interval raised to {span} for {share:.0f} % of the samples"
 
 
 def memory_subtitle(subtitle: str | None, profile: FoldedProfile) -> str | None:
     """The graph's subtitle with the interval the limit raised to, when it did (the rate the graph says is
     the rate the samples were taken at)."""
     raised = profile.metadata.get(RAISED)
-    return f"{subtitle}; {raised}" if subtitle and raised else subtitle
+    return f"{subtitle}; {RAISED}: {raised}" if subtitle and raised else subtitle
 
 
 def calls_text(totals: MemoryTotals, sampled: bool = False) -> str:
