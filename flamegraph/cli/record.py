@@ -175,8 +175,9 @@ def record_cli(
             "--memory-sample",
             metavar="SIZE",
             help="with --memory: a sample every SIZE bytes allocated on average (K, M, G: powers of 1024; "
-            "default 512K), drawn by an allocator preloaded into the command (built with cc), each weighing its "
-            "share; 'all': every call exactly, uprobes on the C library (~1.3 µs per call; --pid: the only way)",
+            "default 512K; more apart beyond --memory-max-rate), drawn by an allocator preloaded into the command "
+            "(built with cc), each weighing its share; 'all': every call exactly, uprobes on the C library "
+            "(~1.3 µs per call; --pid: the only way)",
         ),
     ] = None,
     memory_max_rate: Annotated[
