@@ -450,7 +450,8 @@ def test_sampled_live_finds_the_leak(tmp_path: Path) -> None:
     """Sampled (every 4 KiB), DWARF stacks: the sampled frees end their allocations, what is kept is found
     (2,000 x 4 KiB kept: ~1,260 samples, standard error 1.7 %), and nothing freed is drawn."""
     program = compiled(tmp_path, "leak", LEAK)
-    done, profile = run_memory(tmp_path, program, "live", "--memory-sample", "4K", argv=("2000",))
+    args = ("live", "--memory-sample", "4K", "--memory-max-rate", "none")  # the pairing, not the budget
+    done, profile = run_memory(tmp_path, program, *args, argv=("2000",))
     kept = bytes_under(profile, "main;kept;malloc")
     assert abs(kept - 2000 * 4096) <= 0.1 * 2000 * 4096, (kept, profile.counts)
     assert bytes_under(profile, "dropped") == 0
@@ -494,17 +495,18 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("live", [False, True])
-def test_the_sampling_allocator_serves_threads_and_python(tmp_path: Path, live: bool) -> None:
+@pytest.mark.parametrize(("live", "limit"), [(False, 0), (True, 0), (True, 1000)])
+def test_the_sampling_allocator_serves_threads_and_python(tmp_path: Path, live: bool, limit: int) -> None:
     """Preloaded (no perf: the markers are plain calls), sampling often (every 64 bytes: the live variant's
-    set of sampled addresses busy, freed from other threads), in threads and in a Python interpreter; built
-    once per source (the second build is the cached file)."""
+    set of sampled addresses busy, freed from other threads; or kept to 1,000 samples/s, the budget's window
+    shared by the threads), in threads and in a Python interpreter; built once per source (the second
+    build is the cached file)."""
     from flamegraph.record.sampler import build_sampler, preload_env
 
     library = build_sampler(live, cache=tmp_path / "cache")
     assert build_sampler(live, cache=tmp_path / "cache") == library
     assert stat.S_IMODE(os.stat(library.parent).st_mode) == 0o755
-    env = {**os.environ, **preload_env(library, 64, 0, {})}
+    env = {**os.environ, **preload_env(library, 64, limit, {})}
     program = compiled(tmp_path, "threads", THREADS, "-pthread")
     done = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
