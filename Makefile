@@ -145,7 +145,7 @@ python-cost: venv workload-venv ## what Python frames cost the MLP on 3.12: perf
 	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare perf-support --pairs $(COST_PAIRS)
 	$(PY) bench/mlp_python_cost.py --python $(abspath $(VENV312))/bin/python --compare engine --pairs $(COST_PAIRS)
 
-memory-cost: venv perf-deps ## what record --memory costs: a malloc-heavy C program and the MLP, unprobed vs the allocator preloaded vs sampled every 2M/512K/64K; ROUNDS interleaved rounds, median, spread
+memory-cost: venv perf-deps ## what record --memory costs: a malloc-heavy C program and the MLP, unprobed vs the allocator preloaded vs sampled every 512K without and with the default limit of 1,000 samples/s; ROUNDS interleaved rounds, median, spread
 	$(PY) bench/memory_cost.py --rounds $(ROUNDS)
 
 LONG_SECONDS ?= 600

@@ -1,12 +1,13 @@
 """What `record --memory` costs: a malloc-heavy C program and the MXNet MLP, unprobed against the sampling
 allocator (`--memory-sample SIZE`: a sample every SIZE bytes on average), and every call probed (`all`).
 
-    python bench/memory_cost.py [--rounds 3] [--modes none,preload,2M,512K,64K] [--workloads c,mlp]
-                                [--calls 2000000] [--call-graph dwarf,16384] [--mmap 16M] [--max-batches 100]
+    python bench/memory_cost.py [--rounds 3] [--modes none,preload,512K/none,512K] [--workloads c,mlp]
+                                [--calls 10000000] [--call-graph dwarf,16384] [--mmap 16M] [--max-batches 100]
 
 Modes: none (no perf, nothing preloaded); preload (the sampling allocator preloaded at 512 KiB without
-perf: its markers are plain calls, so this is the interposition alone); SIZE (record --memory-sample
-SIZE); all (every call probed in the C library: slow, not in the defaults).
+perf: its markers are plain calls, so this is the interposition alone); SIZE[/RATE] (record
+--memory-sample SIZE --memory-max-rate RATE; RATE defaults to record's, 1000; none: no limit); all
+(every call probed in the C library: slow, not in the defaults).
 Each workload runs once per mode and round, the modes of a round back to back and their order rotated
 from round to round (none preload 2M ..., preload 2M ... none, ...), so each round's runs share the
 machine's load of the moment. A recorded run goes through what `record --memory` does (the probes of
@@ -41,8 +42,9 @@ from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp, train_without_perf  # noqa: E402
 from flamegraph.io.perf import find_perf  # noqa: E402
 from flamegraph.record import RecordOptions, RecordSpec, Status, record  # noqa: E402
+from flamegraph.record.defaults import MEMORY_MAX_RATE  # noqa: E402
 from flamegraph.record.lost import read_lost  # noqa: E402
-from flamegraph.record.memory import MemoryRequest, format_size, memory_probes, parse_sample  # noqa: E402
+from flamegraph.record.memory import MemoryRequest, format_size, memory_probes, parse_max_rate, parse_sample  # noqa: E402
 from flamegraph.record.sampler import build_sampler, preload_env  # noqa: E402
 from flamegraph.record.spec import DEFAULT_CALL_GRAPH, DEFAULT_MMAP, Recording  # noqa: E402
 
@@ -51,13 +53,21 @@ PROGRAM = REPO / "bench" / "malloc_heavy.c"
 
 
 PRELOAD_MEAN = 512 * 1024
-NONE, PRELOAD, ALL = -2, -1, 0  # the modes that are not a sampling size
+
+
+@dataclass(frozen=True, order=True)
+class Mode:
+    sample: int  # NONE, PRELOAD, ALL (every call probed), or the mean bytes between samples
+    limit: int = MEMORY_MAX_RATE  # samples per second per process at most (0: no limit)
+
+
+NONE, PRELOAD, ALL = Mode(-2), Mode(-1), Mode(0)  # the modes that are not a sampling size
 
 
 @dataclass(frozen=True)
 class Run:
     workload: str
-    sample: int  # NONE, PRELOAD, ALL (every call probed), or the mean bytes between samples
+    sample: Mode
     cpu_s: float  # user + sys of perf and the program
     per_call_us: float = 0.0  # c: the program's CPU per malloc/free pair
     rate: float = 0.0  # mlp: training samples/s
@@ -66,13 +76,19 @@ class Run:
     mb: float = 0.0  # perf.data
 
 
-def mode_name(sample: int) -> str:
+def mode_name(mode: Mode) -> str:
     names = {NONE: "none", PRELOAD: "preloaded, no perf", ALL: "every call"}
-    return names.get(sample, f"every {format_size(sample)}")
+    limited = f", ≤ {mode.limit:,}/s" if mode.limit else ", no limit"
+    return names.get(mode, f"every {format_size(mode.sample)}{limited}")
 
 
-def parse_mode(text: str) -> int:
-    return {"none": NONE, "preload": PRELOAD}.get(text.strip().lower(), None) or parse_sample(text)
+def parse_mode(text: str) -> Mode:
+    known = {"none": NONE, "preload": PRELOAD}.get(text.strip().lower())
+    if known is not None:
+        return known
+    size, _, rate = text.partition("/")
+    sample = parse_sample(size)
+    return Mode(sample, parse_max_rate(rate) if rate and sample else MEMORY_MAX_RATE if sample else 0)
 
 
 def children_cpu() -> float:
@@ -107,28 +123,29 @@ def measured(recording: Recording) -> tuple[int, float, float]:
     return (stats.samples, stats.share, size) if stats is not None else (recording.samples or 0, 0.0, size)
 
 
-def run_c(binary: Path, calls: int, sample: int, scratch: Path, base: RecordOptions) -> Run:
+def run_c(binary: Path, calls: int, sample: Mode, scratch: Path, base: RecordOptions) -> Run:
     before = children_cpu()
-    if sample < 0:
-        env = {**os.environ, **preload_env(build_sampler(False), PRELOAD_MEAN, {})} if sample == PRELOAD else None
+    if sample.sample < 0:
+        preloaded = preload_env(build_sampler(False), PRELOAD_MEAN, 0, {})
+        env = {**os.environ, **preloaded} if sample == PRELOAD else None
         done = subprocess.run([str(binary), str(calls)], capture_output=True, text=True, check=True, env=env)
         return Run("c", sample, children_cpu() - before, per_call(done.stdout.splitlines(), str(binary)))
     lines: list[str] = []
     spec = RecordSpec(command=(str(binary), str(calls)), options=base)
-    with memory_probes(MemoryRequest("alloc", sample), None, note=lambda line: None) as probes:
+    with memory_probes(MemoryRequest("alloc", sample.sample, sample.limit), None, note=lambda line: None) as probes:
         recording = record(probes.apply(spec), scratch / "c.perf.data", on_output=lines.append, status=Status())
     cpu = children_cpu() - before
     records, lost, mb = measured(recording)
     return Run("c", sample, cpu, per_call(lines, str(binary)), records=records, lost=lost, mb=mb)
 
 
-def run_mlp(mlp: MlpRun, sample: int, scratch: Path, base: RecordOptions) -> Run:
+def run_mlp(mlp: MlpRun, sample: Mode, scratch: Path, base: RecordOptions) -> Run:
     before = children_cpu()
-    if sample < 0:
-        env = preload_env(build_sampler(False), PRELOAD_MEAN, mlp.env) if sample == PRELOAD else mlp.env
+    if sample.sample < 0:
+        env = preload_env(build_sampler(False), PRELOAD_MEAN, 0, mlp.env) if sample == PRELOAD else mlp.env
         rate = train_without_perf(replace(mlp, env=env)).mean_rate() or 0.0
         return Run("mlp", sample, children_cpu() - before, rate=rate)
-    with memory_probes(MemoryRequest("alloc", sample), None, note=lambda line: None) as probes:
+    with memory_probes(MemoryRequest("alloc", sample.sample, sample.limit), None, note=lambda line: None) as probes:
         applied = probes.apply(RecordSpec(command=("x",), options=base, env=mlp.env))
         recorded = record_mlp(replace(mlp, env=applied.env), scratch / "mlp.perf.data", applied.options)
     cpu = children_cpu() - before
@@ -137,7 +154,7 @@ def run_mlp(mlp: MlpRun, sample: int, scratch: Path, base: RecordOptions) -> Run
 
 
 
-def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
+def table(rounds: list[dict[tuple[str, Mode], Run]]) -> list[str]:
     """One row per workload and mode; each run against the unprobed run (none) of its round."""
     head = ("workload", "mode", "CPU per call", "vs none", "CPU, perf + program (vs none)", "records", "lost",
             "perf.data")  # fmt: skip
@@ -161,7 +178,7 @@ def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
         cpu = spread([m.cpu_s for m in mine], "{:.2f} s".format)
         if compared:
             cpu += " = " + spread([100 * (m.cpu_s / b.cpu_s - 1) for m, b in pairs if b.cpu_s], "{:+.1f} %".format)
-        recorded = sample >= 0
+        recorded = sample.sample >= 0
         records = spread([float(m.records) for m in mine], "{:,.0f}".format) if recorded else "-"
         lost = spread([100 * m.lost for m in mine], "{:.0f} %".format) if recorded else "-"
         mb = spread([m.mb for m in mine], "{:,.1f} MB".format) if recorded else "-"
@@ -173,9 +190,9 @@ def table(rounds: list[dict[tuple[str, int], Run]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/memory_cost.py", description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3, help="rounds of every mode (pairs per figure)")
-    p.add_argument("--modes", default="none,preload,2M,512K,64K", help="none, preload, sampling sizes, all")
+    p.add_argument("--modes", default="none,preload,512K/none,512K", help="none, preload, SIZE[/RATE], all")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset of " + ",".join(WORKLOADS))
-    p.add_argument("--calls", type=int, default=2_000_000, help="malloc/free pairs of the C program")
+    p.add_argument("--calls", type=int, default=10_000_000, help="malloc/free pairs of the C program")
     p.add_argument("--call-graph", default=DEFAULT_CALL_GRAPH, help="what record --memory uses by default")
     p.add_argument("--mmap", default=DEFAULT_MMAP, help="perf's buffer per CPU (-m), as record --memory")
     p.add_argument("--epochs", type=int, default=1)
@@ -189,14 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     base = RecordOptions(call_graph=args.call_graph, mmap=args.mmap)
     print(f"load average at start: {load()}; {os.cpu_count()} CPUs; call graph {args.call_graph}, -m {args.mmap}",
           flush=True)  # fmt: skip
-    rounds: list[dict[tuple[str, int], Run]] = []
+    rounds: list[dict[tuple[str, Mode], Run]] = []
     with tempfile.TemporaryDirectory(prefix="memory-cost-") as directory:
         scratch = Path(directory)
         binary = compile_program(scratch) if "c" in workloads else None
         mlp = MlpRun(prepare_mnist(args.cache), epochs=args.epochs, max_batches=args.max_batches)
         for i in range(args.rounds):
             order = samples[i % len(samples) :] + samples[: i % len(samples)]
-            found: dict[tuple[str, int], Run] = {}
+            found: dict[tuple[str, Mode], Run] = {}
             for workload in workloads:
                 for sample in order:
                     if workload == "c":

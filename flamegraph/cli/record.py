@@ -175,8 +175,18 @@ def record_cli(
             "--memory-sample",
             metavar="SIZE",
             help="with --memory: a sample every SIZE bytes allocated on average (K, M, G: powers of 1024; "
-            "default 512K), drawn by an allocator preloaded into the command (built with cc), each weighing its "
-            "share; 'all': every call exactly, uprobes on the C library (~1.3 µs per call; --pid: the only way)",
+            "default 512K; more apart beyond --memory-max-rate), drawn by an allocator preloaded into the command "
+            "(built with cc), each weighing its share; 'all': every call exactly, uprobes on the C library "
+            "(~1.3 µs per call; --pid: the only way)",
+        ),
+    ] = None,
+    memory_max_rate: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-max-rate",
+            metavar="N",
+            help="with --memory: at most N samples per second per process (default 1000; 'none': no limit); a "
+            "process allocating faster is sampled at a larger mean interval, each sample weighed by its own",
         ),
     ] = None,
 ) -> None:
@@ -207,7 +217,7 @@ def record_cli(
         return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
                             width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
                             exports, event)  # fmt: skip
-    wanted = _memory_request(memory, memory_sample, pid)  # a bad mode: one line, before recording
+    wanted = _memory_request(memory, memory_sample, memory_max_rate, pid)  # a bad mode: one line, before recording
     how = RecordOptions(event=event, freq=freq, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
     fallback = None
@@ -250,23 +260,29 @@ def _subtitle(event: str, freq: int, call_graph: str, window: str | None, memory
     return f"{what}, {memory.rate()}, call graph {call_graph}{windowed}"
 
 
-def _memory_request(memory: str | None, sample: str | None, pid: int | None) -> MemoryRequest | None:
-    """--memory MODE [--memory-sample SIZE]: checked before anything is recorded. A running process cannot
-    be given the sampling allocator: sampling asked for with --pid is one line (by default it records every
-    call, said by plan_request)."""
+def _memory_request(memory: str | None, sample: str | None, max_rate: str | None,
+                    pid: int | None) -> MemoryRequest | None:  # fmt: skip
+    """--memory MODE [--memory-sample SIZE] [--memory-max-rate N]: checked before anything is recorded. A
+    running process cannot be given the sampling allocator: sampling asked for with --pid is one line (by
+    default it records every call, said by plan_request)."""
     from ..io.diagnostics import BadOption
-    from ..record.defaults import MEMORY_SAMPLE
-    from ..record.memory import MemoryRequest, parse_sample
+    from ..record.defaults import MEMORY_MAX_RATE, MEMORY_SAMPLE
+    from ..record.memory import MemoryRequest, parse_max_rate, parse_sample
 
     if memory is None:
-        if sample is not None:
-            raise BadOption("--memory-sample samples allocations: it needs --memory")
+        if sample is not None or max_rate is not None:
+            option = "--memory-sample" if sample is not None else "--memory-max-rate"
+            raise BadOption(f"{option} samples allocations: it needs --memory")
         return None
     every = parse_sample(sample) if sample is not None else MEMORY_SAMPLE
+    limit = parse_max_rate(max_rate) if max_rate is not None else MEMORY_MAX_RATE
     if pid is not None and every and sample is not None:
         raise BadOption("--memory-sample with --pid: a running process cannot be given the sampling allocator "
                         "(it is preloaded at the start); use --memory-sample all (every call, probed)")  # fmt: skip
-    return MemoryRequest(memory, every)
+    if max_rate is not None and (pid is not None or not every):
+        raise BadOption("--memory-max-rate limits the sampling allocator: not with --memory-sample all or --pid "
+                        "(every call is probed)")  # fmt: skip
+    return MemoryRequest(memory, every, limit)
 
 
 def _streaming_plan(request: OnCpuRequest, max_spool: str | None, every: float | None, exports: bool) -> Plan:

@@ -21,7 +21,7 @@ probes (alloc) it is the next malloc of the thread asking for the same size; wit
 allocation that starts while another of the thread's is still running.
 
 Sampled (`--memory-sample SIZE`), the records are the marker of the sampling allocator preloaded into
-the program (record/sampler.c): `alloc_sampled ptr size weight api` with the stack from the marker, and
+the program (record/sampler.c): `alloc_sampled ptr size weight api mean` with the stack from the marker, and
 in live `free_sampled ptr` when a sampled address is freed. The interposer sees the program's calls only
 (glibc's inner calls do not go through it): each sample counts its `weight` (its unbiased estimate of
 bytes), the leaf is named after the function called (`api`), and the interposer's own frames are
@@ -77,6 +77,7 @@ class MemoryTotals:
     bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
     processes: int = 0  # sampled: processes that had the sampling allocator preloaded
+    means: Counter[int] = field(default_factory=Counter)  # sampled: samples per mean interval they were drawn at
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
     freed: int = 0  # live: allocations freed before the end
@@ -221,6 +222,8 @@ class AllocationWeigher:
             return None
         call.api = APIS[index].encode()
         call.size = call.fields.get(b"weight", 0)
+        if b"mean" in call.fields:
+            self.totals.means[call.fields[b"mean"]] += 1
         call.frames = call.frames[:1] + [f for f in call.frames[1:] if not f.endswith(self.sampler)]
         return call
 

@@ -12,6 +12,7 @@ stopper around perf) and the `make` recipes (their own hooks) run its steps: `Re
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +184,11 @@ def record_oncpu(request: OnCpuRequest, outputs: Outputs, status: Status) -> OnC
             if request.whole_note is not None:
                 status.note(request.whole_note)
             profile = fold_oncpu(recording, request, status, hooks, probes)
+            if probes is not None and outputs.render is not None:  # the rate the samples were taken at
+                from ..record.memory_fold import memory_subtitle
+
+                subtitle = memory_subtitle(outputs.render.subtitle, profile)
+                outputs = dataclasses.replace(outputs, render=dataclasses.replace(outputs.render, subtitle=subtitle))
             written = write_outputs(profile, outputs, status.note)
             timeline = _timeline(request, recording, outputs) if outputs.exports else None
             written.exports = write_exports(profile, outputs, recording, status.note, timeline, request.window)

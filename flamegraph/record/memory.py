@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..io.diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
 from ..io.perf import find_perf
-from .defaults import MEMORY_MODES
+from .defaults import MEMORY_MAX_RATE, MEMORY_MODES
 from .sampler import ALLOC_MARKER, FREE_MARKER, LOADED_MARKER, build_sampler, preload_env, why_not_sampled
 from .spec import RecordSpec, who_am_i
 from .tracefs import mounted_tracefs
@@ -79,24 +79,29 @@ PROBES = (
 
 @dataclass(frozen=True)
 class MemoryRequest:
-    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live), and `sample`:
-    the mean bytes between samples of the in-process sampling allocator (sampler.c), or 0: every call,
-    probed in the C library (uprobes: ~1.3 µs per call)."""
+    """What `--memory` asked for: every allocation (alloc) or what is left at the end (live), `sample`: the
+    mean bytes between samples of the in-process sampling allocator (sampler.c), or 0: every call, probed
+    in the C library (uprobes: ~1.3 µs per call), and `limit`: the most samples per second per process
+    (the sampler raises its mean above `sample` to keep to it; 0: no limit)."""
 
     mode: str = "alloc"
     sample: int = 0
+    limit: int = MEMORY_MAX_RATE
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadOption(f"--memory {self.mode!r}: choose alloc (every allocation) or live (still allocated)")
         if self.sample < 0:
             raise BadOption(f"--memory-sample {self.sample}: bytes between samples (e.g. 512K), or all")
+        if self.limit < 0:
+            raise BadOption(f"--memory-max-rate {self.limit}: samples per second (e.g. 1000), or none")
 
     def rate(self) -> str:
         """The rate, as the graph says it."""
         if not self.sample:
             return "every allocation call"
-        return f"sampled every {format_size(self.sample)} on average"
+        limited = f", at most {self.limit:,}/s per process" if self.limit else ""
+        return f"sampled every {format_size(self.sample)} on average{limited}"
 
     def probes(self) -> tuple[Probe, ...]:
         return tuple(p for p in PROBES if p.allocates or self.mode == "live")
@@ -115,6 +120,15 @@ def parse_sample(text: str) -> int:
     if match is None or int(match.group(1)) == 0:
         raise BadOption(f"--memory-sample {text!r}: bytes between samples (e.g. 512K, 1M, 4096), or all")
     return int(match.group(1)) * UNITS[match.group(2).upper()]
+
+
+def parse_max_rate(text: str) -> int:
+    """--memory-max-rate: '1000' -> samples per second per process; 'none' -> 0 (no limit)."""
+    if text.strip().lower() == "none":
+        return 0
+    if not text.strip().isdigit() or int(text) == 0:
+        raise BadOption(f"--memory-max-rate {text!r}: samples per second per process (e.g. 1000), or none")
+    return int(text)
 
 
 def format_size(value: int) -> str:
@@ -174,7 +188,8 @@ class MemoryProbes:
         how = spec.options.replace(event=first, freq=None, extra_args=(*spec.options.extra_args, *extra))
         if self.sampler is None:
             return spec.replace(options=how)
-        return spec.replace(options=how, env=preload_env(self.sampler, self.request.sample, spec.env))
+        env = preload_env(self.sampler, self.request.sample, self.request.limit, spec.env)
+        return spec.replace(options=how, env=env)
 
     def facts(self) -> dict[str, str]:
         """The capture facts: which functions were probed where, and how often."""
@@ -187,6 +202,12 @@ class MemoryProbes:
                 "sampling": f"every {mean} allocated on average in each thread (exponential intervals): an "
                 f"allocation of n bytes is sampled with probability 1 - exp(-n / {mean}) and weighs n divided by it",
             }  # fmt: skip
+            if self.request.limit:
+                facts["sampling"] += (
+                    f"; at most {self.request.limit:,} samples/s per process: a process allocating faster draws "
+                    "its intervals with a larger mean (its bytes per second divided by that), each sample "
+                    "weighed with the mean its interval was drawn with"
+                )
             if self.request.mode == "live":
                 facts["allocators probed"] += " (and free, munmap of the sampled addresses)"
             return facts
@@ -204,11 +225,11 @@ SAMPLED_APIS = ("malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
 
 
 def sampler_probes(library: str, live: bool) -> list[Probe]:
-    """The markers of sampler.c: a sampled allocation (with its stack), a sampled address freed (live), the
-    library loaded in a process (its mean)."""
+    """The markers of sampler.c: a sampled allocation (with its stack and the mean it was sampled at), a
+    sampled address freed (live), the library loaded in a process (its mean)."""
     probes = [
-        Probe("alloc_sampled", "ptr=%di:x64 size=%si:u64 weight=%dx:u64 api=%cx:s32", symbol=ALLOC_MARKER,
-              library=library, marker=True),
+        Probe("alloc_sampled", "ptr=%di:x64 size=%si:u64 weight=%dx:u64 api=%cx:s32 mean=%r8:u64",
+              symbol=ALLOC_MARKER, library=library, marker=True),
         Probe("sampler_loaded", "mean=%di:u64", allocates=False, symbol=LOADED_MARKER, library=library, marker=True),
     ]  # fmt: skip
     if live:

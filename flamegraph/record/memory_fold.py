@@ -14,14 +14,16 @@ from ..io.diagnostics import Diagnostics, NoSamples
 from ..model import FoldedProfile
 from ..naming.grouping import grouping_note, namer_for_recording
 from ..naming.observer import FrameObserver
+from ..render.text import format_bytes
 from ..window import Window
-from .memory import MemoryProbes
+from .memory import MemoryProbes, MemoryRequest
 from .script import script_args, show_progress
 from .spec import Recording
 from .status import Status
 
 MEMORY_FIELDS = "comm,pid,tid,time,event,trace,ip,sym,dso"
 UNIT = "bytes"
+RAISED = "limit reached"  # the capture fact of what --memory-max-rate did
 
 
 def fold_memory_recording(
@@ -63,14 +65,36 @@ def fold_memory_recording(
         raise NoSamples(f"{label}: no bytes {what} ({calls_text(totals)}{unseen})")
     profile.unit = UNIT
     profile.event = "bytes allocated" if request.mode == "alloc" else "bytes still allocated at the end"
+    raised = raised_interval(totals, request)
     if request.sample:
-        profile.event += f" ({request.rate()})"
+        profile.event += f" ({request.rate()}{f'; {RAISED}: {raised}' if raised else ''})"
     profile.metadata.update({k: v for k, v in recording.metadata.items() if k not in ("event", "frequency")})
     profile.metadata.update(probes.facts())
     profile.metadata.update(memory_facts(totals, recording.seconds, request.mode, probes.sampler is not None))
+    if raised:
+        profile.metadata[RAISED] = raised
     if window is not None:
         profile.metadata["window"] = window.format()
     return profile
+
+
+def raised_interval(totals: MemoryTotals, request: MemoryRequest) -> str | None:
+    """What the samples-per-second limit did, in the graph's words: None when every sample was drawn at
+    the mean asked for."""
+    raised = {mean: count for mean, count in totals.means.items() if mean > request.sample}
+    if not raised:
+        return None
+    low, high = format_bytes(min(raised)), format_bytes(max(raised))
+    span = low if low == high else f"{low}–{high}"
+    share = 100 * sum(raised.values()) / sum(totals.means.values())
+    return f"interval raised to {span} for {share:.0f} % of the samples"
+
+
+def memory_subtitle(subtitle: str | None, profile: FoldedProfile) -> str | None:
+    """The graph's subtitle with the interval the limit raised to, when it did (the rate the graph says is
+    the rate the samples were taken at)."""
+    raised = profile.metadata.get(RAISED)
+    return f"{subtitle}; {RAISED}: {raised}" if subtitle and raised else subtitle
 
 
 def calls_text(totals: MemoryTotals, sampled: bool = False) -> str:

@@ -8,6 +8,16 @@
  * allocation of n bytes is sampled with probability p = 1 - exp(-n/M) and weighs n/p: unbiased, exact
  * for n >> M, and a rhythm in the calls cannot alias with it (every Nth call could).
  *
+ * A budget of samples per second per process (FLAMEGRAPH_MEMORY_RATE; 0: none) bounds the cost for any
+ * program: a sample costs the program ~5-8 us (perf's trap and stack copy), so one allocating 25 GB/s
+ * would take 50,000 samples/s at M = 512 KiB. The samples of each window (a tenth of the budget, or
+ * 0.1 s) estimate the bytes allocated per second (their weights' sum); M becomes that rate divided by
+ * the budget, never below the mean asked for. Each thread draws its next interval with the M in force
+ * then and weighs the sample ending it with that same M: the interval is exponential given everything
+ * before it (memoryless), so p = 1 - exp(-n/M) holds for that allocation and n/p stays unbiased however
+ * M moves. The fast path is unchanged (a countdown); only a sample reads the clock and the shared
+ * window (atomics, no lock).
+ *
  * Built at record time by flamegraph/record/sampler.py (cc -O2 -fPIC -shared -fno-omit-frame-pointer);
  * with -DFLAMEGRAPH_LIVE it also interposes free() and munmap(): a sampled address is kept in a hash set,
  * and its free calls flamegraph_free_sampled() (for `--memory live`).
@@ -35,12 +45,12 @@ enum api { API_MALLOC, API_CALLOC, API_REALLOC, API_POSIX_MEMALIGN, API_ALIGNED_
            API_VALLOC, API_PVALLOC, API_REALLOCARRAY, API_MMAP };
 
 /* The probed functions: their arguments are read at their first instruction (%di, %si, %dx, %cx). */
-MARKER void flamegraph_alloc_sampled(void *ptr, size_t size, size_t weight, int api) {
-    __asm__ volatile("" : : "r"(ptr), "r"(size), "r"(weight), "r"(api) : "memory");
+MARKER void flamegraph_alloc_sampled(void *ptr, size_t size, size_t weight, int api, size_t mean) {
+    __asm__ volatile("" : : "r"(ptr), "r"(size), "r"(weight), "r"(api), "r"(mean) : "memory");
 }
 MARKER void flamegraph_free_sampled(void *ptr) { __asm__ volatile("" : : "r"(ptr) : "memory"); }
-MARKER void flamegraph_sampler_loaded(size_t mean, int live) {
-    __asm__ volatile("" : : "r"(mean), "r"(live) : "memory");
+MARKER void flamegraph_sampler_loaded(size_t mean, int live, size_t limit) {
+    __asm__ volatile("" : : "r"(mean), "r"(live), "r"(limit) : "memory");
 }
 
 /* glibc's own entry points: what a call made while dlsym() runs is served by (dlsym may allocate). */
@@ -65,10 +75,13 @@ static struct {
     int (*munmap)(void *, size_t);
 } next;
 
-static double mean_bytes = 512 * 1024;
+static int64_t mean_bytes = 512 * 1024; /* the mean asked for: the finest */
+static int64_t limit;                   /* samples per second per process; 0: no limit */
+static int64_t mean_now = 512 * 1024;   /* atomic: the mean new intervals are drawn with (>= mean_bytes) */
 static int ready;
 static TLS int resolving;       /* this thread is inside dlsym() */
 static TLS int64_t until;       /* bytes to this thread's next sample */
+static TLS int64_t drawn_mean;  /* the mean `until` was drawn with: the sample ending it weighs by it */
 static TLS int started;         /* `until` drawn */
 static TLS uint64_t rng;        /* this thread's xorshift state */
 
@@ -106,10 +119,16 @@ static void resolve(void) {
         next.memalign = __libc_memalign;
     const char *text = getenv("FLAMEGRAPH_MEMORY_SAMPLE");
     if (text != NULL) {
-        double wanted = strtod(text, NULL);
+        long long wanted = strtoll(text, NULL, 10);
         if (wanted >= 1)
             mean_bytes = wanted;
     }
+    text = getenv("FLAMEGRAPH_MEMORY_RATE");
+    if (text != NULL) {
+        long long wanted = strtoll(text, NULL, 10);
+        limit = wanted > 0 ? wanted : 0;
+    }
+    __atomic_store_n(&mean_now, mean_bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -132,13 +151,15 @@ static uint64_t random64(void) {
 }
 
 static int64_t interval(void) {
+    drawn_mean = __atomic_load_n(&mean_now, __ATOMIC_RELAXED);
     double u = ((double)(random64() >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
-    double bytes = -log(u) * mean_bytes;
+    double bytes = -log(u) * (double)drawn_mean;
     return bytes < 1 ? 1 : bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
 }
 
-/* True when this allocation of n bytes is sampled: the countdown crossed zero inside it. */
-static inline int crossed(size_t n) {
+/* 0 when this allocation of n bytes is not sampled; else the mean the interval it ended was drawn with
+ * (the countdown crossed zero inside it), and the next interval is drawn. */
+static inline int64_t crossed(size_t n) {
     until -= (int64_t)n;
     if (__builtin_expect(until > 0, 1))
         return 0;
@@ -148,14 +169,52 @@ static inline int crossed(size_t n) {
         if (until > 0)
             return 0;
     }
+    int64_t mean = drawn_mean;
     until = interval();
-    return n > 0;
+    return n > 0 ? mean : 0;
 }
 
-static size_t weight(size_t n) {
-    double p = -expm1(-(double)n / mean_bytes);
-    double w = p > 0 ? (double)n / p : mean_bytes;
+static size_t weight(size_t n, int64_t mean) {
+    double p = -expm1(-(double)n / (double)mean);
+    double w = p > 0 ? (double)n / p : (double)mean;
     return (size_t)(w + 0.5);
+}
+
+/* -- the budget of samples per second -----------------------------------------------------------------
+ * Shared by the threads of the process: a window's start, its samples and their weights (atomics). The
+ * sample that fills the window's quota, or comes when it is older than its span, closes it (one thread
+ * wins the exchange of its start) and sets the mean from the bytes per second the window saw. */
+static int64_t window_start; /* ns, CLOCK_MONOTONIC; 0: none open */
+static uint64_t window_samples, window_bytes;
+
+static int64_t now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static void budget(size_t weighed) {
+    if (limit == 0)
+        return;
+    int64_t quota = limit / 10 > 10 ? limit / 10 : 10;      /* samples per window: 0.1 s at 100/s and more */
+    int64_t span = (int64_t)(1e9 * (double)quota / (double)limit); /* ns */
+    uint64_t samples = __atomic_add_fetch(&window_samples, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&window_bytes, (uint64_t)weighed, __ATOMIC_RELAXED);
+    int64_t now = now_ns(), start = __atomic_load_n(&window_start, __ATOMIC_RELAXED);
+    if (start == 0) {
+        __atomic_compare_exchange_n(&window_start, &start, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        return;
+    }
+    if ((int64_t)samples < quota && now - start < span)
+        return;
+    if (!__atomic_compare_exchange_n(&window_start, &start, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return; /* another thread closes it */
+    __atomic_exchange_n(&window_samples, 0, __ATOMIC_RELAXED);
+    uint64_t bytes = __atomic_exchange_n(&window_bytes, 0, __ATOMIC_RELAXED);
+    double seconds = (double)(now - start > 1000 ? now - start : 1000) / 1e9;
+    double wanted = (double)bytes / seconds / (double)limit; /* the mean giving `limit` samples per second */
+    int64_t mean = wanted < (double)mean_bytes ? mean_bytes : wanted > 4e15 ? (int64_t)4e15 : (int64_t)wanted;
+    __atomic_store_n(&mean_now, mean, __ATOMIC_RELAXED);
 }
 
 #ifdef FLAMEGRAPH_LIVE
@@ -273,13 +332,19 @@ static inline void forget_if_live(void *ptr) {
 #endif
 }
 
-/* Not sampled, and nothing to forget: the countdown left after n bytes is above zero. */
-#define FAST(n) (__builtin_expect(ready, 1) && (left = until - (int64_t)(n)) > 0)
+/* Not sampled, and nothing to forget: the countdown left after n bytes is above zero. A thread's countdown
+ * starts at zero, so its first call takes the slow path, which resolves the next allocator and draws the
+ * first interval: no test of `ready` here (3 instructions of ~10 per malloc). */
+#define FAST(n) ((left = until - (int64_t)(n)) > 0)
 
 #define SAMPLED(ptr, n, api)                                                                                \
     do {                                                                                                    \
-        if (UNLIKELY(crossed(n)) && (ptr) != NULL && remember_if_live(ptr))                                 \
-            flamegraph_alloc_sampled((ptr), (n), weight(n), (api));                                         \
+        int64_t mean_ = crossed(n);                                                                         \
+        if (UNLIKELY(mean_ != 0) && (ptr) != NULL && remember_if_live(ptr)) {                               \
+            size_t weight_ = weight((n), mean_);                                                            \
+            flamegraph_alloc_sampled((ptr), (n), weight_, (api), (size_t)mean_);                            \
+            budget(weight_);                                                                                \
+        }                                                                                                   \
     } while (0)
 
 #define START(bootstrap)                                                                                    \
@@ -450,10 +515,16 @@ EXPORT int munmap(void *addr, size_t n) {
 #endif
 
 /* A child made by fork() draws its own samples (the same state would repeat the parent's choices). */
-static void reseed(void) { rng = 0; started = 0; }
+static void reseed(void) {
+    rng = 0;
+    started = 0;
+    window_start = 0; /* its own budget: its own windows, from the mean asked for */
+    window_samples = window_bytes = 0;
+    mean_now = mean_bytes;
+}
 
 __attribute__((constructor)) static void sampler_start(void) {
     resolve();
     pthread_atfork(NULL, NULL, reseed);
-    flamegraph_sampler_loaded((size_t)mean_bytes, LIVE);
+    flamegraph_sampler_loaded((size_t)mean_bytes, LIVE, (size_t)limit);
 }

@@ -3,10 +3,10 @@ cache, preloaded into the command, probed on its marker functions only.
 
     why = why_not_sampled(spec)                 # None, or why this target is probed at every call instead
     library = build_sampler(live=False)         # ~/.cache/flamegraph/sampler/libflamegraph-sampler-alloc-HASH.so
-    env = preload_env(library, 524288, spec.env)  # LD_PRELOAD (ours first), FLAMEGRAPH_MEMORY_SAMPLE
+    env = preload_env(library, 524288, 1000, spec.env)  # LD_PRELOAD (ours first), FLAMEGRAPH_MEMORY_SAMPLE, _RATE
 
 The library is a collector part, as perf is: the folder stays pure Python and reads only the records of
-the markers (flamegraph_alloc_sampled: ptr, size, weight, api; flamegraph_free_sampled: ptr). It is
+the markers (flamegraph_alloc_sampled: ptr, size, weight, api, mean; flamegraph_free_sampled: ptr). It is
 built once per source, variant and compiler (the name holds their hash) into a directory of ours
 (io/private.py: a root run trusts nothing on disk), written under a fresh name and renamed into place.
 """
@@ -33,6 +33,7 @@ ALLOC_MARKER = "flamegraph_alloc_sampled"
 FREE_MARKER = "flamegraph_free_sampled"
 LOADED_MARKER = "flamegraph_sampler_loaded"
 SAMPLE_ENV = "FLAMEGRAPH_MEMORY_SAMPLE"
+RATE_ENV = "FLAMEGRAPH_MEMORY_RATE"
 # -fno-omit-frame-pointer: the marker's caller keeps a frame, so a frame-pointer stack reaches the program.
 CFLAGS = ("-O2", "-fPIC", "-shared", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-Wall")
 LIBS = ("-ldl", "-lm", "-lpthread")
@@ -87,11 +88,13 @@ def build_sampler(live: bool, cache: Path | None = None) -> Path:
     return target
 
 
-def preload_env(library: Path, mean: int, env: Mapping[str, str]) -> dict[str, str]:
+def preload_env(library: Path, mean: int, limit: int, env: Mapping[str, str]) -> dict[str, str]:
     """`env` with our library first in LD_PRELOAD (a user's own preloaded allocator stays, after ours: ours
-    forwards to it) and the mean bytes between samples."""
+    forwards to it), the mean bytes between samples and the most samples per second per process (0: no
+    limit)."""
     theirs = env.get("LD_PRELOAD", os.environ.get("LD_PRELOAD", "")).strip()
-    return {**env, "LD_PRELOAD": f"{library}:{theirs}" if theirs else str(library), SAMPLE_ENV: str(mean)}
+    preload = f"{library}:{theirs}" if theirs else str(library)
+    return {**env, "LD_PRELOAD": preload, SAMPLE_ENV: str(mean), RATE_ENV: str(limit)}
 
 
 def why_not_sampled(command: tuple[str, ...], pid: int | None, env: Mapping[str, str], cwd: str | None) -> str | None:
