@@ -19,6 +19,8 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
     hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
+    --mxnet hook, no perf (, no verbose log)   --mxnet's in-process parts alone (and with DNNL_VERBOSE=0)
+    bulk off, no perf  MXNet's bulk execution off (as --mxnet sets it), nothing else
     streamed          `flamegraph record` (folds while perf records, at most 256 MB of raw data on disk),
                       dwarf,65528 -F 499, no hooks: the folder's `perf script` at idle priority while the
                       spool has room (the default)
