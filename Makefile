@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost memory memory-cost
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost mxnet-instruments memory memory-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -155,6 +155,9 @@ long-bench: venv perf-deps ## LONG_SECONDS (600; 60 in make test) of --every 60 
 COST_ROUNDS ?= 3
 record-cost: venv perf-deps ## make flamegraph's recording cost, part by part (stack copy size, rate, profiler, verbose log, JIT hook), interleaved
 	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/record_cost.py --rounds $(COST_ROUNDS) --epochs 2
+
+mxnet-instruments: venv perf-deps ## --mxnet's instruments (profiler, its dump thread, verbose log, thread map) in samples, per instrument
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/mxnet_instruments.py --runs 2 --epochs 2
 
 CORPUS ?= bench/corpus
 FLAMEGRAPH_DIR ?= $(SHARED)/peer-tests/flamegraph-pl/bin

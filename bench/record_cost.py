@@ -19,6 +19,8 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
     hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
+    --mxnet hook, no perf (, no verbose log)   --mxnet's in-process parts alone (and with DNNL_VERBOSE=0)
+    bulk off, no perf  MXNet's bulk execution off (as --mxnet sets it), nothing else
     streamed          `flamegraph record` (folds while perf records, at most 256 MB of raw data on disk),
                       dwarf,65528 -F 499, no hooks: the folder's `perf script` at idle priority while the
                       spool has room (the default)
@@ -58,6 +60,7 @@ from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp  # noqa: E402
 from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook  # noqa: E402
 from flamegraph.frameworks.mxnet.hook import MxnetHook  # noqa: E402
+from flamegraph.frameworks.mxnet.inprocess import BULK_VARIABLES  # noqa: E402
 from flamegraph.record import RecordHook, RecordOptions, RecordSpec  # noqa: E402
 
 FOLD_PRIORITY = "FLAMEGRAPH_FOLD_PRIORITY"
@@ -75,6 +78,7 @@ class Setting:
     cli: tuple[str, ...] | None = None  # run through `flamegraph record` with these options (no hooks)
 
 
+BULK_OFF = tuple((name, "0") for name in BULK_VARIABLES)
 SETTINGS = (
     Setting("default"),
     Setting("dwarf,32768", call_graph="dwarf,32768"),
@@ -86,6 +90,9 @@ SETTINGS = (
     Setting("no --jit", jit=False),
     Setting("perf only", jit=False, mxnet=False),
     Setting("hooks, no perf", perf=False),
+    Setting("--mxnet hook, no perf", jit=False, perf=False),
+    Setting("--mxnet hook, no perf, no verbose log", jit=False, perf=False, env=(("DNNL_VERBOSE", "0"),)),
+    Setting("bulk off, no perf", jit=False, mxnet=False, perf=False, env=BULK_OFF),
     Setting("streamed", jit=False, mxnet=False, cli=()),
     Setting("streamed, folder at normal", jit=False, mxnet=False, cli=(), env=((FOLD_PRIORITY, "normal"),)),
     Setting("whole, fold after", jit=False, mxnet=False, cli=("--max-spool", "0")),

@@ -50,10 +50,17 @@ FAKE_MXNET = {
         """,
 }
 PROGRAM = """
-    import ctypes, sys, time
+    import ctypes, os, stat, sys, time
     import mxnet
     libc = ctypes.CDLL(None)
     libc.printf(b"dnnl_verbose,1.5,exec,cpu,eltwise,jit:avx512_common,forward_training,data,,alg,64x128,0.01\\n")
+    if os.environ.get("STANDIN_LINES"):  # oneDNN's way: printf + fflush(stdout) per line, more than a pipe holds
+        assert stat.S_ISFIFO(os.fstat(1).st_mode), "C stdout is no pipe"
+        stdout = ctypes.c_void_p.in_dll(libc, "stdout")
+        line = b"dnnl_verbose,%d.0,exec,cpu,eltwise,jit:avx512_common,forward_training,data,,alg,64x128,0.01\\n"
+        for i in range(int(os.environ["STANDIN_LINES"])):
+            libc.printf(line, i)
+            libc.fflush(stdout)
     print("the program's own line", flush=True)
     if len(sys.argv) > 1:
         print("READY", flush=True)
@@ -109,6 +116,24 @@ def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
     threads = facts["threads"]
     assert isinstance(threads, dict) and threads["problem"] is None
     assert [pid] in threads["map"].values() and pid in threads["python"]  # the main thread's TID is the pid
+
+
+def test_the_verbose_log_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: Path) -> None:
+    """fd 1 is a pipe emptied by a forked drainer (no journalled ext4 append per primitive execution on the
+    engine thread): every line is in the log, in order, once the process has exited, and the drainer is gone."""
+    argv, env, directory = setup(tmp_path)
+    lines = 30_000  # ~2.7 MB: more than the pipe holds, so the writer outruns the drainer's polls
+    proc = subprocess.run(argv, env={**env, "STANDIN_LINES": str(lines)}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "the program's own line\n"
+    facts = sidecar(directory)
+    log = (directory / f"dnnl-verbose-{facts['pid']}.log").read_text().splitlines()
+    assert len(log) == lines + 1 and log[-1].startswith(f"dnnl_verbose,{lines - 1}.0,exec,")
+    assert [int(line.split(",")[1].split(".")[0]) for line in log[1:]] == list(range(lines))
+    drainer = facts["verbose_drain"]
+    assert isinstance(drainer, int) and drainer not in (0, facts["pid"])
+    assert not Path(f"/proc/{drainer}").exists() or "Z" in Path(f"/proc/{drainer}/stat").read_text().split()[2]
+    assert facts["notes"] == []
 
 
 def test_sigterm_still_dumps(tmp_path: Path) -> None:

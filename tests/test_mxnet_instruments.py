@@ -159,3 +159,10 @@ def test_the_mxnet_ops_preset_shows_the_instruments_as_a_class_of_their_own() ->
     rules = resolve_highlights([], "mxnet-ops", "hot")
     for frame in (PROFILER, PROFILER_THREAD, VERBOSE, WATCH):
         assert [r.label for r in rules if re.search(r.pattern, frame)] == ["the tool's own instruments"]
+
+
+def test_the_verbose_logs_drainer_is_marked_as_the_verbose_log() -> None:
+    drainer = 7777
+    threads = instrument_threads({"threads": {"map": {}}, "verbose_drain": drainer}, set(), {MAIN})
+    assert threads == {drainer: b"[instrumentation] oneDNN verbose log"}
+    assert instrument_threads({"verbose_drain": None}, set(), {MAIN}) == {}  # an older sidecar, or no drainer

@@ -6,8 +6,9 @@ imported here: the profiler is configured when the *program* imports mxnet (a me
 wraps that one import), through the module the program loaded.
 
     DIR/dnnl-verbose-<pid>.log   oneDNN's exec lines: oneDNN prints them on the C-level stdout
-                                 (fd 1), so fd 1 goes to this file and Python's sys.stdout keeps
-                                 the original stdout (the program's prints pass through as before)
+                                 (fd 1), so fd 1 goes to this file (through a pipe that a forked
+                                 process empties: drain.py) and Python's sys.stdout keeps the
+                                 original stdout (the program's prints pass through as before)
     DIR/profile-<pid>.json       the profiler's Chrome trace (symbolic and imperative operators)
     DIR/mxnet-<pid>.json         the sidecar: both clocks at start and exit, file names, notes
 
@@ -37,6 +38,7 @@ from typing import Any
 
 from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
+from .drain import Drain, close_drain, start_drain
 from .gate import GATE, enable
 from .pthreads import ThreadWatch
 
@@ -100,6 +102,7 @@ class Session:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
+        self.drain: Drain | None = None  # the verbose log's pipe, closed at exit
         self.pid = os.getpid()
         self.facts: dict[str, Any] = {
             "version": SIDECAR_VERSION,
@@ -112,6 +115,7 @@ class Session:
             "mxnet": None,  # its version, once the program imports it
             "dump_seconds": None,
             "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
+            "verbose_drain": None,  # the PID of the process that writes the verbose log (drain.py)
             "notes": [],
         }
 
@@ -123,19 +127,19 @@ class Session:
         self.facts["notes"].append(text)
 
 
-def redirect_c_stdout(path: str) -> None:
-    """fd 1 -> `path` (oneDNN prints there); sys.stdout keeps writing to the original stdout."""
+def redirect_c_stdout(path: str) -> Drain:
+    """fd 1 -> a pipe emptied into `path` (oneDNN prints there: drain.py says why a pipe); sys.stdout keeps
+    writing to the original stdout."""
     sys.stdout.flush()
     original = os.dup(1)
-    target = create_file(os.path.dirname(path), os.path.basename(path))
-    os.dup2(target, 1)
-    os.close(target)
+    pipe = start_drain(create_file(os.path.dirname(path), os.path.basename(path)))
     old = sys.stdout
     stream = os.fdopen(original, "w", encoding=old.encoding, errors=old.errors, closefd=True)
     stream.reconfigure(line_buffering=bool(old.line_buffering))
     sys.stdout = stream
     if sys.__stdout__ is old:
         sys.__stdout__ = stream  # type: ignore[misc]
+    return pipe
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -206,6 +210,11 @@ def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
 
 def finish(session: Session) -> None:
     session.facts["clock_end"] = read_clocks().as_list()
+    if session.drain is not None:
+        problem = close_drain(session.drain)
+        session.drain = None
+        if problem:
+            session.note(problem)
     try:
         sys.stdout.flush()
         session.write()
@@ -223,7 +232,8 @@ def install(directory: str) -> Session:
     private_dir(directory)
     os.environ.update(environment_to_set(os.environ))
     session = Session(directory)
-    redirect_c_stdout(session.facts["verbose"])
+    session.drain = redirect_c_stdout(session.facts["verbose"])
+    session.facts["verbose_drain"] = session.drain.pid
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     if "mxnet" in sys.modules:

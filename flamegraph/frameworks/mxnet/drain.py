@@ -1,0 +1,108 @@
+"""oneDNN's verbose log through a pipe: the C-level stdout (fd 1) emptied into the log by a process of ours.
+
+oneDNN prints every exec line with printf and fflush(stdout) on the thread that ran the primitive (the
+engine's worker: the operators' critical path), so each primitive execution is one write(2). Into a file
+on ext4 each such append is journalled: on the MLP 125 of the log's 162 samples (77 %) were in the
+kernel (docs/record.md). Into a pipe it is a copy. The drainer is a forked process, so it shares no GIL
+with the program (a drain thread could wait for the GIL while an engine worker blocks on a full pipe);
+it sleeps between polls and writes what the pipe holds in one large write, so no line wakes it. It is
+forked twice (the program never reaps it, nor meets it in os.wait()) and ends once every writer has
+closed the pipe: `close_drain` (at exit) gives up our end and waits for it, so the log is complete when the
+process ends. Standard library only (it runs in the profiled process).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+PIPE_BYTES = 1 << 20  # ~0.6 s of the MLP's log (1.7 MB/s): the drainer polls far more often than that
+POLL_S = 0.05
+CLOSE_WAIT_S = 2.0  # a child of the program may hold fd 1 longer: then the log may lack its last lines
+STILL_OPEN = (
+    "the C-level stdout is still open in another process (a child of the program?) at exit: "
+    "the verbose log may lack that process's last lines"
+)
+
+
+@dataclass(frozen=True)
+class Drain:
+    pid: int  # the drainer's (its samples are ours: instruments.py marks them)
+    done: int  # the read end of a pipe the drainer holds until it has written everything
+
+
+def start_drain(target: int) -> Drain:
+    """fd 1 -> a new pipe whose bytes end up in `target` (an fd opened for writing; closed here)."""
+    source, sink = os.pipe()
+    try:
+        fcntl.fcntl(sink, F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass  # the default 64 KiB still holds ~35 ms of the MLP's log: a poll's worth
+    done, done_sink = os.pipe()
+    told, tell = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked processes (the tests read what they leave)
+        try:
+            if os.fork() == 0:
+                os.write(tell, str(os.getpid()).encode())
+                _run(source, target, keep=(source, target, done_sink))
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    os.close(tell)
+    text = os.read(told, 32)
+    os.close(told)
+    for fd in (source, target, done_sink):
+        os.close(fd)
+    os.dup2(sink, 1)
+    os.close(sink)
+    return Drain(int(text or b"0"), done)
+
+
+def close_drain(drain: Drain) -> str | None:
+    """Give up our end of the pipe and wait until the drainer has written the rest: None, or one line."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)  # C stdout's buffered bytes (the program's own prints) first
+    except (OSError, AttributeError):
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    ended, _, _ = select.select([drain.done], [], [], CLOSE_WAIT_S)
+    os.close(drain.done)
+    return None if ended else STILL_OPEN
+
+
+def _run(source: int, target: int, keep: tuple[int, ...]) -> None:  # pragma: no cover - the drainer
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # it ends when the pipe does, never before the program
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    low = 3
+    for fd in sorted(keep):  # nothing else of the program's stays open here (its pipes must see EOF)
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+    os.set_blocking(source, False)
+    while True:
+        try:
+            data = os.read(source, PIPE_BYTES)
+        except BlockingIOError:
+            time.sleep(POLL_S)
+            continue
+        if not data:
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(target, view) :]
+            except OSError:
+                break  # a full disk: the rest is dropped, the program is never held up by it
