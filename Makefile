@@ -149,8 +149,9 @@ memory-cost: venv perf-deps ## what record --memory costs: a malloc-heavy C prog
 	$(PY) bench/memory_cost.py --rounds $(ROUNDS)
 
 LONG_SECONDS ?= 600
+LONG_PLAIN_SECONDS ?= $(LONG_SECONDS)
 long-bench: venv perf-deps ## LONG_SECONDS (600; 60 in make test) of --every 60 --max-spool 256M against plain perf record and no recording: peak disk, RSS, samples kept, overhead, CPU per part
-	$(PY) bench/long_record.py --seconds $(LONG_SECONDS) --every 60 --max-spool 256M
+	$(PY) bench/long_record.py --seconds $(LONG_SECONDS) --plain-seconds $(LONG_PLAIN_SECONDS) --every 60 --max-spool 256M
 
 COST_ROUNDS ?= 3
 record-cost: venv perf-deps ## make flamegraph's recording cost, part by part (stack copy size, rate, profiler, verbose log, JIT hook), interleaved

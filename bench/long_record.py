@@ -330,10 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=float, default=60.0)
     parser.add_argument("--max-spool", default="256M")
     parser.add_argument("--call-graph", default="dwarf,65528")
+    parser.add_argument("--plain-seconds", type=float, default=None,
+                        help="plain perf record's time (default: --seconds); its rates per second are compared")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="long-record-"))
     try:
-        result = measure(args.seconds, args.every, args.max_spool, args.call_graph, work)
+        result = measure(args.seconds, args.every, args.max_spool, args.call_graph, work, args.plain_seconds)
         print("\n".join(report(result, args.every, args.max_spool, args.call_graph)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
