@@ -1,0 +1,145 @@
+"""A streamed chunk's `perf script` without perf's demangling, its frames demangled after: the same text.
+
+perf 6.1 demangles every symbol of every file it loads, once per run: for a chunk of the MXNet MLP
+(libmxnet's 55k C++ symbols) that is ~0.3 s of the ~0.75 s each chunk's `perf script` costs, paid
+again for every chunk (bench/chunk_script_cost.py). With `--no-demangle` perf prints the mangled
+names; the few hundred a chunk shows are demangled by one `c++filt -p -i` (binutils' libiberty, as
+perf's cplus_demangle without options: no parameters, std::string abbreviated). The text is then
+byte for byte what perf prints demangling itself, except where perf picks among aliases (symbols at one
+address, `symbols__fixup_duplicate`): it compares the names, demangled or not, so the pick can differ
+(libmxnet: 11 of 17,031 alias groups). A chunk showing a name from an alias group whose names do not
+all demangle alike in its file (or a debug file perf may read instead), or a name perf demangles
+other than through libiberty (OCaml, Java), or a mangled name left outside a frame line, is scripted
+again as before.
+
+    names = ChunkNames.find()                 # None without c++filt: chunks are scripted as before
+    text = names.script(path, script_args)    # the chunk's text, or None: script it as before
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..io.perf import script_command, stream_script
+from .spool import read_chunk
+
+NO_DEMANGLE = "--no-demangle"
+# A callchain line: address, name, (file). Only names libiberty demangles (C++, Rust) are rewritten.
+FRAME = re.compile(rb"^(\s+[0-9a-f]+ )((?:_Z|_R|_GLOBAL_)\S*) \(([^()]*)\)$")
+MANGLED = re.compile(rb"(?:^|[\s(])(?:_Z|_R|_GLOBAL_)")
+OTHER_DEMANGLERS = re.compile(rb"^\s+[0-9a-f]+ (?:caml[A-Z]|\S*\)\S* \()")  # perf's OCaml and Java demanglers
+PLT = b"@plt"
+KERNEL = b"[kernel.kallsyms]"
+SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
+FUNC, IFUNC = 2, 10
+
+
+class ChunkNames:
+    """The files' alias groups that would name differently, by file (see the module's doc)."""
+
+    def __init__(self, cxxfilt: str) -> None:
+        self._cxxfilt = cxxfilt
+        self._ambiguous: dict[tuple[bytes, frozenset[str]], frozenset[bytes]] = {}
+        self.rescripted = 0  # chunks scripted again with perf's demangling
+
+    @classmethod
+    def find(cls) -> ChunkNames | None:
+        cxxfilt = shutil.which("c++filt")
+        return cls(cxxfilt) if cxxfilt else None
+
+    def script(self, path: str, script_args: Sequence[str]) -> bytes | None:
+        """The chunk's `perf script` text as perf would print it demangling; None when that is not sure."""
+        with stream_script(script_command(path, extra=[*script_args, NO_DEMANGLE]), path) as stream:
+            text = stream.read()
+        build_ids = read_chunk(Path(path))[1]
+        rewritten = self.rewrite(text, build_ids)
+        if rewritten is None:
+            self.rescripted += 1
+        return rewritten
+
+    def rewrite(self, text: bytes, build_ids: dict[bytes, frozenset[str]]) -> bytes | None:
+        lines = text.split(b"\n")
+        frames: list[tuple[int, re.Match[bytes]]] = []
+        for i, line in enumerate(lines):
+            match = FRAME.match(line)
+            if match is not None and match.group(3) != KERNEL:  # the kernel's names are never demangled
+                frames.append((i, match))
+            elif MANGLED.search(line) or OTHER_DEMANGLERS.match(line):
+                return None
+        if not frames:
+            return text
+        for _, match in frames:
+            name, dso = match.group(2), match.group(3)
+            if name.removesuffix(PLT) in self._ambiguous_in(dso, build_ids.get(dso, frozenset())):
+                return None
+        stems = sorted({match.group(2).removesuffix(PLT) for _, match in frames})
+        plain = dict(zip(stems, self._demangle(stems), strict=True))
+        for i, match in frames:
+            name = match.group(2)
+            stem = name.removesuffix(PLT)
+            lines[i] = match.group(1) + plain[stem] + name[len(stem) :] + b" (" + match.group(3) + b")"
+        return b"\n".join(lines)
+
+    def _demangle(self, names: Sequence[bytes]) -> list[bytes]:
+        out = subprocess.run([self._cxxfilt, "-p", "-i"], input=b"\n".join(names) + b"\n", capture_output=True)
+        plain = out.stdout.split(b"\n")[: len(names)]
+        if out.returncode != 0 or len(plain) != len(names):
+            raise OSError(f"c++filt failed ({out.returncode})")
+        return plain
+
+    def _ambiguous_in(self, dso: bytes, build_ids: frozenset[str]) -> frozenset[bytes]:
+        key = (dso, build_ids)
+        if key not in self._ambiguous:
+            groups: dict[tuple[int, int], set[bytes]] = defaultdict(set)
+            for number, path in enumerate(symbol_files(os.fsdecode(dso), build_ids)):
+                for start, names in alias_groups(path).items():
+                    groups[(number, start)] |= names  # per file: perf reads one
+            multi = [names for names in groups.values() if len(names) > 1]
+            every = sorted({name for names in multi for name in names})
+            plain = dict(zip(every, self._demangle(every), strict=True)) if every else {}
+            self._ambiguous[key] = frozenset(
+                name for names in multi if len({plain[n] for n in names}) > 1 for name in names
+            )
+        return self._ambiguous[key]
+
+
+def symbol_files(dso: str, build_ids: frozenset[str]) -> list[Path]:
+    """The files perf 6.1 may take `dso`'s symbols from: itself, the build-id caches, debug files."""
+    home = Path(os.environ.get("HOME", "/root"))
+    candidates = [Path(dso), Path("/usr/lib/debug" + dso), Path(dso + ".debug")]
+    for build_id in build_ids:
+        head, tail = build_id[:2], build_id[2:]
+        cache = home / ".debug" / ".build-id" / head / tail
+        candidates += [cache / "elf", cache / "debug", Path(f"/usr/lib/debug/.build-id/{head}/{tail}.debug")]
+    return [path for path in candidates if path.is_file()]
+
+
+def alias_groups(path: Path) -> dict[int, set[bytes]]:
+    """Function symbols sharing a start address in a file's .symtab and .dynsym: {start: names}."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    starts: dict[int, set[bytes]] = defaultdict(set)
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            if elf.elfclass != 64 or not elf.little_endian:
+                return {}
+            for section_name in (".symtab", ".dynsym"):
+                section = elf.get_section_by_name(section_name)
+                if section is None or section["sh_type"] == "SHT_NOBITS":
+                    continue
+                strings = elf.get_section(section["sh_link"]).data()
+                for name, info, _, shndx, value, _ in SYMBOL.iter_unpack(section.data()):
+                    if info & 0xF in (FUNC, IFUNC) and shndx and name:
+                        starts[value].add(strings[name : strings.index(b"\0", name)])
+    except (OSError, ELFError, ValueError, struct.error):
+        return {}
+    return {start: names for start, names in starts.items() if len(names) > 1}
