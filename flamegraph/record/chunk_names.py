@@ -31,8 +31,8 @@ from ..io.perf import script_command, stream_script
 from .spool import read_chunk
 
 NO_DEMANGLE = "--no-demangle"
-# A callchain line: address, name, (file). Only names libiberty demangles (C++, Rust) are rewritten.
-FRAME = re.compile(rb"^(\s+[0-9a-f]+ )((?:_Z|_R|_GLOBAL_)\S*) \(([^()]*)\)$")
+# A callchain line: address, name, (file); of the names, those libiberty demangles (C++, Rust) are rewritten.
+FRAME = re.compile(rb"^(\s+[0-9a-f]+ )(\S+) \(([^()]*)\)$")
 MANGLED = re.compile(rb"(?:^|[\s(])(?:_Z|_R|_GLOBAL_)")
 OTHER_DEMANGLERS = re.compile(rb"^\s+[0-9a-f]+ (?:caml[A-Z]|\S*\)\S* \()")  # perf's OCaml and Java demanglers
 PLT = b"@plt"
@@ -68,17 +68,20 @@ class ChunkNames:
         lines = text.split(b"\n")
         frames: list[tuple[int, re.Match[bytes]]] = []
         for i, line in enumerate(lines):
-            match = FRAME.match(line)
-            if match is not None and match.group(3) != KERNEL:  # the kernel's names are never demangled
-                frames.append((i, match))
-            elif MANGLED.search(line) or OTHER_DEMANGLERS.match(line):
+            if OTHER_DEMANGLERS.match(line):
                 return None
-        if not frames:
-            return text
-        for _, match in frames:
+            match = FRAME.match(line)
+            if match is None or match.group(3) == KERNEL:  # the kernel's names are never demangled
+                if MANGLED.search(line):
+                    return None
+                continue
             name, dso = match.group(2), match.group(3)
             if name.removesuffix(PLT) in self._ambiguous_in(dso, build_ids.get(dso, frozenset())):
-                return None
+                return None  # perf may name this address by another alias when demangling
+            if MANGLED.match(name):
+                frames.append((i, match))
+        if not frames:
+            return text
         stems = sorted({match.group(2).removesuffix(PLT) for _, match in frames})
         plain = dict(zip(stems, self._demangle(stems), strict=True))
         for i, match in frames:
@@ -101,11 +104,16 @@ class ChunkNames:
             for number, path in enumerate(symbol_files(os.fsdecode(dso), build_ids)):
                 for start, names in alias_groups(path).items():
                     groups[(number, start)] |= names  # per file: perf reads one
-            multi = [names for names in groups.values() if len(names) > 1]
+            multi = [names for names in groups.values() if any(MANGLED.match(n) for n in names)]  # else all plain
             every = sorted({name for names in multi for name in names})
             plain = dict(zip(every, self._demangle(every), strict=True)) if every else {}
+            # Names demangling leaves alone compare alike either way: only a group with a name demangling
+            # changes, and names that demangle apart, may be named otherwise (perf's rules left unmodelled).
             self._ambiguous[key] = frozenset(
-                name for names in multi if len({plain[n] for n in names}) > 1 for name in names
+                name
+                for names in multi
+                if len({plain[n] for n in names}) > 1 and any(plain[n] != n for n in names)
+                for name in names
             )
         return self._ambiguous[key]
 
