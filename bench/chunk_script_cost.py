@@ -12,6 +12,9 @@ chunk once per variant, in a new order each round, and takes each run's CPU (use
     --no-demangle  the same without perf's demangling; the names demangled after, only those printed,
                    by `c++filt -p -i` (binutils' libiberty: perf 6.1 demangles with cplus_demangle, no options)
     both           --kallsyms and --no-demangle
+    streamed folder  what `record`'s folder runs now (flamegraph.record.chunk_names): --no-demangle, c++filt,
+                   a chunk showing an alias-ambiguous name scripted again; its CPU with ours and c++filt's
+                   (the files' alias groups, read once per recording, are printed apart: "one-off")
 
 and checks each variant's text against today's, byte for byte (the --no-demangle ones after c++filt).
 --aliases counts, in each DSO the chunks map, the addresses where perf's choice among aliases (same
@@ -25,6 +28,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,11 +44,12 @@ sys.path.insert(0, str(REPO))
 from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun  # noqa: E402
 from flamegraph.io.perf import find_perf, script_command  # noqa: E402
+from flamegraph.record.chunk_names import ChunkNames  # noqa: E402
 from flamegraph.record.spec import ONCPU_FIELDS  # noqa: E402
 from flamegraph.record.spool import CHUNKS_PER_CAP, read_chunk  # noqa: E402
 
 DEFAULT_CAP = 256_000_000
-VARIANTS = ("today", "--kallsyms", "--no-demangle", "both")
+VARIANTS = ("today", "--kallsyms", "--no-demangle", "both", "streamed folder")
 FRAME = re.compile(rb"^(\s+[0-9a-f]+ )(_Z\S*)( \(.*\))$")
 
 
@@ -61,6 +66,8 @@ def record_chunks(directory: Path, epochs: int) -> list[Path]:
 
 
 def script(chunk: Path, variant: str, kallsyms: Path) -> tuple[float, bytes]:
+    if variant == "streamed folder":
+        return folder_script(chunk)
     extra = ["-F", ONCPU_FIELDS]
     if variant in ("--kallsyms", "both"):
         extra += ["--kallsyms", str(kallsyms)]
@@ -73,6 +80,24 @@ def script(chunk: Path, variant: str, kallsyms: Path) -> tuple[float, bytes]:
         out.seek(0)
         text = out.read()
     return usage.ru_utime + usage.ru_stime, text
+
+
+NAMES = ChunkNames.find()
+
+
+def folder_script(chunk: Path) -> tuple[float, bytes]:
+    """The streamed folder's text of a chunk and the CPU it took (ours, perf script's, c++filt's)."""
+    assert NAMES is not None, "needs c++filt"
+    before = _cpu()
+    text = NAMES.script(str(chunk), ["-F", ONCPU_FIELDS])
+    if text is None:
+        text = script(chunk, "today", chunk)[1]
+    return _cpu() - before, text
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def demangled(text: bytes) -> bytes:
@@ -155,13 +180,15 @@ def main(argv: list[str] | None = None) -> int:
         cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}  # per round: all chunks
         same: dict[str, bool] = dict.fromkeys(VARIANTS, True)
         reference = {c: script(c, "today", kallsyms)[1] for c in chunks}
+        one_off, _ = folder_script(chunks[0])  # the files' alias groups, read once per recording
+        print(f"streamed folder: one-off {one_off:.2f} s (its first chunk, alias groups included)")
         for number in range(1, args.rounds + 1):
             totals = dict.fromkeys(VARIANTS, 0.0)
             for chunk in chunks:
                 for variant in random.Random(f"{number}{chunk}").sample(VARIANTS, len(VARIANTS)):
                     seconds, text = script(chunk, variant, kallsyms)
                     totals[variant] += seconds
-                    text = demangled(text) if "demangle" in variant or variant == "both" else text
+                    text = demangled(text) if variant in ("--no-demangle", "both") else text
                     same[variant] &= text == reference[chunk]
             for variant, total in totals.items():
                 cpu[variant].append(total)
