@@ -81,6 +81,8 @@ def test_a_chunk_without_perfs_demangling_reads_as_perf_demangling_prints_it(tmp
     assert b"_ZN4work3BoxIlE4spin" in perf_text(data, NO_DEMANGLE)  # what perf prints without demangling
     assert names.script(str(data), FIELDS) == today
     assert names.rescripted == 0
+    broken = ChunkNames(shutil.which("false") or "false")  # a c++filt that fails: perf demangles, as before
+    assert broken.script(str(data), FIELDS) is None
 
 
 @pytest.mark.perf

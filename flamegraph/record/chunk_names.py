@@ -59,7 +59,10 @@ class ChunkNames:
         with stream_script(script_command(path, extra=[*script_args, NO_DEMANGLE]), path) as stream:
             text = stream.read()
         build_ids = read_chunk(Path(path))[1]
-        rewritten = self.rewrite(text, build_ids)
+        try:
+            rewritten = self.rewrite(text, build_ids)
+        except OSError:  # c++filt failed: perf demangles, as before
+            rewritten = None
         if rewritten is None:
             self.rescripted += 1
         return rewritten
