@@ -46,7 +46,8 @@ class ChunkNames:
 
     def __init__(self, cxxfilt: str) -> None:
         self._cxxfilt = cxxfilt
-        self._ambiguous: dict[tuple[bytes, frozenset[str]], frozenset[bytes]] = {}
+        self._files: dict[tuple[bytes, frozenset[str]], list[dict[bytes, frozenset[bytes]]]] = {}
+        self._verdicts: dict[tuple[bytes, bytes], bool] = {}  # (file, name): in an alias group named otherwise
         self.rescripted = 0  # chunks scripted again with perf's demangling
 
     @classmethod
@@ -70,6 +71,7 @@ class ChunkNames:
     def rewrite(self, text: bytes, build_ids: dict[bytes, frozenset[str]]) -> bytes | None:
         lines = text.split(b"\n")
         frames: list[tuple[int, re.Match[bytes]]] = []
+        shown: set[tuple[bytes, bytes]] = set()  # (file, name) of every user-space frame
         for i, line in enumerate(lines):
             if OTHER_DEMANGLERS.match(line):
                 return None
@@ -78,11 +80,11 @@ class ChunkNames:
                 if MANGLED.search(line):
                     return None
                 continue
-            name, dso = match.group(2), match.group(3)
-            if name.removesuffix(PLT) in self._ambiguous_in(dso, build_ids.get(dso, frozenset())):
-                return None  # perf may name this address by another alias when demangling
-            if MANGLED.match(name):
+            shown.add((match.group(3), match.group(2).removesuffix(PLT)))
+            if MANGLED.match(match.group(2)):
                 frames.append((i, match))
+        if self._any_ambiguous(shown, build_ids):
+            return None  # perf may name one of these addresses by another alias when demangling
         if not frames:
             return text
         stems = sorted({match.group(2).removesuffix(PLT) for _, match in frames})
@@ -100,25 +102,48 @@ class ChunkNames:
             raise OSError(f"c++filt failed ({out.returncode})")
         return plain
 
-    def _ambiguous_in(self, dso: bytes, build_ids: frozenset[str]) -> frozenset[bytes]:
-        key = (dso, build_ids)
-        if key not in self._ambiguous:
-            groups: dict[tuple[int, int], set[bytes]] = defaultdict(set)
-            for number, path in enumerate(symbol_files(os.fsdecode(dso), build_ids)):
-                for start, names in alias_groups(path).items():
-                    groups[(number, start)] |= names  # per file: perf reads one
-            multi = [names for names in groups.values() if any(MANGLED.match(n) for n in names)]  # else all plain
-            every = sorted({name for names in multi for name in names})
-            plain = dict(zip(every, self._demangle(every), strict=True)) if every else {}
+    def _any_ambiguous(self, shown: set[tuple[bytes, bytes]], build_ids: dict[bytes, frozenset[str]]) -> bool:
+        """Whether a shown name is in an alias group (of a file perf may read its file's symbols from) whose
+        names demangling tells apart; the groups are read once per file, demangled once when first shown."""
+        unknown: dict[tuple[bytes, bytes], list[frozenset[bytes]]] = {}
+        for dso, name in shown:
+            if (dso, name) in self._verdicts:
+                if self._verdicts[(dso, name)]:
+                    return True
+                continue
+            groups = [g for by_name in self._groups(dso, build_ids.get(dso, frozenset())) if (g := by_name.get(name))]
+            if groups:
+                unknown[(dso, name)] = groups
+            else:
+                self._verdicts[(dso, name)] = False
+        if not unknown:
+            return False
+        members = sorted({n for groups in unknown.values() for group in groups for n in group})
+        plain = dict(zip(members, self._demangle(members), strict=True))
+        found = False
+        for key, groups in unknown.items():
             # Names demangling leaves alone compare alike either way: only a group with a name demangling
             # changes, and names that demangle apart, may be named otherwise (perf's rules left unmodelled).
-            self._ambiguous[key] = frozenset(
-                name
-                for names in multi
-                if len({plain[n] for n in names}) > 1 and any(plain[n] != n for n in names)
-                for name in names
+            self._verdicts[key] = any(
+                len({plain[n] for n in group}) > 1 and any(plain[n] != n for n in group) for group in groups
             )
-        return self._ambiguous[key]
+            found = found or self._verdicts[key]
+        return found
+
+    def _groups(self, dso: bytes, build_ids: frozenset[str]) -> list[dict[bytes, frozenset[bytes]]]:
+        """Per candidate file: each name of an alias group with a mangled name -> its group."""
+        key = (dso, build_ids)
+        if key not in self._files:
+            files = []
+            for path in symbol_files(os.fsdecode(dso), build_ids):
+                by_name: dict[bytes, frozenset[bytes]] = {}
+                for names in alias_groups(path).values():
+                    if any(MANGLED.match(n) for n in names):
+                        group = frozenset(names)
+                        by_name.update(dict.fromkeys(group, group))
+                files.append(by_name)
+            self._files[key] = files
+        return self._files[key]
 
 
 def symbol_files(dso: str, build_ids: frozenset[str]) -> list[Path]:
@@ -137,7 +162,8 @@ def alias_groups(path: Path) -> dict[int, set[bytes]]:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
-    starts: dict[int, set[bytes]] = defaultdict(set)
+    starts: dict[int, set[tuple[int, int]]] = defaultdict(set)  # start -> (string table, offset): names later
+    tables: list[bytes] = []
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)
@@ -147,10 +173,16 @@ def alias_groups(path: Path) -> dict[int, set[bytes]]:
                 section = elf.get_section_by_name(section_name)
                 if section is None or section["sh_type"] == "SHT_NOBITS":
                     continue
-                strings = elf.get_section(section["sh_link"]).data()
+                tables.append(elf.get_section(section["sh_link"]).data())
+                table = len(tables) - 1
                 for name, info, _, shndx, value, _ in SYMBOL.iter_unpack(section.data()):
                     if info & 0xF in (FUNC, IFUNC) and shndx and name:
-                        starts[value].add(strings[name : strings.index(b"\0", name)])
+                        starts[value].add((table, name))
+        groups = {
+            start: {tables[t][o : tables[t].index(b"\0", o)] for t, o in names}
+            for start, names in starts.items()
+            if len(names) > 1
+        }
     except (OSError, ELFError, ValueError, struct.error):
         return {}
-    return {start: names for start, names in starts.items() if len(names) > 1}
+    return {start: names for start, names in groups.items() if len(names) > 1}
