@@ -24,7 +24,7 @@ POLL_SECONDS = 0.05
 
 
 def role_of(pid: int, root: int) -> str:
-    """perf record / perf script (perf inject too) / ours (the flamegraph process) / workload (the rest)."""
+    """perf record / perf script (perf inject and c++filt too) / ours (the flamegraph process) / workload (the rest)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
@@ -34,6 +34,8 @@ def role_of(pid: int, root: int) -> str:
         return ""  # a zombie (or a kernel thread): the role it was seen with stays
     if len(words) >= 2 and os.path.basename(words[0]) == "perf":
         return "perf record" if words[1] == "record" else "perf script"
+    if os.path.basename(words[0]) == "c++filt":
+        return "perf script"  # the streamed folder's demangling (flamegraph.record.chunk_names): perf script's part
     if pid == root and any(w.endswith("flamegraph") for w in words[1:3]):
         return "ours"  # the flamegraph process (python -m flamegraph): its Python collapser, naming and writing
     return "workload"

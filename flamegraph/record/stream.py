@@ -17,17 +17,20 @@ stacks of the whole run and of the interval being folded, whatever the number of
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..folding.perf import PerfCollapser
+from ..folding.perf_blocks import fold_blocks, iter_blocks
 from ..folding.stage import fold_input, open_lines
 from ..io.perf import find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
+from .chunk_names import ChunkNames
 from .fold_priority import FoldPriority
 from .scope import recorded_events
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
@@ -63,7 +66,8 @@ class StreamedFold:
         self._script_args = list(script_args)
         self._namer = namer
         self._on_interval = on_interval
-        self._fold_chunk = fold_chunk or (lambda collapser, path, args: fold_input(collapser, path, script_args=args))
+        self.names = ChunkNames.find() if fold_chunk is None else None  # perf's demangling skipped (chunk_names)
+        self._fold_chunk = fold_chunk or self._fold_plain
         self.whole = FoldedProfile()
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
@@ -142,6 +146,13 @@ class StreamedFold:
         self._interval_chunks += 1
         if chunk.closes:
             self._close(chunk.ended_ns)
+
+    def _fold_plain(self, collapser: PerfCollapser, path: str, args: Sequence[str]) -> None:
+        text = self.names.script(path, args) if self.names is not None else None
+        if text is None:
+            fold_input(collapser, path, script_args=args)
+            return
+        fold_blocks(collapser, iter_blocks(io.BytesIO(text)), path)
 
     def _close(self, end_ns: int) -> None:
         profile = self._collapser.profile()
