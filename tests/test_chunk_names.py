@@ -142,3 +142,29 @@ def test_the_streamed_folder_scripts_its_chunks_without_perfs_demangling(tmp_pat
     assert isinstance(StreamedFold(spool, lambda: None, FIELDS).names, ChunkNames)  # type: ignore[arg-type,return-value]
     custom = StreamedFold(spool, lambda: None, FIELDS, fold_chunk=lambda c, p, a: None)  # type: ignore[arg-type,return-value]
     assert custom.names is None  # a reader of its own (--mxnet's) scripts as it does
+
+
+def test_a_short_recording_keeps_perfs_demangling_a_long_job_skips_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alias groups cost a one-off that only a long job pays back: chunks before DEMANGLE_AFTER are
+    scripted by perf as they always were, the later ones through ChunkNames."""
+    from flamegraph.record import stream
+
+    scripted: list[str] = []
+
+    class Names:
+        def script(self, path: str, args: object) -> bytes:
+            scripted.append(path)
+            return b""
+
+    plain: list[str] = []
+    monkeypatch.setattr(stream, "fold_input", lambda collapser, path, script_args: plain.append(path))
+    monkeypatch.setattr(stream, "fold_blocks", lambda collapser, blocks, path: None)
+    fold = StreamedFold(Spool(tmp_path, cap=64_000_000), lambda: None, FIELDS)  # type: ignore[arg-type,return-value]
+    fold.names = Names()  # type: ignore[assignment]
+    for number in range(stream.DEMANGLE_AFTER + 2):
+        fold.chunks = number
+        fold._fold_plain(None, f"chunk{number}", FIELDS)  # type: ignore[arg-type]
+    assert plain == [f"chunk{n}" for n in range(stream.DEMANGLE_AFTER)]
+    assert scripted == [f"chunk{stream.DEMANGLE_AFTER}", f"chunk{stream.DEMANGLE_AFTER + 1}"]

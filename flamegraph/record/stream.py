@@ -47,6 +47,9 @@ class Interval:
     samples: int  # samples in its chunks (folded or not: dropped chunks are counted in the spool)
 
 
+DEMANGLE_AFTER = 8  # chunks folded with perf's demangling before chunk_names' cheaper path takes over
+
+
 class StreamedFold:
     """The folder thread of a spooled recording (see the module's doc)."""
 
@@ -148,7 +151,10 @@ class StreamedFold:
             self._close(chunk.ended_ns)
 
     def _fold_plain(self, collapser: PerfCollapser, path: str, args: Sequence[str]) -> None:
-        text = self.names.script(path, args) if self.names is not None else None
+        # Reading the libraries' alias groups costs a one-off 1-2 s of CPU that ~7 chunks pay back: a short
+        # recording keeps perf's own demangling, a long job skips it from chunk DEMANGLE_AFTER on.
+        long_job = self.names is not None and self.chunks >= DEMANGLE_AFTER
+        text = self.names.script(path, args) if self.names is not None and long_job else None
         if text is None:
             fold_input(collapser, path, script_args=args)
             return
