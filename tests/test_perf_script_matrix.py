@@ -150,6 +150,20 @@ def in_samples(counts: dict[str, int], period: int) -> dict[str, int]:
     return {stack: count // period for stack, count in counts.items()}
 
 
+def assert_rounds_are_not_samples(text: Path, weight: int) -> None:
+    """perf 6.1's `--show-round-events` text can differ from the plain one in more than its round lines:
+    in some recordings (seen: one in two on a quiet machine) a thread's samples print as `:PID` with
+    [unknown] frames, perf resolving them before their COMM/MMAP. The fold cannot name what perf did not:
+    the round lines must fold to nothing (the text without them folds the same) and every sample be kept."""
+    rounds = text.read_bytes()
+    without = text.with_name(text.stem + "-no-rounds.txt")
+    without.write_bytes(b"".join(line for line in rounds.splitlines(keepends=True)
+                                 if not line.startswith(b"PERF_RECORD_FINISHED_ROUND")))  # fmt: skip
+    assert b"PERF_RECORD_FINISHED_ROUND" in rounds
+    folded = fold(text)
+    assert folded == fold(without) and sum(folded.values()) == weight
+
+
 def test_every_variant_folds_as_plain_perf_script(recordings: Path) -> None:
     plain = fold(script(recordings, "cpu", []))
     assert any("leaf" in stack for stack in plain) and len(plain) >= 3
@@ -157,6 +171,9 @@ def test_every_variant_folds_as_plain_perf_script(recordings: Path) -> None:
     samples = in_samples(plain, period)
     assert sum(samples.values()) * period == sum(plain.values())  # so weights in samples compare exactly
     for args in SAME:
+        if "--show-round-events" in args:  # perf 6.1 may resolve threads otherwise when it shows rounds
+            assert_rounds_are_not_samples(script(recordings, "cpu", args), sum(plain.values()))
+            continue
         assert fold(script(recordings, "cpu", args)) == plain, args
     for args in NO_PERIOD:
         assert fold(script(recordings, "cpu", args)) == samples, args
