@@ -80,18 +80,20 @@ def test_offcpu_cost_compares_each_recording_with_its_own_rounds_runs() -> None:
 
 
 def test_memory_cost_compares_each_probed_run_with_its_own_rounds_unprobed_run() -> None:
-    from bench.memory_cost import NONE, Run, per_call, table
+    from bench.memory_cost import NONE, Mode, Run, per_call, table
 
-    def round_(base_us: float, probed_us: float, rate: float, probed_rate: float) -> dict[tuple[str, int], Run]:
+    ten = Mode(10)  # a sample every 10 bytes on average, at most the default rate
+
+    def round_(base_us: float, probed_us: float, rate: float, probed_rate: float) -> dict[tuple[str, Mode], Run]:
         return {("c", NONE): Run("c", NONE, 0.01, per_call_us=base_us),
-                ("c", 10): Run("c", 10, 0.5, per_call_us=probed_us, records=20_000, lost=0.0, mb=300.0),
+                ("c", ten): Run("c", ten, 0.5, per_call_us=probed_us, records=20_000, lost=0.0, mb=300.0),
                 ("mlp", NONE): Run("mlp", NONE, 3.0, rate=rate),
-                ("mlp", 10): Run("mlp", 10, 6.0, rate=probed_rate, records=60_000, lost=0.25, mb=1000.0)}  # fmt: skip
+                ("mlp", ten): Run("mlp", ten, 6.0, rate=probed_rate, records=60_000, lost=0.25, mb=1000.0)}  # fmt: skip
 
     rows = table([round_(0.01, 1.5, 1000, 500), round_(0.02, 1.6, 2000, 1500), round_(0.01, 2.0, 1000, 800)])
     assert rows[0].startswith("| workload | mode | CPU per call |") and len(rows) == 6
     c10, mlp10 = rows[3].split(" | "), rows[5].split(" | ")
-    assert c10[1] == "every 10 B" and c10[2] == "1600.0 ns (1500.0 ns..2000.0 ns, n=3)"
+    assert c10[1] == "every 10 B, ≤ 1,000/s" and c10[2] == "1600.0 ns (1500.0 ns..2000.0 ns, n=3)"
     assert c10[3] == "+14900.0 % (+7900.0 %..+19900.0 %, n=3)"  # each against the unprobed run of its own round
     assert mlp10[3] == "-25.0 % throughput (-50.0 % throughput..-20.0 % throughput, n=3)"
     assert mlp10[4] == "6.00 s (6.00 s..6.00 s, n=3) = +100.0 % (+100.0 %..+100.0 %, n=3)"
