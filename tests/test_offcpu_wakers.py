@@ -322,9 +322,11 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
           f"sleeper {sleeper_us / 1e3:.1f} ms, {by_timer:.1%} under [timer]\n{proc.stderr}")  # fmt: skip
     assert reader_us >= 0.8 * 20 * 20_000  # 20 rounds of 20 ms each: the writer burns before it writes
     assert by_writer >= 0.95
-    # a wakeup perf lost (its buffers overran on a loaded machine) is said, not guessed: judged on the rest
+    # A wakeup with no record is said, not guessed. Seen on this perf 6.1 VM, 1 run in 3 even when quiet and
+    # with nothing lost: no sched_wakeup record for the sleeper's hrtimer wakeups at all (all "[waker not
+    # recorded]"); other runs have them all under [timer]. Never another thread: never a guessed waker.
     _, unrecorded = share(counts, "sleeper", "sleeper_sleeps", "[waker not recorded]")
-    assert 0.95 * 400_000 <= sleeper_us and unrecorded <= 0.5 and by_timer >= 0.95 * (1 - unrecorded)
+    assert 0.95 * 400_000 <= sleeper_us and by_timer + unrecorded >= 0.95
     # (sleep is a libc wrapper: main blocked)
     # the waker is drawn with its thread: its name, never an interrupted bystander's
     assert any(";--;writer-" in stack for stack in counts)
