@@ -152,14 +152,21 @@ def test_offcpu_duration_cuts_a_launched_commands_open_wait_at_the_end(tmp_path:
     assert "1 wait open at the end (1." in proc.stderr
 
 
-def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_path: Path) -> None:
-    """The default (folded while perf records): SIGTERM while the last chunk's perf script runs ends it, says
-    the signal, and leaves neither perf script nor a chunk behind (nothing raw outlives a streamed run)."""
+def slow_script_perf(tmp_path: Path) -> Path:
+    """A directory to put first on PATH: its `perf` records with the real perf, and its `perf script`
+    sleeps 30 s (a big recording's folding, for a signal to arrive while it runs)."""
     real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "perf").write_text(f'#!/bin/sh\n[ "$1" = script ] && exec sleep 30\nexec {real} "$@"\n')
     (bin_dir / "perf").chmod(0o755)
+    return bin_dir
+
+
+def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_path: Path) -> None:
+    """The default (folded while perf records): SIGTERM while the last chunk's perf script runs ends it, says
+    the signal, and leaves neither perf script nor a chunk behind (nothing raw outlives a streamed run)."""
+    bin_dir = slow_script_perf(tmp_path)
     folded = tmp_path / "f.folded"
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -211,11 +218,7 @@ def descendants(pid: int) -> list[_Process]:
 def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path, signum: int, code: int) -> None:
     """perf script is slow on big recordings: SIGTERM or Ctrl-C then must not lose the recording
     (the scratch perf.data was deleted) nor leave perf script running. The whole-file recording (--max-spool 0)."""
-    real = subprocess.run(["sh", "-c", "command -v perf"], capture_output=True, text=True, check=True).stdout.strip()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "perf").write_text(f'#!/bin/sh\n[ "$1" = script ] && exec sleep 30\nexec {real} "$@"\n')
-    (bin_dir / "perf").chmod(0o755)
+    bin_dir = slow_script_perf(tmp_path)
     folded = tmp_path / "f.folded"
     env_path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     args = ["record", "--max-spool", "0", "--duration", "1", "--no-svg", "--folded", str(folded), "--", *SPIN]
