@@ -24,10 +24,11 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed ## create .venv with the package, the workload (mxnet 1.9.1) and test tools
 
-system-deps: ## install perf, binutils (c++filt: streamed folding), chromium, chromedriver and cairo (for --png) with apt when missing (needs root)
+system-deps: ## install perf, binutils (c++filt: streamed folding), gcc (--memory's sampling allocator, the C test programs), chromium, chromedriver and cairo (for --png) with apt when missing (needs root)
 	@missing=""; \
 	command -v perf >/dev/null || missing="$$missing linux-perf"; \
 	command -v c++filt >/dev/null || missing="$$missing binutils"; \
+	command -v cc >/dev/null || missing="$$missing gcc"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	ldconfig -p | grep -q 'libcairo\.so\.2 ' || missing="$$missing libcairo2"; \
