@@ -36,6 +36,7 @@ from ..window import Window
 from .frames import FrameNames
 from .grammar import (
     COMM_RECORD,
+    EXITED_COMM,
     LOST_RECORD,
     SCHED_HEADER,
     SWITCH_FIELDS,
@@ -393,7 +394,9 @@ class SchedCollapser:
         self.diagnostics.records += 1
         header = SCHED_HEADER.match(line)
         if header is None:
-            self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
+            # `:-1 -1`: the last switch of a task that had exited when perf script read it, no wait.
+            kind = "exited-task" if line.lstrip().startswith(EXITED_COMM + b" ") else "bad-header"
+            self.diagnostics.report(pairing.path, number, kind, decode(line))
             self.diagnostics.skipped_records += 1
             return None
         comm, pid, tid_text, seconds, fraction, rest = header.groups()
