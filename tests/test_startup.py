@@ -19,6 +19,8 @@ from conftest import GOLDEN, REPO, check_golden
 
 import flamegraph
 import flamegraph.record
+from flamegraph.cli import help_text
+from flamegraph.cli.precompiled_help import typer_help
 
 ONE_SAMPLE = (
     b"python 1234 12345.678901: 1 cpu-clock:u: \n"
@@ -128,6 +130,29 @@ def test_help_imports_no_stage(tmp_path: Path) -> None:
     names, out = imported(["-m", "flamegraph", "--help"], tmp_path)
     assert b"Commands:" in out
     assert not _hits(names, HELP_NEVER), _hits(names, HELP_NEVER)
+    assert not _hits(names, ("typer", "flamegraph.cli.app")), "the top-level help at 80 columns is precompiled"
+
+
+def test_precompiled_help_is_typers() -> None:
+    """cli/help_text.py is what typer prints for `flamegraph --help` now (after a change to the commands'
+    help or a typer upgrade: `python -m flamegraph.cli.precompiled_help`)."""
+    assert help_text.TEXT == typer_help(help_text.PROG), "run: python -m flamegraph.cli.precompiled_help"
+
+
+@pytest.mark.parametrize("columns", [50, 79, 80, 200])
+@pytest.mark.parametrize("how", ["module", "script"])
+def test_help_prints_typers_bytes_at_any_width(columns: int, how: str) -> None:
+    """From 80 columns on the precompiled text (the program's name on its usage line), below them typer:
+    either way the bytes typer prints, for `python -m flamegraph` and for the installed script."""
+    script = Path(sys.executable).with_name("flamegraph")
+    if how == "script" and not script.exists():
+        pytest.skip("no installed `flamegraph` script beside this interpreter")
+    command = [sys.executable, "-m", "flamegraph"] if how == "module" else [str(script)]
+    prog = "python -m flamegraph" if how == "module" else "flamegraph"
+    for flag in ("--help", "-h"):
+        env = {**_env(), "COLUMNS": str(columns)}
+        result = subprocess.run([*command, flag], capture_output=True, text=True, env=env)
+        assert result.returncode == 0 and result.stdout == typer_help(prog, columns), (flag, result.stderr)
 
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])

@@ -11,6 +11,7 @@ misspelt option, a missing value, a flag given a value, `-j 0`.
     flamegraph fold perf.txt -o out.folded -j2       <- read here
     flamegraph fold --with-pid --event=cpu-clock -    <- read here
     flamegraph fold --help ; flamegraph fold -x      <- typer
+    flamegraph --help                                <- help_text.py (typer's text, made ahead of time)
 
 FOLD_OPTIONS must list the fold command's options as typer declares them (tests/test_cli_quick.py
 compares the two); an option missing here only sends its command lines to typer.
@@ -19,6 +20,7 @@ compares the two); an option missing here only sends its command lines to typer.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +126,55 @@ def completing() -> bool:
     return any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
 
 
+# click wraps help at min(the terminal's columns, 80) - 2: from 80 columns on, the text help_text.py holds.
+WIDEST = 80
+USAGE_ROOM = 40  # a longer program name may wrap the usage line otherwise than the stored one
+
+
+def terminal_columns() -> int:
+    """The columns click reads through shutil.get_terminal_size (COLUMNS, then stdout's terminal, then
+    80), without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or WIDEST
+
+
+def program_name() -> str:
+    """The name click puts on the usage line: the script's (`flamegraph`), or `python -m flamegraph`."""
+    package = getattr(sys.modules["__main__"], "__package__", None)
+    base = os.path.basename(sys.argv[0])
+    if not package:
+        return base
+    name = os.path.splitext(base)[0]
+    return f"python -m {(package if name == '__main__' else f'{package}.{name}').lstrip('.')}"
+
+
+def print_help_quickly(args: list[str]) -> bool:
+    """`flamegraph --help` from help_text.py (typer's own bytes) where click would print the same."""
+    if args not in (["--help"], ["-h"]) or completing() or terminal_columns() < WIDEST:
+        return False
+    prog = program_name()
+    if len(prog) > USAGE_ROOM:
+        return False
+    from .help_text import PROG, TEXT
+
+    sys.stdout.write(TEXT.replace(f"Usage: {PROG} ", f"Usage: {prog} ", 1))
+    sys.stdout.flush()
+    return True
+
+
 def run_quickly(args: list[str]) -> bool:
-    """Run `flamegraph ARGS` here if it is a fold command line this module reads; False: typer must."""
+    """Run `flamegraph ARGS` here if it is a fold command line this module reads, or the top-level help;
+    False: typer must."""
+    if print_help_quickly(args):
+        return True
     if not args or args[0] != "fold" or completing():
         return False
     values = parse_fold_args(args[1:])

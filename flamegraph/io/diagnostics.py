@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,6 +157,8 @@ def stop_on_signals() -> dict[int, Any]:
 def stopping_on_signals() -> Iterator[None]:
     """`stop_on_signals` for a block, then the handlers as they were; outside the main thread nothing
     (only it may handle signals: a library caller's thread leaves them to the caller)."""
+    import threading  # here: every command starts with this module, only a library caller needs it
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,6 +108,8 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     """Write a temporary file beside `target`, give it `target`'s mode and owner, rename it over `target`."""
     if status is not None and not os.access(target, os.W_OK):
         raise OutputFailed(f"{path}: cannot write: {_why_not_writable(target)}")
+    import tempfile  # here, as below: its imports (shutil, random) are a tenth of `fold`'s start-up to stdout
+
     directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -204,6 +205,8 @@ def check_writable(path: Path | None) -> None:
         if os.path.lexists(directory) or directory == directory.parent:
             raise OutputFailed(f"{path}: cannot write: {directory} is not a directory")
         directory = directory.parent
+    import tempfile
+
     try:
         if missing:
             os.rmdir(tempfile.mkdtemp(prefix=".flamegraph-probe-", dir=directory))
