@@ -148,46 +148,56 @@ def _draw(
     layout: Layout,
     options: RenderOptions,
     page: Page,
-    title: Callable[[Rect, str], str],
+    details: Callable[[Rect], str],
     fill: Callable[[Rect], str] | None = None,
     name_fill: Callable[[str], str] | None = None,
     grain: int = 1,
+    by_widths: bool = False,
 ) -> Drawing:
-    """Each frame's markup: its title (`title` gets the name escaped and returns the whole title
-    escaped), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
-    `fill` of the frame), and labels cut to fit. Escaping and colours are looked up once per name."""
+    """Each frame's markup: its title (the name escaped, then `details` of the frame, escaped: " (N
+    samples, P%)"), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
+    `fill` of the frame), and labels cut to fit. Escaping and colours are looked up once per name;
+    `by_widths`: the details depend on the width and self width only, so they are made once per pair
+    (the root's say 100% exactly, so it is never shared). One pass, no call per frame in the usual case."""
     rows = _rows(layout, options)
     row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
     divisor = coordinate_divisor(layout.total, grain)
     text_dy = (options.frame_height - 1) / 2 + options.font_size * 0.35
+    graph_top = page.graph_top
+    font_size = options.font_size
     tail = f'" height="{options.frame_height - 1}" fill="'
-    lines = []
+    lines: list[str] = []
     labels = []
     names: dict[str, tuple[str, str, str]] = {}  # frame -> (shown name, escaped, fill): once per name
     numbers: dict[float, str] = {}  # coordinate -> text: widths (and many starts) repeat
+    texts: dict[tuple[float, float], str] = {}  # (width, self width) -> details, with by_widths
+    emit, name_of, number_of, text_of = lines.append, names.get, numbers.get, texts.get
     for frame in layout.frames:
-        known = names.get(frame.name) if frame.depth else None
+        key, depth, start, width, own, _, _, _ = frame
+        known = name_of(key) if depth else None
         if known is None:
-            shown = ROOT_TITLE if not frame.depth else display_name(strip_annotation(frame.name))
-            color = name_fill(frame.name) if name_fill is not None and frame.depth else ""
-            known = (shown, str(escape(shown)), color)
-            if frame.depth:
-                names[frame.name] = known
+            shown = ROOT_TITLE if not depth else display_name(strip_annotation(key))
+            known = (shown, str(escape(shown)), name_fill(key) if name_fill is not None and depth else "")
+            if depth:
+                names[key] = known
         name, escaped, color = known
-        start, width = frame.start, frame.width
-        x = numbers.get(start) or numbers.setdefault(start, format_number(start / divisor))
-        w = numbers.get(width) or numbers.setdefault(width, format_number(width / divisor))
+        x = number_of(start) or numbers.setdefault(start, format_number(start / divisor))
+        w = number_of(width) or numbers.setdefault(width, format_number(width / divisor))
         if not color:
             color = fill(frame) if fill is not None else ""
-        y = row_texts[frame.depth]
-        lines.append(f'<g><title>{title(frame, escaped)}</title><rect x="{x}" y="{y}" width="{w}{tail}{color}"/></g>\n')
+        if by_widths and depth:
+            text = text_of((width, own))
+            if text is None:
+                text = texts[width, own] = details(frame)
+        else:
+            text = details(frame)
+        emit(f'<g><title>{escaped}{text}</title><rect x="{x}" y="{row_texts[depth]}" width="{w}{tail}{color}"/></g>\n')
         pixels = width * scale
         if pixels >= LABEL_MIN_PX:
-            label = fit_label(name, pixels - 6, options.font_size, MIN_PREFIX)
+            label = fit_label(name, pixels - 6, font_size, MIN_PREFIX)
             if label:
-                left = XPAD + start * scale + 3
-                labels.append((round(left, 2), round(page.graph_top + rows[frame.depth] + text_dy, 2), label))
+                labels.append((round(XPAD + start * scale + 3, 2), round(graph_top + rows[depth] + text_dy, 2), label))
     return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor)
 
 
@@ -375,8 +385,6 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
-    details: dict[tuple[float, float], str] = {}  # (width, self) -> " (N samples, P%)": they repeat
-
     def info(width: float, self_width: float, percent: str) -> str:
         """Escaped: the count's name may hold '&' or '<'."""
         if not self_width:  # most frames: the page says "self 0"; the file stays small
@@ -384,14 +392,9 @@ def render_svg(
         own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
         return str(escape(f" ({amount(width)}, {percent}%; {own})"))
 
-    def title(frame: Rect, name: str) -> str:  # name: escaped
-        if frame.depth == 0:
-            return name + info(frame.width, frame.self_width, "100")
-        key = (frame.width, frame.self_width)
-        text = details.get(key)
-        if text is None:
-            text = details[key] = info(frame.width, frame.self_width, format_percent(frame.width, total))
-        return name + text
+    def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
+        percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
+        return info(frame.width, frame.self_width, percent)
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
     grain = weight_grain(weights)
@@ -425,7 +428,7 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, title, lambda _: painter.fill(""), name_fill, grain)
+    drawing = _draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain, by_widths=True)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
     shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
     for index, frame in enumerate(layout.frames):
@@ -515,14 +518,14 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
     def fill(frame: Rect) -> str:
         return diff_color(sign * frame.self_delta, stacks.max_delta)
 
-    def title(frame: Rect, name: str) -> str:  # name: escaped
+    def details(frame: Rect) -> str:
         old, new = frame.before * factor, frame.after * factor
         rest = (
             f" (before {format_count(old)}, after {count_text(new, count_name)}:"
             f" {change_text(old, new, parens=False)}; self {format_signed(frame.self_delta * factor)};"
             f" {format_percent(frame.after, stacks.total_after)}% of after)"
         )
-        return name + str(escape(rest))  # str: Markup + str would escape the name again
+        return str(escape(rest))
 
     legend = _diff_legend(options.negate)
     if rules:
@@ -540,7 +543,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         fact_tables=list(options.tables),
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, title, fill=fill)
+    drawing = _draw(layout, options, page, details, fill=fill)
     examples = search_examples([row[2] for row in rows], False)
     title_text = options.title_for(after, diff=True)
     return _document(options, page, drawing, title_text, "hot", count_name, diff=True, examples=examples)
