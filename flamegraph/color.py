@@ -55,7 +55,7 @@ def background(palette: str) -> tuple[str, str]:
 
 
 def hex_color(rgb: RGB) -> str:
-    return "#{:02x}{:02x}{:02x}".format(*rgb)
+    return "#%02x%02x%02x" % rgb  # noqa: UP031 - twice as fast as str.format, once per name drawn
 
 
 def strip_annotation(name: str) -> str:
@@ -74,7 +74,8 @@ def perl_rand(seed: int) -> float:
 
 def random_namehash(name: str) -> float:
     """flamegraph.pl's default: srand(unpack("%32W*", name)); rand(1)."""
-    return perl_rand(sum(map(ord, name)))
+    # the code points' sum; an ASCII name's bytes are its code points, summed in C
+    return perl_rand(sum(name.encode("ascii")) if name.isascii() else sum(map(ord, name)))
 
 
 def namehash(name: str) -> float:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from flamegraph.color import BadPalette, format_palette, parse_palette
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff, render_svg
-from flamegraph.render.text import UNSAFE_IN_DOCUMENT, display_name, display_text
+from flamegraph.render.text import display_name, display_text, unsafe_in_document
 
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u200e", "\u200f", "\u2066", "\u2067", "\u2068",
         "\u2069", "\u061c"]  # fmt: skip
@@ -83,7 +83,7 @@ HEX = st.tuples(*[st.integers(0, 255)] * 3).map(lambda rgb: "#{:02x}{:02x}{:02x}
 def test_any_names_give_well_formed_svg_without_hidden_characters(counts: dict[str, int]) -> None:
     svg = render_svg(FoldedProfile(counts), RenderOptions(min_width="0", top=20))
     text = svg.decode("utf-8")
-    assert UNSAFE_IN_DOCUMENT.search(text) is None
+    assert unsafe_in_document().search(text) is None
     drawn = frames(svg)  # parses as XML
     assert len(drawn) >= 2
 
@@ -113,6 +113,6 @@ def test_every_text_option_is_escaped() -> None:
     )
     for svg in (render_svg(profile, options), render_diff(profile, profile, options)):
         text = svg.decode("utf-8")
-        assert UNSAFE_IN_DOCUMENT.search(text) is None
+        assert unsafe_in_document().search(text) is None
         assert "x\\u202ey\\xff" in text
         frames(svg)  # still well-formed XML

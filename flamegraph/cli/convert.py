@@ -103,7 +103,6 @@ def convert(
     from ..export.sources import read_source_timeline, sniff
     from ..folding.perf import FoldOptions
     from ..naming.grouping import grouping_note
-    from ..naming.observer import FrameObserver
 
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
@@ -114,7 +113,12 @@ def convert(
     if fmt in TIMED_FORMATS and found.kind == "folded":
         render_profile_export(FoldedProfile(), fmt)  # raises the explanation
     namer = grouping_namer(found, group_unknown)
-    options = FoldOptions.with_all(tid=threads, frame_hook=FrameObserver(namer) if namer is not None else None)
+    hook = None
+    if namer is not None:  # imported only then: text input makes no namer, and the symbol reader costs
+        from ..naming.observer import FrameObserver
+
+        hook = FrameObserver(namer)
+    options = FoldOptions.with_all(tid=threads, frame_hook=hook)
     if fmt in TIMED_FORMATS:
         data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
     else:

@@ -11,8 +11,6 @@ Folded input gives a FoldedProfile only (no time); `perf script` input gives bot
 
 from __future__ import annotations
 
-import gzip
-import subprocess
 import sys
 import zlib
 from collections.abc import Iterator
@@ -96,6 +94,8 @@ def _head_lines(path: str) -> list[bytes]:
 
 def _records_sched_switch(path: str) -> bool:
     """perf.data of an off-CPU recording: `perf evlist` names sched:sched_switch."""
+    import subprocess
+
     from ..io.perf import find_perf
 
     try:
@@ -126,9 +126,12 @@ def open_text(path: str) -> Iterator[IO[bytes]]:
     try:
         with open_stream(path) as stream:
             yield stream
-    except (EOFError, gzip.BadGzipFile) as err:
+    except EOFError as err:
         raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
     except OSError as err:
+        gzip = sys.modules.get("gzip")  # imported by the opener for gzip input only: else no error is gzip's
+        if gzip is not None and isinstance(err, gzip.BadGzipFile):
+            raise InputMissing(f"{label(path)}: truncated or corrupt gzip data: {err}") from None
         raise InputMissing(f"{label(path)}: read failed: {err.strerror or err}") from None
 
 
