@@ -366,31 +366,3 @@ def test_weights_with_a_common_period_draw_short_integer_coordinates() -> None:
     assert drawn == merged_weights(counts)
     fractional = render_svg(FoldedProfile({"main;a": 1.5, "main;b": 3.0}), RenderOptions())
     assert svg_settings(fractional)["coordinateDivisor"] == 1
-
-
-def test_inlined_script_and_styles_leave_out_only_comments_and_indentation() -> None:
-    from flamegraph.render.svg import _asset, compact_css, compact_js
-
-    source = (
-        'var a = 1;  // one\n    // a whole-line comment\n\n  s = "x  // kept: inside a string";\n  r = /a/;  // kept\n'
-    )
-    assert compact_js(source) == 'var a = 1;\ns = "x  // kept: inside a string";\nr = /a/;  // kept\n'
-    assert compact_css("/* a\n   comment */\ntext { fill: #000; }\n  .hide { display: none; }\n") == (
-        "text { fill: #000; }\n.hide { display: none; }\n"
-    )
-    # The shipped script loses a fifth of its bytes and no line of code: each kept line is one of the file's.
-    script = (svg_assets() / "flamegraph.js").read_text("utf-8")
-    shipped = _asset("flamegraph.js")
-    assert len(shipped) < 0.85 * len(script)
-    code = {line.strip() for line in script.splitlines()}
-
-    def kept(line: str) -> bool:  # as written, or with its trailing comment cut
-        return line in code or any(c.startswith(line) and c[len(line) :].lstrip().startswith("//") for c in code)
-
-    assert all(map(kept, shipped.splitlines()))
-
-
-def svg_assets() -> Path:
-    import flamegraph.render.svg as svg_module
-
-    return Path(svg_module.__file__).with_name("assets")

@@ -9,7 +9,6 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -120,36 +119,9 @@ def _template() -> Renderable:
 
 @cache
 def _asset(name: str) -> str:
-    """The script or stylesheet as every SVG carries it: its code, without the comments and indentation
-    written for its readers (a fifth of the file; 4% of a 1,400-frame graph)."""
     text = (HERE / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
-    return compact_css(text) if name.endswith(".css") else compact_js(text)
-
-
-CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
-
-
-def compact_css(text: str) -> str:
-    """Comments and indentation out; our stylesheet has no string holding '/*'."""
-    lines = (line.strip() for line in CSS_COMMENT.sub("", text).split("\n"))
-    return "".join(line + "\n" for line in lines if line)
-
-
-def compact_js(text: str) -> str:
-    """Line by line, so nothing inside a statement can change: indentation, blank lines, whole-line `//`
-    comments, and a trailing `  // comment` where the code before it holds no quote or slash (so the
-    `//` is no string's or regular expression's). Our script continues no string across lines."""
-    out = []
-    for line in text.split("\n"):
-        code = line.strip()
-        if not code or code.startswith("//"):
-            continue
-        cut = code.find("  //")
-        if cut > 0 and not any(mark in code[:cut] for mark in "'\"`/"):
-            code = code[:cut].rstrip()
-        out.append(code + "\n")
-    return "".join(out)
+    return text
 
 
 @dataclass

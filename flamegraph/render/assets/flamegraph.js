@@ -1,5 +1,4 @@
-// flamegraph-perf: the interactive part of every SVG, inlined (no network, no libraries); svg.compact_js
-// leaves out comments and indentation, line by line: no string or regular expression may span lines.
+// flamegraph-perf: the interactive part of every SVG, inlined verbatim (no network, no libraries).
 // Frames are <g><title>NAME (INFO)</title><rect x y width height fill/></g> in depth-first order
 // inside <svg id="view">, whose viewBox is in the profile's unit: zooming changes that viewBox.
 // State in the URL: ?x=&y= (the zoomed frame's rect attributes), ?s= (search), ?i=1 (ignore case),
