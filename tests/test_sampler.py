@@ -136,7 +136,7 @@ def harness(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("live", [False, True])
 def test_every_function_counts_its_bytes_once(tmp_path: Path, live: bool) -> None:
     """A sample every 4 KiB on average, no limit, 40,000 rounds of nine functions and 800 anonymous maps
-    (~750-22,000 samples each: standard errors of 0.5-1.5 %): each function's bytes within 4 standard
+    (~750-22,000 samples each: standard errors of 0.5-1.5 %): each function's bytes within 5 standard
     errors (and the weights' rounding) and 6 %. Bytes counted down twice (a fast and a slow path; glibc's
     reallocarray calling realloc through the PLT, i.e. ours) would read about twice their size, bytes not
     counted down a fraction of it. Live: every sampled address's free is marked (all are freed; a grown
@@ -149,7 +149,7 @@ def test_every_function_counts_its_bytes_once(tmp_path: Path, live: bool) -> Non
     for words in rows[:10]:
         api, got, want, sd, count = APIS[int(words[0])], *(float(w) for w in words[2:9:2])
         assert count > 500, (api, words)
-        assert abs(got - want) <= 4 * sd + count / 2 and abs(got / want - 1) <= 0.06, (api, words)
+        assert abs(got - want) <= 5 * sd + count / 2 and abs(got / want - 1) <= 0.06, (api, words)
     frees, samples = int(rows[10][1]), int(rows[10][3])
     assert frees == (samples if live else 0), rows[10]
 
