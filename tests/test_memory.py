@@ -129,6 +129,22 @@ def test_sampled_allocations_weigh_their_weight_under_the_function_called() -> N
     assert weigher.totals.means == {524288: 1, 3 << 20: 1}  # the mean of each sample, for the facts
 
 
+def test_sampled_processes_are_counted_without_their_loaded_marker() -> None:
+    """--mxnet's gate enables perf after `import mxnet`, long after the sampler's constructor marked its
+    loading: a process whose samples came without the marker had the sampler too (the facts said "0 with
+    the sampling allocator loaded" under a graph of its samples); each process counts once."""
+    sample = "(7f) ptr=0x10 size=3000 weight=525790 api=0 mean=524288"
+    lines = [
+        *record_text(1, "1.0", "sampler_loaded", "(7f) mean=524288", []),
+        *marked("1.1", 0x10, 3000, 525790, 0, "main"),
+        *record_text(2, "1.2", "alloc_sampled", sample, [f"    1a00 malloc_slow ({SO})", "   1156 main (/tmp/b)"]),
+        *record_text(2, "1.3", "alloc_sampled", sample, [f"    1a00 malloc_slow ({SO})", "   1156 main (/tmp/b)"]),
+    ]
+    weigher = AllocationWeigher(G, "alloc", LIBC, SO)
+    assert len(headers(list(weigher.iter_weighted(lines)))) == 3
+    assert weigher.totals.processes == 2
+
+
 def test_sampled_live_pairs_the_frees_of_sampled_addresses() -> None:
     lines = [
         *marked("1.1", 0x10, 4096, 526340, 0, "kept", "main"),

@@ -76,7 +76,7 @@ class MemoryTotals:
     calls: Counter[str] = field(default_factory=Counter)
     bytes: int = 0  # requested by the counted calls
     nested: int = 0  # the allocator's own inner calls (counted as the outer call)
-    processes: int = 0  # sampled: processes that had the sampling allocator preloaded
+    processes: int = 0  # sampled: processes that had the sampling allocator preloaded (its marker, or a sample)
     means: Counter[int] = field(default_factory=Counter)  # sampled: samples per mean interval they were drawn at
     not_anonymous: int = 0  # mmaps of files: not allocations
     internal: int = 0  # anonymous mmaps of the C library itself (malloc's arenas, thread stacks)
@@ -140,6 +140,7 @@ class AllocationWeigher:
         self.event = b"memory:" + mode.encode()
         self.library = library.encode()
         self.totals = MemoryTotals()
+        self._sampled: set[bytes] = set()  # pids seen with the sampler loaded
         self._seq = 0
         self._last: dict[bytes, Call] = {}  # alloc: the thread's last counted call (its inner malloc follows)
         self._running: dict[bytes, list[Call]] = {}  # live: the thread's calls whose return is still to come
@@ -214,8 +215,8 @@ class AllocationWeigher:
     def _marked(self, call: Call) -> Call | None:
         """A sampled allocation as the function the program called, weighed, its stack from the program's
         caller (the interposer's frames dropped); None for the sampler's other markers."""
+        self._count_process(call)
         if call.api == LOADED:
-            self.totals.processes += 1
             return None
         index = call.fields.get(b"api", -1)
         if not 0 <= index < len(APIS) or not call.fields.get(b"ptr"):
@@ -226,6 +227,14 @@ class AllocationWeigher:
             self.totals.means[call.fields[b"mean"]] += 1
         call.frames = call.frames[:1] + [f for f in call.frames[1:] if not f.endswith(self.sampler)]
         return call
+
+    def _count_process(self, call: Call) -> None:
+        """A process with the sampler loaded: its marker says so, or (when the recording began after the
+        process had started, as --mxnet's gate does) its first sample."""
+        pid = call.head.rsplit(None, 2)[-2].partition(b"/")[0]
+        if pid not in self._sampled:
+            self._sampled.add(pid)
+            self.totals.processes += 1
 
     def _wrapped(self, call: Call) -> bool:
         """A call of the C library made by an allocator probed above it (counted as that one)."""

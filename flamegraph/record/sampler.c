@@ -60,6 +60,8 @@ extern void *__libc_realloc(void *, size_t) __attribute__((weak));
 extern void *__libc_memalign(size_t, size_t) __attribute__((weak));
 extern void __libc_free(void *) __attribute__((weak));
 
+static void free_first(void *ptr);
+
 static struct {
     void *(*malloc)(size_t);
     void *(*calloc)(size_t, size_t);
@@ -70,10 +72,9 @@ static struct {
     void *(*memalign)(size_t, size_t);
     void *(*valloc)(size_t);
     void *(*pvalloc)(size_t);
-    void *(*reallocarray)(void *, size_t, size_t);
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
-} next;
+} next = {.free = free_first};
 
 static int64_t mean_bytes = 512 * 1024; /* the mean asked for: the finest */
 static int64_t limit;                   /* samples per second per process; 0: no limit */
@@ -98,13 +99,13 @@ static void resolve(void) {
     next.malloc = lookup("malloc");
     next.calloc = lookup("calloc");
     next.realloc = lookup("realloc");
-    next.free = lookup("free");
+    void (*found_free)(void *) = lookup("free"); /* free() calls it unguarded: never NULL there */
+    next.free = found_free ? found_free : __libc_free;
     next.posix_memalign = lookup("posix_memalign");
     next.aligned_alloc = lookup("aligned_alloc");
     next.memalign = lookup("memalign");
     next.valloc = lookup("valloc");
     next.pvalloc = lookup("pvalloc");
-    next.reallocarray = lookup("reallocarray");
     next.mmap = lookup("mmap");
     next.munmap = lookup("munmap");
     if (next.malloc == NULL) /* no next definition: glibc's own (a preloaded allocator without them) */
@@ -113,8 +114,6 @@ static void resolve(void) {
         next.calloc = __libc_calloc;
     if (next.realloc == NULL)
         next.realloc = __libc_realloc;
-    if (next.free == NULL)
-        next.free = __libc_free;
     if (next.memalign == NULL)
         next.memalign = __libc_memalign;
     const char *text = getenv("FLAMEGRAPH_MEMORY_SAMPLE");
@@ -157,10 +156,9 @@ static int64_t interval(void) {
     return bytes < 1 ? 1 : bytes > 4e18 ? (int64_t)4e18 : (int64_t)bytes;
 }
 
-/* 0 when this allocation of n bytes is not sampled; else the mean the interval it ended was drawn with
- * (the countdown crossed zero inside it), and the next interval is drawn. */
-static inline int64_t crossed(size_t n) {
-    until -= (int64_t)n;
+/* 0 when this allocation of n bytes, already counted down, is not sampled; else the mean the interval it
+ * ended was drawn with (the countdown crossed zero inside it), and the next interval is drawn. */
+static inline int64_t passed(size_t n) {
     if (__builtin_expect(until > 0, 1))
         return 0;
     if (UNLIKELY(!started)) { /* a new thread: its first interval, then the same test */
@@ -172,6 +170,12 @@ static inline int64_t crossed(size_t n) {
     int64_t mean = drawn_mean;
     until = interval();
     return n > 0 ? mean : 0;
+}
+
+/* passed() for an allocation not yet counted down. */
+static inline int64_t crossed(size_t n) {
+    until -= (int64_t)n;
+    return passed(n);
 }
 
 static size_t weight(size_t n, int64_t mean) {
@@ -332,14 +336,28 @@ static inline void forget_if_live(void *ptr) {
 #endif
 }
 
-/* Not sampled, and nothing to forget: the countdown left after n bytes is above zero. A thread's countdown
- * starts at zero, so its first call takes the slow path, which resolves the next allocator and draws the
- * first interval: no test of `ready` here (3 instructions of ~10 per malloc). */
-#define FAST(n) ((left = until - (int64_t)(n)) > 0)
+/* Not sampled: the countdown, less n bytes in place, is still above zero. The whole fast path of malloc is
+ * then 4 instructions (the TLS offset, a subtract to memory, a branch, a tail jump to the next malloc). Its
+ * slow path is entered with n already counted down (PASSED; the functions without a fast path use
+ * SAMPLED). A thread's countdown starts at zero, so its first call takes the slow path, which resolves the
+ * next allocator and draws the first interval: no test of `ready` here. */
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+/* gcc and clang load, subtract and store apart (then test): one subtract to memory, its flags the test. */
+static inline __attribute__((always_inline)) int count_down(int64_t n) {
+    int above;
+    __asm__("subq %[n], %[until]" : [until] "+m"(until), "=@ccg"(above) : [n] "er"(n));
+    return above;
+}
+#define FAST(n) count_down((int64_t)(n))
+#else
+#define FAST(n) ((until -= (int64_t)(n)) > 0)
+#endif
 
-#define SAMPLED(ptr, n, api)                                                                                \
+#define SAMPLED(ptr, n, api) SAMPLE_IF(crossed(n), ptr, n, api)
+#define PASSED(ptr, n, api) SAMPLE_IF(passed(n), ptr, n, api)
+#define SAMPLE_IF(chosen, ptr, n, api)                                                                      \
     do {                                                                                                    \
-        int64_t mean_ = crossed(n);                                                                         \
+        int64_t mean_ = (chosen);                                                                           \
         if (UNLIKELY(mean_ != 0) && (ptr) != NULL && remember_if_live(ptr)) {                               \
             size_t weight_ = weight((n), mean_);                                                            \
             flamegraph_alloc_sampled((ptr), (n), weight_, (api), (size_t)mean_);                            \
@@ -361,16 +379,13 @@ static inline void forget_if_live(void *ptr) {
 SLOW void *malloc_slow(size_t n) {
     START(__libc_malloc ? __libc_malloc(n) : NULL);
     void *p = next.malloc(n);
-    SAMPLED(p, n, API_MALLOC);
+    PASSED(p, n, API_MALLOC);
     return p;
 }
 
 EXPORT void *malloc(size_t n) {
-    int64_t left;
-    if (FAST(n)) {
-        until = left;
+    if (FAST(n))
         return next.malloc(n);
-    }
     return malloc_slow(n);
 }
 
@@ -378,18 +393,15 @@ SLOW void *calloc_slow(size_t count_, size_t size) {
     START(__libc_calloc ? __libc_calloc(count_, size) : NULL);
     void *p = next.calloc(count_, size);
     size_t n;
-    if (!__builtin_mul_overflow(count_, size, &n))
-        SAMPLED(p, n, API_CALLOC);
+    if (!__builtin_mul_overflow(count_, size, &n)) /* counted down by calloc() */
+        PASSED(p, n, API_CALLOC);
     return p;
 }
 
 EXPORT void *calloc(size_t count_, size_t size) {
-    int64_t left;
     size_t n;
-    if (!__builtin_mul_overflow(count_, size, &n) && FAST(n)) {
-        until = left;
+    if (!__builtin_mul_overflow(count_, size, &n) && FAST(n))
         return next.calloc(count_, size);
-    }
     return calloc_slow(count_, size);
 }
 
@@ -397,8 +409,8 @@ SLOW void *realloc_slow(void *old, size_t n) {
     START(__libc_realloc ? __libc_realloc(old, n) : NULL);
     forget_if_live(old); /* before its address can be handed to another thread */
     void *p = next.realloc(old, n);
-    if (n > 0)
-        SAMPLED(p, n, API_REALLOC);
+    if (n > 0) /* counted down by realloc() */
+        PASSED(p, n, API_REALLOC);
     return p;
 }
 
@@ -409,11 +421,8 @@ SLOW void *realloc_slow(void *old, size_t n) {
 #endif
 
 EXPORT void *realloc(void *old, size_t n) {
-    int64_t left;
-    if (FAST(n) && !TRACKED(old)) {
-        until = left;
+    if (FAST(n) && !TRACKED(old))
         return next.realloc(old, n);
-    }
     return realloc_slow(old, n);
 }
 
@@ -426,7 +435,9 @@ EXPORT void *reallocarray(void *old, size_t count_, size_t size) {
         return NULL;
     }
     forget_if_live(old);
-    void *p = next.reallocarray ? next.reallocarray(old, count_, size) : next.realloc(old, n);
+    /* The next realloc, not the next reallocarray: glibc's calls realloc through its PLT, i.e. ours, which
+     * would count the same bytes a second time (and sample them as realloc's). */
+    void *p = next.realloc(old, n);
     if (n > 0)
         SAMPLED(p, n, API_REALLOCARRAY);
     return p;
@@ -484,22 +495,27 @@ EXPORT void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t offse
 EXPORT void *mmap64(void *addr, size_t n, int prot, int flags, int fd, off_t offset)
     __attribute__((alias("mmap")));
 
-#ifdef FLAMEGRAPH_LIVE
-SLOW void free_slow(void *ptr) {
-    if (UNLIKELY(!ready)) {
-        if (resolving) {
-            if (__libc_free)
-                __libc_free(ptr);
-            return;
-        }
-        resolve();
+/* next.free until the next allocator is resolved (a free can come before any allocation reached us): so
+ * free() needs no test of `ready`. */
+static void free_first(void *ptr) {
+    if (resolving) {
+        if (__libc_free)
+            __libc_free(ptr);
+        return;
     }
+    resolve();
+    next.free(ptr);
+}
+
+#ifdef FLAMEGRAPH_LIVE
+/* A sampled address is tracked only once the allocator is resolved: no test of `ready` here either. */
+SLOW void free_slow(void *ptr) {
     forget(ptr);
     next.free(ptr);
 }
 
 EXPORT void free(void *ptr) {
-    if (__builtin_expect(ready, 1) && !TRACKED(ptr)) {
+    if (!TRACKED(ptr)) {
         next.free(ptr);
         return;
     }
