@@ -278,16 +278,23 @@ class Result:
 
 
 def measure(
-    seconds: float, every: float, spool: str, call_graph: str, work: Path, plain_seconds: float | None = None
+    seconds: float,
+    every: float,
+    spool: str,
+    call_graph: str,
+    work: Path,
+    plain_seconds: float | None = None,
+    with_overhead: bool = True,
 ) -> Result:
-    """Unrecorded (a quarter of plain's time: its rate is steady), plain perf record (`plain_seconds`, default
-    as long as ours: its rates per second are steady too), ours, one after the other."""
+    """Unrecorded (a quarter of plain's time: its rate is steady; not run without `with_overhead`: only the
+    overhead figures need it), plain perf record (`plain_seconds`, default as long as ours: its rates per second
+    are steady too), ours, one after the other."""
     (work / "busy.c").write_text(BUSY_C)
     subprocess.run(["cc", "-O1", "-g", "-o", str(work / "busy"), str(work / "busy.c")], check=True)
     busy = work / "busy"
     loads = [os.getloadavg()[0]]
     plain_seconds = plain_seconds or seconds
-    base = unrecorded(busy, plain_seconds / 4, work)
+    base = unrecorded(busy, plain_seconds / 4, work) if with_overhead else Run()
     loads.append(os.getloadavg()[0])
     kept = plain(busy, plain_seconds, call_graph, work)
     loads.append(os.getloadavg()[0])
@@ -303,7 +310,7 @@ def report(result: Result, every: float, spool: str, call_graph: str) -> list[st
     lines = [
         f"{result.seconds:g} s at {call_graph} -F 499, --every {every:g}, --max-spool {spool}; load average (1 min) "
         f"{' -> '.join(f'{x:.2f}' for x in result.loads)} on {os.cpu_count()} CPUs",
-        f"unrecorded: {base.rate:,.0f} rounds/s",
+        f"unrecorded: {base.rate:,.0f} rounds/s" if base.rate else "unrecorded: not run (no overhead figures)",
         f"plain perf record ({result.plain_seconds or result.seconds:g} s): {kept.samples:,} samples kept "
         f"({kept.lost:,} lost); {kept.rate:,.0f} rounds/s, "
         f"overhead {plain_cost:+.1f} %",
