@@ -36,12 +36,11 @@ USUAL_FRAME = re.compile(rb"\t[ \t]*+([0-9a-f]{2,}+) ([^\s(][^\n]*) \(([^()\n]*)
 HEX_DIGITS = frozenset(b"0123456789abcdef")
 SPACES = re.compile(rb"\s*")
 WORD = re.compile(rb"\w*")
-# The usual frame line's head: a tab, blanks, an address of two digits or more, one blank, then a rest
-# that starts with neither a blank nor '(' (on such a line every parse below depends on the rest
-# alone, never on the address: `name_all` relies on it, and a property test holds it).
-USUAL_ADDRESS = re.compile(rb"^\t[ \t]*[0-9a-f]{2,} (?=[^\s(])", re.MULTILINE)
-# The same, for lines joined after a b'\n' each: a pattern that starts with a literal is searched for
-# that byte (`^` with MULTILINE is tried at every position: 3x the instructions on a batch).
+# The usual frame line's head, after the b'\n' before it: a tab, blanks, an address of two digits or
+# more, one blank, then a rest that starts with neither a blank nor '(' (on such a line every parse
+# below depends on the rest alone, never on the address: `name_all` relies on it, and a property test
+# holds it). It starts with a literal, which the regex engine searches for; `^` under MULTILINE would
+# be tried at every position (3x the instructions on a batch of lines).
 LINE_ADDRESS = re.compile(rb"\n\t[ \t]*+[0-9a-f]{2,}+ (?=[^\s(])")
 # In rests of usual lines, one per line: the offset `symbol_key` cuts ('+0x<hex>' ending a non-empty
 # symbol, before the last ' (' of a line that ends with ')'), so rests alike but for it share a name.
@@ -194,7 +193,7 @@ class FrameNames:
         self.java: dict[bytes, bytes] = {}
         self._dropped: set[bytes] = set()
         self._symbols: dict[bytes, bytes] = {}  # frame line without address and offset -> name
-        # frame line past its address (USUAL_ADDRESS) and offset (SYMBOL_OFFSET) -> name (b'' dropped), one per
+        # frame line past its address (LINE_ADDRESS) and offset (SYMBOL_OFFSET) -> name (b'' dropped), one per
         # tidy rule set; only when the address cannot change a name: no frame hook (it is given the address), no --addrs
         self._rests: tuple[dict[bytes, bytes], dict[bytes, bytes]] | None = (
             ({}, {}) if options.frame_hook is None and not options.addrs and not options.compat else None
