@@ -17,6 +17,8 @@ by what is left.
 from __future__ import annotations
 
 import re
+from itertools import compress
+from operator import not_
 
 from . import tidy
 from .grammar import FRAME_WITHOUT_DSO, srcline_suffix
@@ -28,13 +30,23 @@ UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; al
 # same groups in linear time, and a test holds the two equal.
 FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")
 FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
+# The usual frame line whole: what `split_frame` finds in it the long way (the DSO has no parentheses,
+# so its ' (' is the line's last; the address is one word, the symbol starts after one blank).
+USUAL_FRAME = re.compile(rb"\t[ \t]*+([0-9a-f]{2,}+) ([^\s(][^\n]*) \(([^()\n]*)\)\Z")
 HEX_DIGITS = frozenset(b"0123456789abcdef")
 SPACES = re.compile(rb"\s*")
 WORD = re.compile(rb"\w*")
-# The usual frame line's head: a tab, blanks, an address of two digits or more, one blank, then a rest
-# that starts with neither a blank nor '(' (on such a line every parse below depends on the rest
-# alone, never on the address: `name_all` relies on it, and a property test holds it).
-USUAL_ADDRESS = re.compile(rb"^\t[ \t]*[0-9a-f]{2,} (?=[^\s(])", re.MULTILINE)
+# The usual frame line's head, after the b'\n' before it: a tab, blanks, an address of two digits or
+# more, one blank, then a rest that starts with neither a blank nor '(' (on such a line every parse
+# below depends on the rest alone, never on the address: `name_all` relies on it, and a property test
+# holds it). It starts with a literal, which the regex engine searches for; `^` under MULTILINE would
+# be tried at every position (3x the instructions on a batch of lines).
+LINE_ADDRESS = re.compile(rb"\n\t[ \t]*+[0-9a-f]{2,}+ (?=[^\s(])")
+# In rests of usual lines, one per line: the offset `symbol_key` cuts ('+0x<hex>' ending a non-empty
+# symbol, before the last ' (' of a line that ends with ')'), so rests alike but for it share a name.
+# Stricter than symbol_key where it is cheaper (no parenthesis in the DSO): a rest it leaves whole
+# is still its own key. '+0x' first: the regex engine skips to it rather than trying every position.
+SYMBOL_OFFSET = re.compile(rb"\+0x(?<=[^\n]\+0x)[0-9a-f]++(?= \([^\n()]*+\)(?:\n|\Z))")
 
 
 def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
@@ -68,6 +80,8 @@ def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
 
 def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     """'<addr> <symbol> (<dso>)' -> (addr, symbol, dso); the DSO is the last balanced (...) group."""
+    if not compat and (usual := USUAL_FRAME.match(text)) is not None:
+        return usual.groups()  # type: ignore[return-value]
     groups = match_reference(text)
     if groups is None and not compat:
         # -F ip,sym: perf printed no DSO ('<addr> <symbol>'); the reference cannot read it
@@ -150,13 +164,14 @@ def symbol_key(line: bytes, java: bool, addrs: bool, hooked: bool = False) -> by
     paren = body.rfind(b" (")
     # Only '... (<dso>)': a line without it is named by whether its address is hex (-F ip,sym), so lines
     # alike past the address may fold differently (a batch named them in another order: a property test)
-    if space <= 0 or paren <= space or not body[:space].isalnum() or body[-1:] != b")":
+    if space <= 0 or paren <= space or body[-1:] != b")" or not body[:space].isalnum():
         return None
     symbol = body[space + 1 : paren].lstrip()
     if not symbol:  # a blank symbol is named from its blanks ('7  (dso)', '7 \t (dso)'): no key shared by both
         return None
-    if b"[unknown]" in symbol and (addrs or (hooked and not body.endswith(b" ([unknown])"))):
-        return None  # --addrs prints the address; a frame hook may name each address differently
+    # --addrs prints the address; a frame hook may name each address differently
+    if (addrs or hooked) and symbol.find(b"[unknown]") >= 0 and (addrs or not body.endswith(b" ([unknown])")):
+        return None
     plus = symbol.rfind(b"+0x")
     if plus > 0 and len(symbol) > plus + 3 and HEX_DIGITS.issuperset(symbol[plus + 3 :]):
         symbol = symbol[:plus]
@@ -178,8 +193,8 @@ class FrameNames:
         self.java: dict[bytes, bytes] = {}
         self._dropped: set[bytes] = set()
         self._symbols: dict[bytes, bytes] = {}  # frame line without address and offset -> name
-        # frame line past its address (USUAL_ADDRESS) -> name (b'' dropped), one per tidy rule set; only
-        # when the address cannot change a name: no frame hook (it is given the address), no --addrs
+        # frame line past its address (LINE_ADDRESS) and offset (SYMBOL_OFFSET) -> name (b'' dropped), one per
+        # tidy rule set; only when the address cannot change a name: no frame hook (it is given the address), no --addrs
         self._rests: tuple[dict[bytes, bytes], dict[bytes, bytes]] | None = (
             ({}, {}) if options.frame_hook is None and not options.addrs and not options.compat else None
         )
@@ -192,8 +207,8 @@ class FrameNames:
         the table; a malformed line stays out of it.
 
         A system-wide recording sees a new line in most records (the same function at another address
-        in each process), so this is the hot part of its fold: lines whose rest past the address was
-        named before cost a dict lookup in C, not a Python call."""
+        in each process, at another offset in it), so this is the hot part of its fold: lines whose
+        rest past the address (and offset) was named before are added by C loops, no Python step each."""
         rests = self._rests
         if not lines:
             return
@@ -201,19 +216,33 @@ class FrameNames:
             for line in lines:
                 self.name(line, java)
             return
-        by_rest = rests[java]
+        joined = b"\n" + b"\n".join(lines)
+        if joined.count(b"\n\t") != len(lines) or joined.count(b"\n") != len(lines):
+            for line in lines:  # a line without a tab head could be taken for a rest (or holds a b'\n')
+                self.name(line, java)
+            return
+        # A line of another shape keeps its head (a tab): it is its own key, never a rest's, never kept.
+        joined = SYMBOL_OFFSET.sub(b"", LINE_ADDRESS.sub(b"\n", joined))
+        keys = joined.split(b"\n")
+        del keys[0]
+        by_key = rests[java]
+        names = list(map(by_key.get, keys))
         table = self.java if java else self.plain
-        # A line of another shape keeps its head (a tab): it is its own key, and never a rest's.
-        keys = USUAL_ADDRESS.sub(b"", b"\n".join(lines)).split(b"\n")
-        for line, key, name in zip(lines, keys, list(map(by_rest.get, keys)), strict=True):
+        table.update(compress(zip(lines, names, strict=True), names))  # type: ignore[arg-type]  # named ones, in C
+        if all(names):
+            return
+        for line, key, name in compress(zip(lines, keys, names, strict=True), map(not_, names)):
             if name is None:
-                name = self.name(line, java)
-                if name is not None:
-                    by_rest[key] = name
-            elif name:
-                table[line] = name
-            else:
-                self._dropped.add(line)
+                name = by_key.get(key)  # named by a line before it in this batch
+                if name is None:
+                    name = self.name(line, java)
+                    if name is not None and key[:1] != b"\t":
+                        by_key[key] = name
+                    continue
+                if name:
+                    table[line] = name
+                    continue
+            self._dropped.add(line)
 
     def name(self, line: bytes, java: bool = False) -> bytes | None:
         """Name a line the table does not hold yet: b'' for frames to drop, None if malformed."""
