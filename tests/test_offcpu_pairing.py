@@ -214,6 +214,22 @@ def test_malformed_records_are_reported_with_their_line() -> None:
     assert [w.ns for w in found if w.thread == b"app-10"] == [100_000_000]
 
 
+def test_an_exited_tasks_last_switch_is_reported_as_such() -> None:
+    """perf script prints a task that had exited when it read the record as `:-1 -1`: no wait of any
+    thread, named `exited-task` as the on-CPU fold names it, not a malformed header."""
+    text = (
+        ":-1    -1 [001]     1.000000: sched:sched_switch: prev_comm=app prev_pid=12 prev_prio=120"
+        " prev_state=X ==> next_comm=b next_pid=11 next_prio=120\n"  # 1
+        "\tffffffff821f8298 __schedule+0x618 ([kernel.kallsyms])\n"  # 2
+        "\n"
+        + switch("app", 10, "1.100000", "S", "b", 11, NANOSLEEP[:1])  # 4, 5
+        + record("app", 10, "1.200000", "PERF_RECORD_SWITCH IN")
+    )
+    found, diagnostics = waits(text)
+    assert [(p.line, p.kind) for p in diagnostics.problems] == [(1, "exited-task")]
+    assert [w.ns for w in found if w.thread == b"app-10"] == [100_000_000]
+
+
 def test_kernel_frames_dropped_or_annotated() -> None:
     text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
     assert list(fold(text, OffCpuOptions(keep_kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]

@@ -115,10 +115,11 @@ def is_header(stripped: bytes) -> bool:
     )
 
 
-def is_exited_task(header: re.Match[bytes]) -> bool:
-    """A HEADER/HEADER_OURS match of `:-1    -1 [001] ...`: the sample of a task perf could not
-    name (it exited before perf script read it); its ids are not in the match, `-1` is no number."""
-    return header.group(1).startswith(EXITED_COMM + b" ") or header.group(1) == EXITED_COMM
+def is_exited_task(text: bytes) -> bool:
+    """A record's text from its comm on (a HEADER match's group 1, or a whole line, its blanks stripped)
+    that is `:-1    -1 [001] ...`: a task perf could not name (it exited before perf script read it);
+    `-1` is no id, so no sample header reads it."""
+    return text.startswith(EXITED_COMM + b" ") or text == EXITED_COMM
 
 
 # -- records that are not samples (--show-task-events, --show-mmap-events, ...) -------------------

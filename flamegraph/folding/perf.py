@@ -282,7 +282,7 @@ class PerfCollapser:
                 record_bad = False
             tail_junk = False
             diagnostics.records += 1
-            if not compat and is_exited_task(match):
+            if not compat and is_exited_task(match.group(1)):
                 diagnostics.report(path, number, "exited-task", decode(line))
                 diagnostics.skipped_records += 1
                 frames.clear()

@@ -36,13 +36,13 @@ from ..window import Window
 from .frames import FrameNames
 from .grammar import (
     COMM_RECORD,
-    EXITED_COMM,
     LOST_RECORD,
     SCHED_HEADER,
     SWITCH_FIELDS,
     SWITCH_RECORD,
     TASK_RECORD,
     is_detail,
+    is_exited_task,
 )
 from .grammar import time_ns as parse_time_ns
 from .options import FoldOptions, FrameHook, SampleHook
@@ -395,7 +395,7 @@ class SchedCollapser:
         header = SCHED_HEADER.match(line)
         if header is None:
             # `:-1 -1`: the last switch of a task that had exited when perf script read it, no wait.
-            kind = "exited-task" if line.lstrip().startswith(EXITED_COMM + b" ") else "bad-header"
+            kind = "exited-task" if is_exited_task(line.lstrip()) else "bad-header"
             self.diagnostics.report(pairing.path, number, kind, decode(line))
             self.diagnostics.skipped_records += 1
             return None
