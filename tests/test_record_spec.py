@@ -21,7 +21,7 @@ from flamegraph.record import (
     record_command,
     script_args,
 )
-from flamegraph.record.spec import CAP_IPC_LOCK, CAP_PERFMON, has_capability
+from flamegraph.record.privileges import CAP_IPC_LOCK, CAP_PERFMON, has_capability
 from flamegraph.window import Window
 
 OUT = Path("/tmp/x/perf.data")

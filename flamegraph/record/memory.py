@@ -34,8 +34,9 @@ from pathlib import Path
 from ..io.diagnostics import BadOption, FlamegraphError, NotPermitted, PerfFailed, PerfMissing
 from ..io.perf import find_perf
 from .defaults import MEMORY_MAX_RATE, MEMORY_MODES
+from .privileges import who_am_i
 from .sampler import ALLOC_MARKER, FREE_MARKER, LOADED_MARKER, build_sampler, preload_env, why_not_sampled
-from .spec import RecordSpec, who_am_i
+from .spec import RecordSpec
 from .tracefs import mounted_tracefs
 
 GROUP_PREFIX = "flamegraph_mem_"
@@ -47,6 +48,8 @@ RETURN_SUFFIX = "__return"  # perf probe names a return probe EVENT__return
 def event_name(group: str, api: str) -> str:
     """GROUP:malloc_PID: perf probe 6.1 refuses an event name that any group has already (another run's)."""
     return f"{group}:{api}_{group.rpartition('_')[2]}"
+
+
 PROBE_SECONDS = 60.0  # perf probe reads the library's symbols: well under a second on libc
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .spec import RecordSpec, paranoid_level, who_am_i
+from .privileges import paranoid_level, who_am_i
+from .spec import RecordSpec
 
 
 def recorded_events(perf: str, perf_data: Path) -> list[str]:

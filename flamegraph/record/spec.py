@@ -23,11 +23,12 @@ from .defaults import DEFAULT_EVENT as DEFAULT_EVENT
 from .defaults import DEFAULT_FREQ as DEFAULT_FREQ
 from .defaults import OFFCPU_CALL_GRAPH as OFFCPU_CALL_GRAPH
 from .lost import LostSamples
+from .privileges import CAP_IPC_LOCK, has_capability, paranoid_level, who_am_i
+from .tracefs import is_tracepoint, tracepoint_problem
 
 DEFAULT_MMAP = "16M"  # DWARF needs big buffers; only root may lock this much (perf_event_mlock_kb)
 ONCPU_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 MAX_DWARF_SIZE = 65528
-CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_PERFMON = 14, 21, 38  # linux/capability.h
 CALL_GRAPH = re.compile(r"^(fp|lbr|dwarf)(?:,(\d{1,9}))?$")  # int() of 4,300+ digits would say "Exceeds the limit"
 
 
@@ -127,34 +128,6 @@ def record_command(spec: RecordSpec, perf: str, output: Path) -> list[str]:
     return [*argv, "--", *spec.command]
 
 
-def has_capability(cap: int, status: str | None = None) -> bool:
-    """Whether this process holds `cap` (effective set, from /proc/self/status's CapEff line)."""
-    try:
-        text = status if status is not None else Path("/proc/self/status").read_text()
-    except OSError:
-        return os.geteuid() == 0
-    for line in text.splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> cap & 1)
-    return os.geteuid() == 0
-
-
-def who_am_i() -> str:
-    """'root', 'root without CAP_PERFMON/CAP_SYS_ADMIN' or 'not root', for permission messages."""
-    if os.geteuid() != 0:
-        return "not root"
-    if has_capability(CAP_PERFMON) or has_capability(CAP_SYS_ADMIN):
-        return "root"
-    return "root without CAP_PERFMON/CAP_SYS_ADMIN"
-
-
-def paranoid_level() -> str:
-    try:
-        return Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
 def check_target(spec: RecordSpec) -> None:
     """Fail early, in one line, for a pid that does not exist or a command that cannot be found."""
     if spec.pid is not None:
@@ -199,8 +172,6 @@ def explain_failure(spec: RecordSpec, stderr: str, code: int | None = None) -> F
             f"perf record: not permitted to lock {spec.options.mmap} of buffers (perf_event_mlock_kb, {who_am_i()})"
         )
     if "event syntax error" in stderr or "No permission" in stderr:
-        from .tracefs import is_tracepoint, tracepoint_problem  # tracefs imports this module
-
         # perf cannot parse a tracepoint whose format it may not read: say why, not "syntax error" (exit 5)
         problem = tracepoint_problem(spec.options.event) if is_tracepoint(spec.options.event) else None
         if problem is not None:

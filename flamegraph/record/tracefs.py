@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..io.diagnostics import FlamegraphError, NotPermitted
-from .spec import CAP_PERFMON, CAP_SYS_ADMIN, has_capability, paranoid_level
+from .privileges import CAP_PERFMON, CAP_SYS_ADMIN, has_capability, paranoid_level
 
 TRACEFS_DIRS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 MOUNT_HINT = "mount it with `mount -t tracefs nodev /sys/kernel/tracing` (as root)"
