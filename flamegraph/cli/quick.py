@@ -1,20 +1,23 @@
-"""`flamegraph fold ARGS` without typer: its options read as typer's click reads them, anything else to typer.
+"""`flamegraph fold ARGS` and `flamegraph convert IN OUT` without typer: their options read as typer's
+click reads them, anything else to typer.
 
 Importing typer (its vendored click, inspect, subprocess, uuid...) and building the command from its
-signature cost more than folding a small file. A command line of `fold` made only of its options and
-inputs is read here, with click's rules (options and inputs in any order, `--` ends the options,
-`--opt=VALUE`, `-oFILE`, `-j2`, the last of a repeated option wins) and its conversions (`-j` an int from
-1, paths readable when they exist), then `run_fold` runs as the typer command would run it. Whatever this
-does not know goes to typer, which alone prints help, usage errors and completions: `-h`, an unknown or
-misspelt option, a missing value, a flag given a value, `-j 0`.
+signature cost more than folding a small file. A command line of `fold` or `convert` made only of its
+options and arguments is read here, with click's rules (options and arguments in any order, `--` ends
+the options, `--opt=VALUE`, `-oFILE`, `-j2`, the last of a repeated option wins, a repeatable one
+collects) and its conversions (`-j` an int from 1, paths readable when they exist), then `run_fold` or
+`run_convert` runs as the typer command would run it. Whatever this does not know goes to typer, which
+alone prints help, usage errors and completions: `-h`, an unknown or misspelt option, a missing value
+or argument, a flag given a value, `-j 0`.
 
     flamegraph fold perf.txt -o out.folded -j2       <- read here
     flamegraph fold --with-pid --event=cpu-clock -    <- read here
-    flamegraph fold --help ; flamegraph fold -x      <- typer
+    flamegraph convert perf.txt out.svg --title T    <- read here
+    flamegraph fold --help ; flamegraph convert x    <- typer
     flamegraph --help                                <- help_text.py (typer's text, made ahead of time)
 
-FOLD_OPTIONS must list the fold command's options as typer declares them (tests/test_cli_quick.py
-compares the two); an option missing here only sends its command lines to typer.
+FOLD_OPTIONS and CONVERT_OPTIONS must list the commands' options as typer declares them
+(tests/test_cli_quick.py compares them); an option missing here only sends its command lines to typer.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-FLAG, TEXT, PATH, JOBS = "flag", "text", "path", "jobs"  # what an option takes (JOBS: an int >= 1)
+# What an option takes: JOBS an int >= 1, MANY a text each time it is given (a list).
+FLAG, TEXT, PATH, JOBS, MANY = "flag", "text", "path", "jobs", "many"
 
 # option string -> (run_fold's parameter, what it takes, the value a flag sets)
 FOLD_OPTIONS: dict[str, tuple[str, str, bool | None]] = {
@@ -57,6 +61,30 @@ FOLD_OPTIONS: dict[str, tuple[str, str, bool | None]] = {
     "--all": ("old_all", FLAG, True),
     "--event-filter": ("old_event", TEXT, None),
 }
+CONVERT_OPTIONS: dict[str, tuple[str, str, bool | None]] = {
+    "--to": ("to", TEXT, None),
+    "--title": ("title", TEXT, None),
+    "--threads": ("threads", FLAG, True),
+    "--no-threads": ("threads", FLAG, False),
+    "--group-unknown": ("group_unknown", FLAG, True),
+    "--no-group-unknown": ("group_unknown", FLAG, False),
+    "--unit": ("unit", TEXT, None),
+    "-e": ("event", TEXT, None),
+    "--event": ("event", TEXT, None),
+    "--meta": ("meta", MANY, None),
+    "--strict": ("strict", FLAG, True),
+}
+
+
+class QuickCommand(NamedTuple):
+    options: dict[str, tuple[str, str, bool | None]]
+    arguments: tuple[str, ...] | None  # the parameters of exactly this many arguments; None: any, as `inputs`
+
+
+QUICK_COMMANDS = {
+    "fold": QuickCommand(FOLD_OPTIONS, None),
+    "convert": QuickCommand(CONVERT_OPTIONS, ("source", "output")),
+}
 
 
 class _Unread(Exception):
@@ -65,13 +93,21 @@ class _Unread(Exception):
 
 def parse_fold_args(args: list[str]) -> dict[str, Any] | None:
     """run_fold's keyword arguments for `fold ARGS` (only those given), or None: typer must read them."""
+    return parse_args("fold", args)
+
+
+def parse_args(command: str, args: list[str]) -> dict[str, Any] | None:
+    """The run function's keyword arguments for `COMMAND ARGS` (only those given), or None: typer must
+    read them."""
     try:
-        return _parse(args)
+        return _parse(QUICK_COMMANDS[command], args)
     except _Unread:
         return None
 
 
-def _parse(args: list[str]) -> dict[str, Any]:
+def _parse(command: QuickCommand, args: list[str]) -> dict[str, Any]:
+    options = command.options
+    valued_short = {option for option, (_, takes, _) in options.items() if len(option) == 2 and takes != FLAG}
     values: dict[str, Any] = {}
     inputs: list[str] = []
     rest = list(reversed(args))  # popped from the end: the next argument is rest[-1]
@@ -84,9 +120,9 @@ def _parse(args: list[str]) -> dict[str, Any]:
             inputs.append(arg)
             continue
         name, equals, attached = arg.partition("=") if arg[:2] == "--" else (arg[:2], "", arg[2:])
-        if name not in FOLD_OPTIONS or (arg[:2] != "--" and len(arg) > 2 and arg[:2] not in ("-o", "-e", "-j")):
+        if name not in options or (arg[:2] != "--" and len(arg) > 2 and arg[:2] not in valued_short):
             raise _Unread  # unknown, help, or short flags run together: typer's
-        parameter, takes, flag_value = FOLD_OPTIONS[name]
+        parameter, takes, flag_value = options[name]
         if takes == FLAG:
             if equals:
                 raise _Unread  # a flag given a value: typer's usage error
@@ -98,9 +134,17 @@ def _parse(args: list[str]) -> dict[str, Any]:
             value = rest.pop()  # whatever follows, even '-x' (click takes it as the value)
         else:
             raise _Unread  # the value is missing: typer's usage error
-        values[parameter] = _convert(value, takes)
-    if inputs:
-        values["inputs"] = inputs
+        if takes == MANY:
+            values.setdefault(parameter, []).append(value)
+        else:
+            values[parameter] = _convert(value, takes)
+    if command.arguments is None:
+        if inputs:
+            values["inputs"] = inputs
+    elif len(inputs) == len(command.arguments):
+        values.update(zip(command.arguments, inputs, strict=True))
+    else:
+        raise _Unread  # an argument missing or one too many: typer's usage error
     return values
 
 
@@ -171,16 +215,21 @@ def print_help_quickly(args: list[str]) -> bool:
 
 
 def run_quickly(args: list[str]) -> bool:
-    """Run `flamegraph ARGS` here if it is a fold command line this module reads, or the top-level help;
-    False: typer must."""
+    """Run `flamegraph ARGS` here if it is a fold or convert command line this module reads, or the
+    top-level help; False: typer must."""
     if print_help_quickly(args):
         return True
-    if not args or args[0] != "fold" or completing():
+    if not args or args[0] not in QUICK_COMMANDS or completing():
         return False
-    values = parse_fold_args(args[1:])
+    values = parse_args(args[0], args[1:])
     if values is None:
         return False
-    from .fold_run import run_fold
+    if args[0] == "fold":
+        from .fold_run import run_fold
 
-    run_fold(**values)
+        run_fold(**values)
+    else:
+        from .convert_run import run_convert
+
+        run_convert(**values)
     return True

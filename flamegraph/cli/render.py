@@ -220,7 +220,7 @@ def render(
     request = DrawInput(paths, strict, flamechart, not no_context, group_by == "op", views)
     got = read_for_drawing(request, lambda side: describe_profile(side, event, unit, meta), _warn)
     if format_ != "svg":  # an export for another viewer (flamegraph/export); the SVG options do not apply
-        from .convert import export_profile
+        from .convert_run import export_profile
 
         export_profile(got.read, format_, output, title or DEFAULT_TITLE, png)
         return

@@ -1,0 +1,126 @@
+"""What `flamegraph convert` does once its arguments are read: IN -> the profile -> OUT's format.
+
+Without typer, so that the quick path (cli/quick.py) runs it as the typer command (cli/convert.py)
+does; the parameters are the command's, by the same names and with the same defaults. Also the
+writer behind `render --format` (`export_profile`). Each format's module (and json, protobuf) is
+imported only when it is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
+from ..export.files import render_profile_export, render_timeline_export, write, write_bytes
+from ..io.diagnostics import BadOption, Diagnostics, NoSamples
+from ..model import FoldedProfile
+from .describe import describe_profile
+from .inputs import refuse_binary
+
+if TYPE_CHECKING:
+    from ..export.sources import Source
+    from ..folding.perf import FoldOptions
+    from ..io.folded import FoldedRead
+    from ..naming.symbols import FunctionNamer
+
+
+def run_convert(
+    *,
+    source: str,
+    output: str,
+    to: str | None = None,
+    title: str | None = None,
+    threads: bool = True,
+    group_unknown: bool | None = None,
+    unit: str | None = None,
+    event: str | None = None,
+    meta: list[str] | None = None,
+    strict: bool = False,
+) -> None:
+    """Convert SOURCE to OUTPUT (the format from its name, or `to`)."""
+    from ..export.sources import read_source_timeline, sniff
+    from ..folding.perf import FoldOptions
+    from ..naming.grouping import grouping_note
+
+    if output == "-" and to is None:
+        raise BadOption("writing to stdout needs --to FORMAT")
+    fmt = output_format(output, to)
+    refuse_binary([source])
+    found = sniff(source)
+    diagnostics = Diagnostics(strict=strict)
+    if fmt in TIMED_FORMATS and found.kind == "folded":
+        render_profile_export(FoldedProfile(), fmt)  # raises the explanation
+    namer = grouping_namer(found, group_unknown)
+    hook = None
+    if namer is not None:  # imported only then: text input makes no namer, and the symbol reader costs
+        from ..naming.observer import FrameObserver
+
+        hook = FrameObserver(namer)
+    options = FoldOptions.with_all(tid=threads, frame_hook=hook)
+    if fmt in TIMED_FORMATS:
+        data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
+    else:
+        read = read_source(found, options, diagnostics)
+        for side in (read.before, read.profile):
+            if side is not None:
+                describe_profile(side, event, unit, meta)
+        data = render_profile_export(read.profile, fmt, title, read.before)
+    note = grouping_note(namer)
+    if note is not None:
+        print(note, file=sys.stderr)
+    write_bytes(None if output == "-" else Path(output), data)
+
+
+def export_profile(read: FoldedRead, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
+    """`render --format FMT`: the export instead of the SVG (the same title; no PNG of it)."""
+    if png is not None:
+        raise BadOption("--png draws the SVG: it goes with --format svg")
+    write(read.profile, fmt, output, None if title == "Flame Graph" else title, read.before)
+
+
+def output_format(output: str, to: str | None) -> str:
+    """--to, else the format OUT's name asks for; a name no format claims is a usage error."""
+    if to is not None:
+        if to not in FORMATS:
+            raise BadOption(f"--to {to!r}: expected one of {', '.join(FORMATS)}")
+        return to
+    fmt = format_of(output)
+    if fmt is None:
+        raise BadOption(f"{output}: cannot tell the format from the name (endings: {known_endings()}); use --to")
+    return fmt
+
+
+def grouping_namer(found: Source, group_unknown: bool | None) -> FunctionNamer | None:
+    """`[unknown]` frames of perf input grouped by function under `fold`'s rule: perf.data where the
+    build-ids match (by default), text only on request (then unverified, and the note says so)."""
+    from ..naming.grouping import namer_for_inputs
+
+    if found.kind == "folded":
+        return None
+    return namer_for_inputs([found.path], group_unknown)
+
+
+def read_source(found: Source, options: FoldOptions, diagnostics: Diagnostics) -> FoldedRead:
+    """The folded profile of any input: folded text read as every command reads it (plain or
+    differential), perf input folded as `fold` does."""
+    from ..io.folded import FoldedRead, read_folded_inputs
+
+    if found.kind == "folded":
+        from ..io.inputs import label
+
+        read = read_folded_inputs([found.path], diagnostics)
+        diagnostics.finish()
+        if not read.profile.counts:
+            raise NoSamples(f"{label(found.path)}: no stacks found (empty input, or not folded stacks)")
+        return read
+    if found.kind == "offcpu":
+        from ..folding.offcpu import fold_offcpu
+        from ..folding.perf_sched import OffCpuOptions
+
+        offcpu = OffCpuOptions(annotate_kernel=options.annotate_kernel)
+        return FoldedRead(fold_offcpu([found.path], offcpu, diagnostics))
+    from ..folding.stage import fold_perf
+
+    return FoldedRead(fold_perf([found.path], options, diagnostics).profile)
