@@ -28,8 +28,8 @@ from flamegraph.color import (
     file_pattern_problem,
     parse_palette,
 )
-from flamegraph.folding import frames, tidy
 from flamegraph.folding import grammar as script
+from flamegraph.folding import tidy
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.folding.perf_blocks import fold_blocks
 from flamegraph.io import sniff
@@ -222,8 +222,8 @@ def test_linear_patterns_match_as_the_reference_does(text: bytes) -> None:
     for name, (ours, original, how) in ORIGINAL.items():
         expected, got = getattr(re.compile(original), how)(text), getattr(ours, how)(text)
         assert (expected and (expected.groups(), expected.span())) == (got and (got.groups(), got.span())), name
-    reference = frames.FRAME_REFERENCE.match(text)
-    assert frames.match_reference(text) == (reference.groups() if reference else None)
+    reference = script.FRAME_REFERENCE.match(text)
+    assert script.match_reference(text) == (reference.groups() if reference else None)
     assert tidy.is_go_method(text) == (tidy.GO_METHOD.search(text) is not None)
 
 

@@ -21,21 +21,15 @@ from itertools import compress
 from operator import not_
 
 from . import tidy
-from .grammar import FRAME_WITHOUT_DSO, srcline_suffix
+from .grammar import FRAME_WITHOUT_DSO, match_reference, srcline_suffix
 from .options import FoldOptions
 
 UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
-# The reference's pattern, verbatim. Not run on input: backtracking its `(\w+)` against `(.+) \(`
-# is quadratic (a 64 KB frame line of one word took over a minute); `match_reference` gives the
-# same groups in linear time, and a test holds the two equal.
-FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")
 FRAME_HEAD = re.compile(rb"^\s*(\w+)\s*(.+)$")
 # The usual frame line whole: what `split_frame` finds in it the long way (the DSO has no parentheses,
 # so its ' (' is the line's last; the address is one word, the symbol starts after one blank).
 USUAL_FRAME = re.compile(rb"\t[ \t]*+([0-9a-f]{2,}+) ([^\s(][^\n]*) \(([^()\n]*)\)\Z")
 HEX_DIGITS = frozenset(b"0123456789abcdef")
-SPACES = re.compile(rb"\s*")
-WORD = re.compile(rb"\w*")
 # The usual frame line's head, after the b'\n' before it: a tab, blanks, an address of two digits or
 # more, one blank, then a rest that starts with neither a blank nor '(' (on such a line every parse
 # below depends on the rest alone, never on the address: `name_all` relies on it, and a property test
@@ -47,35 +41,6 @@ LINE_ADDRESS = re.compile(rb"\n\t[ \t]*+[0-9a-f]{2,}+ (?=[^\s(])")
 # Stricter than symbol_key where it is cheaper (no parenthesis in the DSO): a rest it leaves whole
 # is still its own key. '+0x' first: the regex engine skips to it rather than trying every position.
 SYMBOL_OFFSET = re.compile(rb"\+0x(?<=[^\n]\+0x)[0-9a-f]++(?= \([^\n()]*+\)(?:\n|\Z))")
-
-
-def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
-    """FRAME_REFERENCE.match(text).groups(), or None, in linear time.
-
-    The regex tries where `(.+)` starts from the right (the end of the blanks after the first word,
-    then back into the word) and takes the first start with a " (" after it and a ")" after that:
-    the " (" it then picks is the last one before the last ")" of the line, whatever the start. So
-    the start is that " (" minus one, or the end of the blanks if that comes first. `.` stops at a
-    newline: everything after the word's blanks lies in one line (never an issue for real lines)."""
-    word = _run_end(SPACES, text, 0)
-    word_end = _run_end(WORD, text, word)
-    if word_end == word:
-        return None
-    blanks_end = _run_end(SPACES, text, word_end)
-    newline = text.rfind(b"\n", word_end, blanks_end)
-    first = newline + 1 if newline >= 0 else word + 1  # the first place `(.+)` may start
-    line_end = text.find(b"\n", first)
-    close = text.rfind(b")", first, len(text) if line_end < 0 else line_end)
-    opening = text.rfind(b" (", first + 1, close) if close >= 0 else -1
-    if opening < 0:
-        return None
-    start = min(blanks_end, opening - 1)
-    return text[word : min(start, word_end)], text[start:opening], text[opening + 2 : close]
-
-
-def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
-    found = run.match(text, start)  # `\s*` and `\w*` always match
-    return found.end() if found else start
 
 
 def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:

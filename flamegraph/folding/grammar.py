@@ -231,6 +231,42 @@ FRAME_WITHOUT_DSO = re.compile(rb"^\s*+([0-9a-fA-F]++)[ \t]++(\S(?:.*\S)?)\s*+$"
 # Sniffing: an indented '<addr> <something>'.
 FRAME_LINE = re.compile(rb"^\s+[0-9a-fA-F]+\s+\S")
 
+# The reference's pattern, verbatim. Not run on input: backtracking its `(\w+)` against `(.+) \(`
+# is quadratic (a 64 KB frame line of one word took over a minute); `match_reference` gives the
+# same groups in linear time, and a test holds the two equal.
+FRAME_REFERENCE = re.compile(rb"^\s*(\w+)\s*(.+) \((.*)\)")
+_SPACES = re.compile(rb"\s*")
+_WORD = re.compile(rb"\w*")
+
+
+def match_reference(text: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """FRAME_REFERENCE.match(text).groups(), or None, in linear time.
+
+    The regex tries where `(.+)` starts from the right (the end of the blanks after the first word,
+    then back into the word) and takes the first start with a " (" after it and a ")" after that:
+    the " (" it then picks is the last one before the last ")" of the line, whatever the start. So
+    the start is that " (" minus one, or the end of the blanks if that comes first. `.` stops at a
+    newline: everything after the word's blanks lies in one line (never an issue for real lines)."""
+    word = _run_end(_SPACES, text, 0)
+    word_end = _run_end(_WORD, text, word)
+    if word_end == word:
+        return None
+    blanks_end = _run_end(_SPACES, text, word_end)
+    newline = text.rfind(b"\n", word_end, blanks_end)
+    first = newline + 1 if newline >= 0 else word + 1  # the first place `(.+)` may start
+    line_end = text.find(b"\n", first)
+    close = text.rfind(b")", first, len(text) if line_end < 0 else line_end)
+    opening = text.rfind(b" (", first + 1, close) if close >= 0 else -1
+    if opening < 0:
+        return None
+    start = min(blanks_end, opening - 1)
+    return text[word : min(start, word_end)], text[start:opening], text[opening + 2 : close]
+
+
+def _run_end(run: re.Pattern[bytes], text: bytes, start: int) -> int:
+    found = run.match(text, start)  # `\s*` and `\w*` always match
+    return found.end() if found else start
+
 
 def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
     """Lines with each frame's source line joined to it ('<frame>\\n<srcline>'), for `fold --srcline`.
@@ -239,8 +275,6 @@ def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
     line, whatever it is, except after a frame perf could not place at all ('[unknown] ([unknown])')
     and after a '(...)' name the reference drops. Without --compat only a line shaped as a source
     line is taken (`is_srcline`), so a frame perf printed none for keeps the frame after it."""
-    from .frames import match_reference  # frames.py names frames with this module's patterns
-
     frame = b""
     for line in lines:
         if frame:
