@@ -19,7 +19,7 @@ def _profile() -> FoldedProfile:
 
 
 def test_the_committed_module_is_the_template_compiled_today() -> None:
-    made = precompiled.module_text(svg._environment())
+    made = precompiled.module_text(precompiled.environment())
     assert Path(svg_template.__file__).read_text("utf-8") == made, (
         "templates/flamegraph.svg.j2 changed: run `python -m flamegraph.render.precompiled` and commit svg_template.py"
     )
@@ -30,7 +30,7 @@ def test_a_render_does_not_compile_the_template(monkeypatch: pytest.MonkeyPatch)
         raise AssertionError("the template was compiled at run time")
 
     monkeypatch.setattr(jinja2.Environment, "compile", refuse)
-    template = precompiled.load(svg._environment)
+    template = precompiled.load()
     assert getattr(template, "root", None) is svg_template.root
 
 

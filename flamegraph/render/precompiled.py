@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sys
 import zlib
-from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -40,6 +40,21 @@ class Renderable(Protocol):
     def render(self, variables: dict[str, object]) -> str: ...
 
 
+@cache
+def environment() -> jinja2.Environment:
+    """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (TEMPLATES / name).read_text("utf-8")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
 def template_source() -> str:
     return (TEMPLATES / NAME).read_text("utf-8")
 
@@ -61,9 +76,9 @@ def module_text(environment: jinja2.Environment) -> str:
     return HEADER.format(name=NAME, digest=digest(source)) + code + "\n"
 
 
-def load(environment: Callable[[], jinja2.Environment]) -> Renderable:
+def load() -> Renderable:
     """The compiled template when it was made from today's template (no Jinja2 imported), else the
-    template compiled now by `environment()`."""
+    template compiled now by Jinja2."""
     from . import svg_template
 
     if getattr(svg_template, "SOURCE_CRC32", None) != digest(template_source()):
@@ -74,10 +89,8 @@ def load(environment: Callable[[], jinja2.Environment]) -> Renderable:
 
 
 def main() -> None:
-    from .svg import _environment
-
     path = Path(__file__).with_name(f"{MODULE}.py")
-    path.write_text(module_text(_environment()), "utf-8")
+    path.write_text(module_text(environment()), "utf-8")
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -63,8 +63,6 @@ from .text import (
 )
 
 if TYPE_CHECKING:
-    import jinja2
-
     from .diff import DiffStacks
     from .precompiled import Renderable
 
@@ -95,26 +93,10 @@ HERE = Path(__file__).parent  # templates/ and assets/ (read as files: importlib
 
 
 @cache
-def _environment() -> jinja2.Environment:
-    """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
-    import jinja2
-
-    templates = HERE / "templates"
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda name: (templates / name).read_text("utf-8")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-
-
-@cache
 def _template() -> Renderable:
     from . import precompiled  # not at import: `python -m flamegraph.render.precompiled` makes it
 
-    return precompiled.load(_environment)
+    return precompiled.load()
 
 
 @cache
