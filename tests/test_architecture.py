@@ -5,6 +5,7 @@ symbol lookup shares the DWARF helpers with the JIT code but never imports it.""
 from __future__ import annotations
 
 import ast
+import graphlib
 import sys
 from pathlib import Path
 
@@ -352,3 +353,37 @@ def test_stage_folders_have_no_import_cycle() -> None:
     }
     assert not upward, f"imports against the layers (docs/architecture.md): {upward}"
     assert any(level[source] == knot for source, _ in edges), "the layers are read from the real imports"
+
+
+def module_imports(path: Path) -> set[str]:
+    """The package's modules this file imports, lazily or not: `from . import x` names the module x, and
+    a package (its __init__) is a module like any other."""
+    module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            name = ".".join([*base, node.module] if node.module else base)
+            submodules = {
+                f"{name}.{alias.name}" for alias in node.names if module_file(f"{name}.{alias.name}").exists()
+            }
+            found |= submodules if len(submodules) == len(node.names) else {*submodules, name}
+    return {name for name in found if name.startswith("flamegraph.")}
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """No loop between modules, lazy imports counted: frames.py and grammar.py, spec.py and tracefs.py,
+    svg.py and precompiled.py, and export's package and its files.py each imported the other until
+    session 6. A loop hides which module owns a name."""
+    graph = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): module_imports(path)
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert sum(map(len, graph.values())) > 300, "the graph is read from the real imports"
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as loop:
+        raise AssertionError(f"modules that import each other: {' -> '.join(loop.args[1])}") from None

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from itertools import groupby
 from typing import Any
 
-from . import EXPORTER
+from .formats import EXPORTER
 from .names import export_name
 from .timeline import Span, Timeline
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..io.diagnostics import BadOption
 from ..model import FoldedProfile
-from . import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest
+from .formats import FORMATS, ONE_COUNT_FORMATS, TIMED_FORMATS, ExportError, ExportRequest
 
 if TYPE_CHECKING:
     from ..folding.perf import FoldOptions

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..io.folded import check_total, encode
 from ..model import FoldedProfile
-from . import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
+from .formats import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
 from .names import export_name
 from .pprof_schema import message_classes
 

@@ -166,7 +166,7 @@ def recording_timeline(
     options the fold used (fields, --time window, what hooks asked for), so both see the same samples."""
     from ..io.perf import script_command, stream_script
     from ..record import script_args
-    from . import sampling_interval_ns
+    from .formats import sampling_interval_ns
     from .timeline import read_offcpu_timeline, read_timeline
 
     path = str(recording.perf_data)

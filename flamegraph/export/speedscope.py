@@ -20,7 +20,7 @@ from typing import Any
 
 from ..io.folded import check_total, encode
 from ..model import FoldedProfile
-from . import EXPORTER, capture_facts, describe, threaded
+from .formats import EXPORTER, capture_facts, describe, threaded
 from .names import export_name
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
