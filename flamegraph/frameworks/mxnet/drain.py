@@ -116,12 +116,22 @@ def _run(source: int, target: int, keep: tuple[int, ...], poll: float) -> None: 
         low = fd + 1
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
     os.set_blocking(source, False)
+    move = getattr(os, "splice", None)  # Python 3.10+: the pipe's pages go to the file without a copy through us
     while True:
         try:
+            if move is not None:
+                if move(source, target, PIPE_BYTES) == 0:
+                    return
+                continue
             data = os.read(source, PIPE_BYTES)
         except BlockingIOError:
             select.select([source], [], [])  # asleep until the next write (or the end), then a batch
             time.sleep(poll)
+            continue
+        except OSError:
+            if move is None:
+                return  # the pipe itself failed
+            move = None  # splice refused (a full disk, a file system without it): read, and drop what cannot be written
             continue
         if not data:
             return

@@ -83,6 +83,7 @@ def environment_to_set(present: Container[str]) -> dict[str, str]:
 
 SIDECAR_VERSION = 1
 PROFILE_MEMORY = "FLAMEGRAPH_MXNET_PROFILE_MEMORY"  # "1": the storage counters too (record --memory --mxnet)
+TRACE_BY_NAME = "FLAMEGRAPH_MXNET_TRACE"  # "file": MXNet writes its trace file itself, as before the pipe (benches)
 # The profiler keeps every event in memory until it is dumped (~8 MB/s for the MLP): a timer thread
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
 # that is complete up to its last dump (read back by profile.py's recovery).
@@ -267,7 +268,8 @@ def install(directory: str) -> Session:
     session = Session(directory)
     session.drain = redirect_c_stdout(session.facts["verbose"])
     session.facts["verbose_drain"] = session.drain.pid
-    session.trace = open_trace_pipe(session.facts["profile"])  # forked now: before mxnet's threads exist
+    if os.environ.get(TRACE_BY_NAME) != "file":  # forked now: before mxnet's threads exist
+        session.trace = open_trace_pipe(session.facts["profile"])
     session.facts["trace_drain"] = session.trace[0].pid if session.trace is not None else None
     session.facts["trace_written_as"] = trace_name(session)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
