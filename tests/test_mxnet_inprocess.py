@@ -42,7 +42,8 @@ FAKE_MXNET = {
             except OSError:
                 pass
             log("set_config " + " ".join(f"{k}={v}" for k, v in sorted(kwargs.items()) if k != "filename"))
-            kind = "a pipe" if stat.S_ISFIFO(os.stat(kwargs["filename"]).st_mode) else "no pipe"
+            named = kwargs["filename"]  # by name, the file is gone until the first dump creates it again
+            kind = "a pipe" if os.path.exists(named) and stat.S_ISFIFO(os.stat(named).st_mode) else "no pipe"
             log(f"trace to {kind}" + (" by fd" if kwargs["filename"].startswith("/proc/self/fd/") else ""))
             write('{\\n    "traceEvents": [\\n' + json.dumps({"ph": "M", "pid": 0, "name": "process_name"}))
         def write(text):  # MXNet 1.9.1 opens the trace by name at each dump: "w" the first time, "a" after
@@ -200,6 +201,19 @@ def test_the_trace_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: Path) -
     assert trace["displayTimeUnit"] == "ms"
     assert gone(drainer, timeout=0.5), "the drainer had finished when the process ended"
     assert facts["notes"] == []
+
+
+def test_the_trace_by_name_when_asked(tmp_path: Path) -> None:
+    """FLAMEGRAPH_MXNET_TRACE=file (benches; also the way where /proc/self/fd is missing): MXNet writes its
+    file itself, by name, as before the pipe, and no drainer is started for it."""
+    argv, env, directory = setup(tmp_path)
+    env = {**env, "STANDIN_SPANS": "400", "FLAMEGRAPH_MXNET_TRACE": "file"}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    facts = sidecar(directory)
+    assert facts["trace_drain"] is None and facts["trace_written_as"] == facts["profile"]
+    assert "trace to no pipe" in (tmp_path / "log.txt").read_text().splitlines()
+    assert len(trace_events(directory, facts["pid"])) == 2 * 400 + 2
 
 
 def test_a_killed_trainer_leaves_the_trace_it_dumped(tmp_path: Path) -> None:
