@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from flamegraph.frameworks.jit.hook import HOOK
+from flamegraph.frameworks.mxnet.drain import STILL_OPEN
 from flamegraph.frameworks.mxnet.inprocess import bulk_settings, environment_to_set
 
 FAKE_MXNET = {
@@ -81,6 +82,9 @@ PROGRAM = """
         for _ in range(4):
             mxnet.profiler.continuous(int(os.environ["STANDIN_SPANS"]) // 4)
     print("the program's own line", flush=True)
+    if os.environ.get("STANDIN_CHILD") and os.fork() == 0:  # a worker that outlives the program by seconds
+        time.sleep(float(os.environ["STANDIN_CHILD"]))
+        os._exit(0)
     if len(sys.argv) > 1:
         print("READY", flush=True)
         time.sleep(30)
@@ -201,6 +205,28 @@ def test_the_trace_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: Path) -
     assert trace["displayTimeUnit"] == "ms"
     assert gone(drainer, timeout=0.5), "the drainer had finished when the process ended"
     assert facts["notes"] == []
+
+
+def test_a_forked_child_does_not_hold_the_trace_open(tmp_path: Path) -> None:
+    """A child the program forks (a data loader's worker) that outlives it does not hold our end of the
+    trace's pipe: the drainer has written the whole trace and ended when the program has."""
+    argv, env, directory = setup(tmp_path)
+    env = {**env, "STANDIN_SPANS": "400", "STANDIN_CHILD": "20"}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.wait(timeout=15)  # the child keeps the verbose log's stdout: do not wait for its end of a pipe
+        facts = sidecar(directory)
+        assert facts["notes"] == [STILL_OPEN]  # the verbose log's stdout, inherited on purpose
+        assert gone(facts["trace_drain"], timeout=0.5), "the trace's drainer ended with the program"
+        assert len(trace_events(directory, facts["pid"])) == 2 * 400 + 2
+    finally:
+        for child in (int(pid) for pid in os.listdir("/proc") if pid.isdigit()):
+            try:
+                stat_fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if f"{directory}" in Path(f"/proc/{child}/cmdline").read_text() and "Z" not in stat_fields[0]:
+                os.kill(child, signal.SIGKILL)  # the stand-in's sleeping worker (and the log's drainer it keeps)
 
 
 def test_the_trace_by_name_when_asked(tmp_path: Path) -> None:

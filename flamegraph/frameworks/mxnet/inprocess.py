@@ -175,6 +175,19 @@ def close_trace(session: Session) -> None:
             session.note(problem)
 
 
+def _forget_trace(session: Session) -> None:
+    """In a child the program forks: its copy of our end of the trace's pipe goes to /dev/null, so the
+    drainer sees the end when the program exits, not when its last child does (nothing of MXNet's
+    dump thread survives a fork: the child has no trace to write)."""
+    if session.trace is not None:
+        drain, fd = session.trace
+        session.trace = None
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd, inheritable=False)
+        os.close(null)
+        os.close(drain.done)
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Runs `then(module)` once the program's `import mxnet` has finished."""
 
@@ -272,6 +285,7 @@ def install(directory: str) -> Session:
         session.trace = open_trace_pipe(session.facts["profile"])
     session.facts["trace_drain"] = session.trace[0].pid if session.trace is not None else None
     session.facts["trace_written_as"] = trace_name(session)
+    os.register_at_fork(after_in_child=lambda: _forget_trace(session))
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     if "mxnet" in sys.modules:
