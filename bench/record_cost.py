@@ -15,6 +15,8 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     dwarf,16384       the same with a 16 KB stack copy per sample (dwarf,32768, dwarf,8192: alike)
     -F 99             the same at 99 Hz
     no verbose log    the same with DNNL_VERBOSE=0 (the MXNet profiler still on)
+    trace to a file   the same with MXNet writing its trace file itself (FLAMEGRAPH_MXNET_TRACE=file), as
+                      before the trace went through a pipe
     no --mxnet        --jit only (no profiler, no verbose log, bulk execution on)
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
@@ -60,7 +62,7 @@ from collectors.mnist import prepare_mnist  # noqa: E402
 from collectors.recipe import MlpRun, record_mlp  # noqa: E402
 from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook  # noqa: E402
 from flamegraph.frameworks.mxnet.hook import MxnetHook  # noqa: E402
-from flamegraph.frameworks.mxnet.inprocess import BULK_VARIABLES  # noqa: E402
+from flamegraph.frameworks.mxnet.inprocess import BULK_VARIABLES, TRACE_BY_NAME  # noqa: E402
 from flamegraph.record import RecordHook, RecordOptions, RecordSpec  # noqa: E402
 
 FOLD_PRIORITY = "FLAMEGRAPH_FOLD_PRIORITY"
@@ -86,6 +88,7 @@ SETTINGS = (
     Setting("dwarf,8192", call_graph="dwarf,8192"),
     Setting("-F 99", freq=99),
     Setting("no verbose log", env=(("DNNL_VERBOSE", "0"),)),
+    Setting("trace to a file", env=((TRACE_BY_NAME, "file"),)),
     Setting("no --mxnet", mxnet=False),
     Setting("no --jit", jit=False),
     Setting("perf only", jit=False, mxnet=False),

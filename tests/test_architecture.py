@@ -151,14 +151,14 @@ def _calls_signal_signal(path: Path) -> bool:
 def test_one_stop_signal_and_one_handler_path() -> None:
     """StopSignal is defined once, and only its module installs our handlers (`stop_on_signals`, for the
     CLI and a fleet recording alike). Other processes have their own: the fold's workers put the default
-    back, the profiled program's SIGTERM runs its atexit (MXNet), the verbose log's drainer ignores them, a Dask
-    worker drops a pending signal."""
+    back, the profiled program's SIGTERM runs its atexit (MXNet), the verbose log's and the trace's drainers
+    ignore them, a Dask worker drops a pending signal."""
     defining = {path for path in PACKAGE.rglob("*.py") if _defines(path, "StopSignal")}
     assert defining == {module_file("flamegraph.io.diagnostics")}, defining
     other_processes = (
         "flamegraph.folding.parallel",
         "flamegraph.frameworks.mxnet.inprocess",
-        "flamegraph.frameworks.mxnet.drain",  # the verbose log's drainer: it ends with its pipe, not on a signal
+        "flamegraph.frameworks.mxnet.drain",  # the verbose log's and the trace's drainers: they end with their pipes
         "flamegraph.fleet.local_worker",
     )
     allowed = {module_file("flamegraph.io.diagnostics"), *map(module_file, other_processes)}

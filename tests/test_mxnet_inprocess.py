@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from flamegraph.frameworks.jit.hook import HOOK
+from flamegraph.frameworks.mxnet.drain import STILL_OPEN
 from flamegraph.frameworks.mxnet.inprocess import bulk_settings, environment_to_set
 
 FAKE_MXNET = {
@@ -30,22 +31,38 @@ FAKE_MXNET = {
             log("waitall")
         """,
     "profiler.py": """
-        import json, os
+        import json, os, stat
         config = {}
         def log(text):
             with open(os.environ["STANDIN_LOG"], "a") as f:
                 f.write(text + "\\n")
         def set_config(**kwargs):
             config.update(kwargs)
-            open(kwargs["filename"], "w").close()  # MXNet creates the file at once
+            try:
+                os.unlink(kwargs["filename"])  # MXNet 1.9.1 removes the name first (EPERM on /proc/self/fd/N)
+            except OSError:
+                pass
             log("set_config " + " ".join(f"{k}={v}" for k, v in sorted(kwargs.items()) if k != "filename"))
+            named = kwargs["filename"]  # by name, the file is gone until the first dump creates it again
+            kind = "a pipe" if os.path.exists(named) and stat.S_ISFIFO(os.stat(named).st_mode) else "no pipe"
+            log(f"trace to {kind}" + (" by fd" if kwargs["filename"].startswith("/proc/self/fd/") else ""))
+            write('{\\n    "traceEvents": [\\n' + json.dumps({"ph": "M", "pid": 0, "name": "process_name"}))
+        def write(text):  # MXNet 1.9.1 opens the trace by name at each dump: "w" the first time, "a" after
+            with open(config["filename"], "a" if config.get("opened") else "w") as f:
+                f.write(text)
+            config["opened"] = True
+        def event(name, ph, ts):
+            return json.dumps({"name": name, "cat": "operator", "ph": ph, "ts": ts, "pid": 0, "tid": 5}, indent=4)
+        def continuous(count):  # a dump timer's output: `count` operator spans, each event on its own lines
+            first = config.setdefault("spans", 0)
+            config["spans"] += count
+            write("".join(f",\\n{event('dot', 'B', 100 + 2 * i)},\\n{event('dot', 'E', 101 + 2 * i)}"
+                          for i in range(first, first + count)))
         def set_state(state):
             log("state " + state)
         def dump():
-            events = [{"name": "FullyConnected", "cat": "operator", "ph": ph, "ts": ts, "pid": 0, "tid": 5}
-                      for ph, ts in (("B", 10), ("E", 20))]
-            with open(config["filename"], "w") as f:
-                json.dump({"traceEvents": events}, f)
+            write(",\\n" + event("FullyConnected", "B", 10) + ",\\n" + event("FullyConnected", "E", 20))
+            write('\\n    ],\\n    "displayTimeUnit": "ms"\\n}\\n')
             log("dump")
         """,
 }
@@ -61,7 +78,13 @@ PROGRAM = """
         for i in range(int(os.environ["STANDIN_LINES"])):
             libc.printf(line, i)
             libc.fflush(stdout)
+    if os.environ.get("STANDIN_SPANS"):  # the profiler's continuous dumps: more than the trace's pipe holds
+        for _ in range(4):
+            mxnet.profiler.continuous(int(os.environ["STANDIN_SPANS"]) // 4)
     print("the program's own line", flush=True)
+    if os.environ.get("STANDIN_CHILD") and os.fork() == 0:  # a worker that outlives the program by seconds
+        time.sleep(float(os.environ["STANDIN_CHILD"]))
+        os._exit(0)
     if len(sys.argv) > 1:
         print("READY", flush=True)
         time.sleep(30)
@@ -95,10 +118,11 @@ def test_profiler_and_verbose_log_through_the_hook(tmp_path: Path) -> None:
     pid = facts["pid"]
     verbose = (directory / f"dnnl-verbose-{pid}.log").read_text()
     assert verbose.startswith("dnnl_verbose,1.5,exec,cpu,eltwise")
-    assert json.loads((directory / f"profile-{pid}.json").read_text())["traceEvents"][0]["name"] == "FullyConnected"
+    assert json.loads((directory / f"profile-{pid}.json").read_text())["traceEvents"][-1]["name"] == "FullyConnected"
     assert (tmp_path / "log.txt").read_text().splitlines() == [
         "set_config aggregate_stats=False continuous_dump=True dump_period=1.0 profile_api=False "
         "profile_imperative=True profile_memory=False profile_symbolic=True",
+        "trace to a pipe by fd",
         "state run",
         "waitall",
         "state stop",
@@ -134,6 +158,113 @@ def test_the_verbose_log_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: P
     assert isinstance(drainer, int) and drainer not in (0, facts["pid"])
     assert not Path(f"/proc/{drainer}").exists() or "Z" in Path(f"/proc/{drainer}/stat").read_text().split()[2]
     assert facts["notes"] == []
+
+
+def trace_events(directory: Path, pid: object) -> list[tuple[str, str, int]]:
+    """(name, ph, ts) of every event object in the trace file, complete or not (as profile.py reads it)."""
+    from flamegraph.frameworks.mxnet.profile import FLAT_OBJECT
+
+    found = []
+    for match in FLAT_OBJECT.finditer((directory / f"profile-{pid}.json").read_bytes()):
+        event = json.loads(match.group())
+        if event.get("ph") in ("B", "E"):
+            found.append((event["name"], event["ph"], event["ts"]))
+    return found
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    """The process `pid` has ended (or is a zombie) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+                return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_the_trace_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: Path) -> None:
+    """MXNet writes its trace to /proc/self/fd/N, a pipe emptied into the trace's file by a forked drainer:
+    no regular file on MXNet's dump thread (no ext4 write per dump), every event in the file, in order,
+    once the process has exited (more events than the pipe holds), and the drainer is gone."""
+    argv, env, directory = setup(tmp_path)
+    spans = 8_000  # ~2.6 MB of pretty-printed events: more than the 1 MB pipe
+    proc = subprocess.run(argv, env={**env, "STANDIN_SPANS": str(spans)}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    facts = sidecar(directory)
+    drainer = facts["trace_drain"]
+    assert isinstance(drainer, int) and drainer not in (0, facts["pid"], facts["verbose_drain"])
+    assert facts["trace_written_as"] == f"/proc/self/fd/{facts['trace_written_as'].rsplit('/', 1)[1]}"
+    assert "trace to a pipe by fd" in (tmp_path / "log.txt").read_text().splitlines()
+    events = trace_events(directory, facts["pid"])
+    expected = [("dot", ph, 100 + 2 * i + (ph == "E")) for i in range(spans) for ph in "BE"]
+    assert events == [*expected, ("FullyConnected", "B", 10), ("FullyConnected", "E", 20)]
+    trace = json.loads((directory / f"profile-{facts['pid']}.json").read_text())  # closed: valid JSON
+    assert trace["displayTimeUnit"] == "ms"
+    assert gone(drainer, timeout=0.5), "the drainer had finished when the process ended"
+    assert facts["notes"] == []
+
+
+def test_a_forked_child_does_not_hold_the_trace_open(tmp_path: Path) -> None:
+    """A child the program forks (a data loader's worker) that outlives it does not hold our end of the
+    trace's pipe: the drainer has written the whole trace and ended when the program has."""
+    argv, env, directory = setup(tmp_path)
+    env = {**env, "STANDIN_SPANS": "400", "STANDIN_CHILD": "20"}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.wait(timeout=15)  # the child keeps the verbose log's stdout: do not wait for its end of a pipe
+        facts = sidecar(directory)
+        assert facts["notes"] == [STILL_OPEN]  # the verbose log's stdout, inherited on purpose
+        assert gone(facts["trace_drain"], timeout=0.5), "the trace's drainer ended with the program"
+        assert len(trace_events(directory, facts["pid"])) == 2 * 400 + 2
+    finally:
+        for child in (int(pid) for pid in os.listdir("/proc") if pid.isdigit()):
+            try:
+                stat_fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if f"{directory}" in Path(f"/proc/{child}/cmdline").read_text() and "Z" not in stat_fields[0]:
+                os.kill(child, signal.SIGKILL)  # the stand-in's sleeping worker (and the log's drainer it keeps)
+
+
+def test_the_trace_by_name_when_asked(tmp_path: Path) -> None:
+    """FLAMEGRAPH_MXNET_TRACE=file (benches; also the way where /proc/self/fd is missing): MXNet writes its
+    file itself, by name, as before the pipe, and no drainer is started for it."""
+    argv, env, directory = setup(tmp_path)
+    env = {**env, "STANDIN_SPANS": "400", "FLAMEGRAPH_MXNET_TRACE": "file"}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    facts = sidecar(directory)
+    assert facts["trace_drain"] is None and facts["trace_written_as"] == facts["profile"]
+    assert "trace to no pipe" in (tmp_path / "log.txt").read_text().splitlines()
+    assert len(trace_events(directory, facts["pid"])) == 2 * 400 + 2
+
+
+def test_a_killed_trainer_leaves_the_trace_it_dumped(tmp_path: Path) -> None:
+    """SIGKILL: no exit handler runs, but the kernel closes the pipe: the drainer writes every event the
+    dumps put in the pipe and ends."""
+    argv, env, directory = setup(tmp_path)
+    spans = 8_000
+    proc = subprocess.Popen([*argv, "wait"], env={**env, "STANDIN_SPANS": str(spans)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 30
+        while proc.stdout.readline().strip() != "READY":
+            assert time.monotonic() < deadline and proc.poll() is None
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    facts = sidecar(directory)  # written when the profiler started
+    assert facts["clock_end"] is None and isinstance(facts["trace_drain"], int)
+    assert gone(facts["trace_drain"]), "the drainer ends once the killed process's end of the pipe is closed"
+    events = trace_events(directory, facts["pid"])
+    assert events == [("dot", ph, 100 + 2 * i + (ph == "E")) for i in range(spans) for ph in "BE"]
 
 
 def test_sigterm_still_dumps(tmp_path: Path) -> None:

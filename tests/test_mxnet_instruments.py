@@ -14,6 +14,7 @@ from flamegraph.frameworks.mxnet.hook import instrument_threads, parse_evidence
 from flamegraph.frameworks.mxnet.instruments import (
     PROFILER,
     PROFILER_THREAD,
+    TRACE_DRAIN,
     VERBOSE,
     WATCH,
     instrumentation_shares,
@@ -166,3 +167,13 @@ def test_the_verbose_logs_drainer_is_marked_as_the_verbose_log() -> None:
     threads = instrument_threads({"threads": {"map": {}}, "verbose_drain": drainer}, set(), {MAIN})
     assert threads == {drainer: b"[instrumentation] oneDNN verbose log"}
     assert instrument_threads({"verbose_drain": None}, set(), {MAIN}) == {}  # an older sidecar, or no drainer
+
+
+def test_the_traces_drainer_is_marked_as_its_own_instrument() -> None:
+    """The process that empties MXNet's trace pipe into its file (drain.py) is ours: every stack of it is marked,
+    apart from the verbose log's drainer and from MXNet's dump thread."""
+    threads = instrument_threads({"verbose_drain": 7777, "trace_drain": 7778}, set(), {MAIN})
+    assert threads == {7777: b"[instrumentation] oneDNN verbose log", 7778: TRACE_DRAIN.encode()}
+    assert instrument_threads({"trace_drain": None}, set(), {MAIN}) == {}  # an older sidecar, or a file by name
+    rules = resolve_highlights([], "mxnet-ops", "hot")
+    assert [r.label for r in rules if re.search(r.pattern, TRACE_DRAIN)] == ["the tool's own instruments"]

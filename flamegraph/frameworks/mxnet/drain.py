@@ -1,4 +1,4 @@
-"""oneDNN's verbose log through a pipe: the C-level stdout (fd 1) emptied into the log by a process of ours.
+"""oneDNN's verbose log and MXNet's trace through pipes, each emptied into its file by a process of ours.
 
 oneDNN prints every exec line with printf and fflush(stdout) on the thread that ran the primitive (the
 engine's worker: the operators' critical path), so each primitive execution is one write(2). Into a file
@@ -9,6 +9,15 @@ it sleeps between polls and writes what the pipe holds in one large write, so no
 forked twice (the program never reaps it, nor meets it in os.wait()) and ends once every writer has
 closed the pipe: `close_drain` (at exit) gives up our end and waits for it, so the log is complete when the
 process ends. Standard library only (it runs in the profiled process).
+
+MXNet's profiler trace goes the same way (`start_pipe`): its dump thread formats every event and ends it
+with std::endl, and MXNet 1.9.1 opens the trace by name at each dump (O_TRUNC the first time, O_APPEND
+after; it unlinks the name once, at set_config): named `/proc/self/fd/N` of a pipe, its appends are pipe
+copies instead of ext4 writes (43 % of the dump thread's time, docs/record.md), and the unlink fails
+harmlessly (EPERM). Its bursts (a second's events, ~8 MB/s for the MLP) outrun a 1 MB pipe, so that
+drainer polls more often (TRACE_POLL_S): a full pipe only holds up MXNet's dump thread, never an operator.
+Both drainers are forked before the program imports mxnet: a fork after it would run MXNet's
+pthread_atfork handlers (its engine stopped and restarted) and fork a process full of threads.
 """
 
 from __future__ import annotations
@@ -23,10 +32,15 @@ from dataclasses import dataclass
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 1 << 20  # ~0.6 s of the MLP's log (1.7 MB/s): the drainer polls far more often than that
 POLL_S = 0.05
+TRACE_POLL_S = 0.01  # the trace comes in bursts of ~8 MB a second: 1 MB each 10 ms keeps up with 100 MB/s
 CLOSE_WAIT_S = 2.0  # a child of the program may hold fd 1 longer: then the log may lack its last lines
 STILL_OPEN = (
     "the C-level stdout is still open in another process (a child of the program?) at exit: "
     "the verbose log may lack that process's last lines"
+)
+TRACE_STILL_OPEN = (
+    "the profiler's trace pipe is still open in another process (a child of the program?) at exit: "
+    "the trace is complete only once that process has ended"
 )
 
 
@@ -36,8 +50,9 @@ class Drain:
     done: int  # the read end of a pipe the drainer holds until it has written everything
 
 
-def start_drain(target: int) -> Drain:
-    """fd 1 -> a new pipe whose bytes end up in `target` (an fd opened for writing; closed here)."""
+def start_pipe(target: int, poll: float = POLL_S) -> tuple[Drain, int]:
+    """A new pipe whose bytes end up in `target` (an fd opened for writing; closed here): its drainer, and
+    the pipe's write end (close-on-exec) for the caller to hand out."""
     source, sink = os.pipe()
     try:
         fcntl.fcntl(sink, F_SETPIPE_SZ, PIPE_BYTES)
@@ -50,7 +65,7 @@ def start_drain(target: int) -> Drain:
         try:
             if os.fork() == 0:
                 os.write(tell, str(os.getpid()).encode())
-                _run(source, target, keep=(source, target, done_sink))
+                _run(source, target, keep=(source, target, done_sink), poll=poll)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
@@ -59,28 +74,37 @@ def start_drain(target: int) -> Drain:
     os.close(told)
     for fd in (source, target, done_sink):
         os.close(fd)
+    return Drain(int(text or b"0"), done), sink
+
+
+def start_drain(target: int) -> Drain:
+    """fd 1 -> a new pipe whose bytes end up in `target` (an fd opened for writing; closed here)."""
+    drain, sink = start_pipe(target)
     os.dup2(sink, 1)
     os.close(sink)
-    return Drain(int(text or b"0"), done)
+    return drain
 
 
-def close_drain(drain: Drain) -> str | None:
-    """Give up our end of the pipe and wait until the drainer has written the rest: None, or one line."""
-    try:
-        import ctypes
+def close_drain(drain: Drain, fd: int = 1, still_open: str = STILL_OPEN) -> str | None:
+    """Give up our end of the pipe (`fd` becomes /dev/null: a late write or open by number goes nowhere,
+    never into a file that reused the number) and wait until the drainer has written the rest: None, or
+    one line (`still_open`) when another process still holds the pipe."""
+    if fd == 1:
+        try:
+            import ctypes
 
-        ctypes.CDLL(None).fflush(None)  # C stdout's buffered bytes (the program's own prints) first
-    except (OSError, AttributeError):
-        pass
+            ctypes.CDLL(None).fflush(None)  # C stdout's buffered bytes (the program's own prints) first
+        except (OSError, AttributeError):
+            pass
     null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
+    os.dup2(null, fd, inheritable=fd <= 2)
     os.close(null)
     ended, _, _ = select.select([drain.done], [], [], CLOSE_WAIT_S)
     os.close(drain.done)
-    return None if ended else STILL_OPEN
+    return None if ended else still_open
 
 
-def _run(source: int, target: int, keep: tuple[int, ...]) -> None:  # pragma: no cover - the drainer
+def _run(source: int, target: int, keep: tuple[int, ...], poll: float) -> None:  # pragma: no cover - the drainer
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # it ends when the pipe does, never before the program
     null = os.open(os.devnull, os.O_RDWR)
@@ -92,11 +116,22 @@ def _run(source: int, target: int, keep: tuple[int, ...]) -> None:  # pragma: no
         low = fd + 1
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
     os.set_blocking(source, False)
+    move = getattr(os, "splice", None)  # Python 3.10+: the pipe's pages go to the file without a copy through us
     while True:
         try:
+            if move is not None:
+                if move(source, target, PIPE_BYTES) == 0:
+                    return
+                continue
             data = os.read(source, PIPE_BYTES)
         except BlockingIOError:
-            time.sleep(POLL_S)
+            select.select([source], [], [])  # asleep until the next write (or the end), then a batch
+            time.sleep(poll)
+            continue
+        except OSError:
+            if move is None:
+                return  # the pipe itself failed
+            move = None  # splice refused (a full disk, a file system without it): read, and drop what cannot be written
             continue
         if not data:
             return

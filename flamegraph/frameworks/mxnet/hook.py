@@ -37,7 +37,7 @@ from .clock import Alignment, ClockReading
 from .dnnl import VerboseLog, read_verbose
 from .gate import RECORDED_FROM, open_gate
 from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
-from .instruments import DUMP_FRAME, PROFILER_THREAD_B, VERBOSE_B, WATCH_B, instrumentation_shares
+from .instruments import DUMP_FRAME, PROFILER_THREAD_B, TRACE_DRAIN_B, VERBOSE_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
 from .profile import ProfilerTrace, read_profile
 from .storage import BytesRow, bytes_lines, bytes_rows, check_text
@@ -370,16 +370,18 @@ def instrument_threads(facts: dict[str, Any], dumpers: set[int], python: set[int
     """TID -> [instrumentation] frame of the threads that are our instruments, identified exactly:
     MXNet's dump thread is the thread outside Python that ran Profiler::DumpProfile (MXNet calls it
     only from its dump timer and from the C API, on the calling Python thread); our watcher's TID is
-    in the sidecar, and so is the PID of the process that writes oneDNN's log (drain.py). A dump thread
+    in the sidecar, and so are the PIDs of the processes that write oneDNN's log and MXNet's trace
+    (drain.py). A dump thread
     never seen dumping is not named: its dumps' own frames still are."""
     found = {tid: PROFILER_THREAD_B for tid in dumpers - python}
     threads = facts.get("threads")
     watch = threads.get("watch") if isinstance(threads, dict) else None
     if isinstance(watch, int) and not isinstance(watch, bool):
         found[watch] = WATCH_B
-    drainer = facts.get("verbose_drain")  # the process that writes oneDNN's log (drain.py): one thread
-    if isinstance(drainer, int) and not isinstance(drainer, bool) and drainer > 0:
-        found[drainer] = VERBOSE_B
+    for key, label in (("verbose_drain", VERBOSE_B), ("trace_drain", TRACE_DRAIN_B)):
+        drainer = facts.get(key)  # a process that writes oneDNN's log or MXNet's trace (drain.py): one thread
+        if isinstance(drainer, int) and not isinstance(drainer, bool) and drainer > 0:
+            found[drainer] = label
     return found
 
 

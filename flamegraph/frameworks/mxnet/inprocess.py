@@ -9,7 +9,9 @@ wraps that one import), through the module the program loaded.
                                  (fd 1), so fd 1 goes to this file (through a pipe that a forked
                                  process empties: drain.py) and Python's sys.stdout keeps the
                                  original stdout (the program's prints pass through as before)
-    DIR/profile-<pid>.json       the profiler's Chrome trace (symbolic and imperative operators)
+    DIR/profile-<pid>.json       the profiler's Chrome trace (symbolic and imperative operators): MXNet
+                                 writes it to /proc/self/fd/N, a pipe that another forked process
+                                 empties into this file (drain.py; no ext4 write on MXNet's dump thread)
     DIR/mxnet-<pid>.json         the sidecar: both clocks at start and exit, file names, notes
 
 The profiler runs without `aggregate_stats`: with it, MXNet formats every operator's attributes
@@ -17,7 +19,9 @@ through a std::stringstream on the engine thread (outside the operator's span); 
 the same spans from the trace instead, which is what `dumps()` would add up.
 
 The profiler is stopped and dumped at exit (atexit, before MXNet's own shutdown handler), after
-`mx.nd.waitall()`. A SIGTERM (perf stopping its workload on Ctrl-C) becomes SystemExit when the
+`mx.nd.waitall()`; then both pipes are closed and their drainers waited for (≤ 2 s each), so the trace
+and the log are complete when the process ends (a killed process closes them too: the drainers write
+what reached the pipes). A SIGTERM (perf stopping its workload on Ctrl-C) becomes SystemExit when the
 program has no handler of its own, so the exit handlers run and what was profiled is kept.
 """
 
@@ -38,7 +42,7 @@ from typing import Any
 
 from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
-from .drain import Drain, close_drain, start_drain
+from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, close_drain, start_drain, start_pipe
 from .gate import GATE, enable
 from .pthreads import ThreadWatch
 
@@ -79,6 +83,7 @@ def environment_to_set(present: Container[str]) -> dict[str, str]:
 
 SIDECAR_VERSION = 1
 PROFILE_MEMORY = "FLAMEGRAPH_MXNET_PROFILE_MEMORY"  # "1": the storage counters too (record --memory --mxnet)
+TRACE_BY_NAME = "FLAMEGRAPH_MXNET_TRACE"  # "file": MXNet writes its trace file itself, as before the pipe (benches)
 # The profiler keeps every event in memory until it is dumped (~8 MB/s for the MLP): a timer thread
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
 # that is complete up to its last dump (read back by profile.py's recovery).
@@ -103,6 +108,7 @@ class Session:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.drain: Drain | None = None  # the verbose log's pipe, closed at exit
+        self.trace: tuple[Drain, int] | None = None  # the trace's pipe and our end of it, closed at exit
         self.pid = os.getpid()
         self.facts: dict[str, Any] = {
             "version": SIDECAR_VERSION,
@@ -116,6 +122,8 @@ class Session:
             "dump_seconds": None,
             "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
             "verbose_drain": None,  # the PID of the process that writes the verbose log (drain.py)
+            "trace_drain": None,  # the PID of the process that writes the profiler's trace (drain.py)
+            "trace_written_as": None,  # the name MXNet writes the trace to: /proc/self/fd/N (a pipe), or the file
             "notes": [],
         }
 
@@ -140,6 +148,44 @@ def redirect_c_stdout(path: str) -> Drain:
     if sys.__stdout__ is old:
         sys.__stdout__ = stream  # type: ignore[misc]
     return pipe
+
+
+def open_trace_pipe(path: str) -> tuple[Drain, int] | None:
+    """The trace's file created (ours, exclusive) and a pipe drained into it (drain.py says why), or None
+    where /proc/self/fd does not name our descriptors (MXNet then writes the file itself, as before)."""
+    target = create_file(os.path.dirname(path), os.path.basename(path))
+    if not os.path.isdir("/proc/self/fd"):
+        os.close(target)
+        return None
+    return start_pipe(target, poll=TRACE_POLL_S)
+
+
+def trace_name(session: Session) -> str:
+    """What MXNet is told to write to: our pipe's end by number, or the trace's file."""
+    return f"/proc/self/fd/{session.trace[1]}" if session.trace is not None else str(session.facts["profile"])
+
+
+def close_trace(session: Session) -> None:
+    """Our end of the trace's pipe closed (after MXNet's last dump), its drainer waited for."""
+    if session.trace is not None:
+        drain, fd = session.trace
+        session.trace = None
+        problem = close_drain(drain, fd, TRACE_STILL_OPEN)
+        if problem:
+            session.note(problem)
+
+
+def _forget_trace(session: Session) -> None:
+    """In a child the program forks: its copy of our end of the trace's pipe goes to /dev/null, so the
+    drainer sees the end when the program exits, not when its last child does (nothing of MXNet's
+    dump thread survives a fork: the child has no trace to write)."""
+    if session.trace is not None:
+        drain, fd = session.trace
+        session.trace = None
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd, inheritable=False)
+        os.close(null)
+        os.close(drain.done)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -179,7 +225,7 @@ def start_profiler(session: Session, mx: Any) -> None:
             session.note(problem)
     try:
         mx.profiler.set_config(
-            filename=session.facts["profile"], profile_symbolic=True, profile_imperative=True,
+            filename=trace_name(session), profile_symbolic=True, profile_imperative=True,
             profile_memory=os.environ.get(PROFILE_MEMORY) == "1", profile_api=False, aggregate_stats=False,
             continuous_dump=True, dump_period=DUMP_PERIOD_S,
         )  # fmt: skip
@@ -210,6 +256,7 @@ def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
 
 def finish(session: Session) -> None:
     session.facts["clock_end"] = read_clocks().as_list()
+    close_trace(session)
     if session.drain is not None:
         problem = close_drain(session.drain)
         session.drain = None
@@ -234,6 +281,11 @@ def install(directory: str) -> Session:
     session = Session(directory)
     session.drain = redirect_c_stdout(session.facts["verbose"])
     session.facts["verbose_drain"] = session.drain.pid
+    if os.environ.get(TRACE_BY_NAME) != "file":  # forked now: before mxnet's threads exist
+        session.trace = open_trace_pipe(session.facts["profile"])
+    session.facts["trace_drain"] = session.trace[0].pid if session.trace is not None else None
+    session.facts["trace_written_as"] = trace_name(session)
+    os.register_at_fork(after_in_child=lambda: _forget_trace(session))
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     if "mxnet" in sys.modules:

@@ -8,6 +8,8 @@ first) inserts one frame where the instrumented work begins, keeping the true st
                       that runs Profiler::DumpProfile (MXNet calls it from its dump timer and from
                       the C API, i.e. a Python thread; recording.py)
     [instrumentation] flamegraph thread map   below the thread name: our watcher (its TID is in the sidecar)
+    [instrumentation] MXNet profiler trace's drainer   below the thread name: the process that empties
+                      the trace's pipe into its file (drain.py; its PID is in the sidecar)
     [instrumentation] MXNet profiler          above the outermost mxnet::profiler:: frame (timing
                       an operator on an engine thread, the final dump on the main thread)
     [instrumentation] oneDNN verbose log      above C stdout's print function called from libmxnet:
@@ -26,6 +28,7 @@ PROFILER = PREFIX + "MXNet profiler"
 PROFILER_THREAD = PREFIX + "MXNet profiler thread"
 VERBOSE = PREFIX + "oneDNN verbose log"
 WATCH = PREFIX + "flamegraph thread map"
+TRACE_DRAIN = PREFIX + "MXNet profiler trace's drainer"
 PROFILER_FRAME = b"mxnet::profiler::"
 DUMP_FRAME = b"mxnet::profiler::Profiler::DumpProfile"
 # C stdout's print functions as perf names them (glibc 2.36: printf, the _chk variants, puts...).
@@ -39,8 +42,10 @@ def _encoded(text: str) -> bytes:
     return text.encode()
 
 
-PROFILER_B, PROFILER_THREAD_B, VERBOSE_B, WATCH_B = map(_encoded, (PROFILER, PROFILER_THREAD, VERBOSE, WATCH))
-THREAD_LABELS = {PROFILER_THREAD: PROFILER_THREAD_B, WATCH: WATCH_B}
+PROFILER_B, PROFILER_THREAD_B, VERBOSE_B, WATCH_B, TRACE_DRAIN_B = map(
+    _encoded, (PROFILER, PROFILER_THREAD, VERBOSE, WATCH, TRACE_DRAIN)
+)
+THREAD_LABELS = {PROFILER_THREAD: PROFILER_THREAD_B, WATCH: WATCH_B, TRACE_DRAIN: TRACE_DRAIN_B}
 
 
 def mark(frames: list[bytes], thread: bytes | None = None) -> list[bytes]:
