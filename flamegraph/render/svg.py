@@ -9,6 +9,7 @@ autoescaped; the script and stylesheet are inlined verbatim from `assets/`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -91,6 +92,12 @@ def weight_grain(weights: Sequence[float]) -> int:
 
 
 ROOT_TITLE = "all"
+CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+CSS_SPACE = re.compile(r"[ \t]*([{};:,])[ \t]*")  # blanks around punctuation
+JS_COMMENT = re.compile(r"^([^\"'/]*?)\s*//(?: .*)?$")  # the code before it, with no quote or slash
+# How a title says that all of a frame's time is its own (a leaf: 2 frames in 5): flamegraph.js writes
+# "; self N samples, P%)" back for the reader, copying the numbers before it.
+ALL_SELF = "; all self)"
 HERE = Path(__file__).parent  # templates/ and assets/ (read as files: importlib.resources costs an import)
 
 
@@ -99,8 +106,10 @@ def _environment() -> jinja2.Environment:
     """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
     import jinja2
 
+    from .template_runtime import JSON_DUMPS
+
     templates = HERE / "templates"
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (templates / name).read_text("utf-8")),
         autoescape=True,
         trim_blocks=True,
@@ -108,6 +117,8 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
+    environment.policies["json.dumps_kwargs"] = JSON_DUMPS  # template_runtime.tojson: the same
+    return environment
 
 
 @cache
@@ -119,9 +130,15 @@ def _template() -> Renderable:
 
 @cache
 def _asset(name: str) -> str:
+    """The script or the stylesheet as every SVG carries it: without indentation and comments (a fifth of
+    the script). The script holds no template literal or multi-line string, so a line's leading blanks are
+    no data, and a `//` is a comment where no quote or slash comes before it on its line."""
     text = (HERE / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
-    return text
+    if name.endswith(".css"):  # no string in it holds a comment, a brace, a colon, a semicolon or a comma
+        text = CSS_SPACE.sub(r"\1", CSS_COMMENT.sub("", text))
+    lines = (JS_COMMENT.sub(r"\1", line.strip()) for line in text.splitlines())
+    return "".join(f"{line}\n" for line in lines if line)
 
 
 @dataclass
@@ -240,6 +257,7 @@ def _settings(
         "flamechart": options.flamechart,  # time order: no order-by-weight toggle
         "drawnByWeight": options.order == "weight",  # the static drawing's order, the toggle's start
         "labelMinPx": LABEL_MIN_PX,
+        "allSelf": ALL_SELF,
         # The views prune as the static drawing does: frames under this many pixels are not drawn.
         "minWidthPx": min_weight_for(options.min_width, drawing.total, page.plot_width)
         * page.plot_width
@@ -385,16 +403,17 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
-    def info(width: float, self_width: float, percent: str) -> str:
-        """Escaped: the count's name may hold '&' or '<'."""
-        if not self_width:  # most frames: the page says "self 0"; the file stays small
+    def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
+        """Escaped: the count's name may hold '&' or '<'. The file stays small: no self time is not said
+        (the page says "self 0"), and all of it (a leaf) is said as ALL_SELF (the page spells it out)."""
+        width, self_width = frame.width, frame.self_width
+        percent = "100" if frame.depth == 0 else format_percent(width, total)
+        if not self_width:
             return str(escape(f" ({amount(width)}, {percent}%)"))
+        if self_width == width and frame.depth:
+            return str(escape(f" ({amount(width)}, {percent}%{ALL_SELF}"))
         own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
         return str(escape(f" ({amount(width)}, {percent}%; {own})"))
-
-    def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
-        percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        return info(frame.width, frame.self_width, percent)
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
     grain = weight_grain(weights)
