@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 Frame = str  # a function name; raw bytes survive as surrogate escapes
 Stack = tuple[Frame, ...]  # root first
@@ -14,19 +13,40 @@ Stack = tuple[Frame, ...]  # root first
 PYTHON_FUNCTION = r"^[^ ;]+ \((?:[^()]*\.py|<[^()]*>)\)$"
 
 
-@dataclass
 class FoldedProfile:
     """Weight per distinct stack: the contract between collapse and render.
 
     `counts` maps the folded stack text ("root;child;leaf") to its weight. The text keeps the
-    exact bytes of the input (decoded with surrogateescape), and ';' separates frames.
+    exact bytes of the input (decoded with surrogateescape), and ';' separates frames. A plain class
+    (not a dataclass, whose module imports `inspect`: a fifth of `fold`'s start-up).
     """
 
-    counts: dict[str, float] = field(default_factory=dict)
-    unit: str = "samples"  # or "microseconds" for off-CPU time
-    event: str | None = None  # e.g. "cpu-clock", "sched:sched_switch"
-    metadata: dict[str, str] = field(default_factory=dict)  # capture facts: command, perf version, host...
-    window_us: float | None = None  # the time the profile covers, when known (off-CPU: the recording window)
+    def __init__(
+        self,
+        counts: dict[str, float] | None = None,
+        unit: str = "samples",  # or "microseconds" for off-CPU time
+        event: str | None = None,  # e.g. "cpu-clock", "sched:sched_switch"
+        metadata: dict[str, str] | None = None,  # capture facts: command, perf version, host...
+        window_us: float | None = None,  # the time the profile covers, when known (off-CPU: the recording window)
+    ) -> None:
+        self.counts: dict[str, float] = {} if counts is None else counts
+        self.unit = unit
+        self.event = event
+        self.metadata: dict[str, str] = {} if metadata is None else metadata
+        self.window_us = window_us
+
+    def _fields(self) -> tuple[object, ...]:
+        return self.counts, self.unit, self.event, self.metadata, self.window_us
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FoldedProfile) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"FoldedProfile(counts={self.counts!r}, unit={self.unit!r}, event={self.event!r}, " + (
+            f"metadata={self.metadata!r}, window_us={self.window_us!r})"
+        )
 
     @property
     def total(self) -> float:

@@ -97,4 +97,4 @@ def test_diff_pages_carry_no_stacks() -> None:
     from flamegraph.render import render_diff
 
     svg = render_diff(FoldedProfile({"a;b": 1}), FoldedProfile({"a;b": 2}), RenderOptions())
-    assert b'id="stacks"' not in svg and b'"views": false' in svg
+    assert b'id="stacks"' not in svg and b'"views":false' in svg

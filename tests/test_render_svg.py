@@ -181,7 +181,7 @@ def test_layout_options() -> None:
     assert root.find(f".//{SVG}g[@font-family]").get("font-family").startswith("DejaVu Sans")  # type: ignore[union-attr]
     assert root.find(f".//{SVG}text[@id='subtitle']").text == "sub"  # type: ignore[union-attr]
     assert rects[1].title == "main (4 hits, 100.00%)"
-    assert b'"nameType": "Fn:"' in svg
+    assert b'"nameType":"Fn:"' in svg
     assert re.search(rb'<rect x="0" y="\d+" width="4" height="19"', svg)
     reversed_ = paths(frames(render_svg(profile, RenderOptions(reverse=True))))
     assert reversed_[("leaf",)].width == 4 and ("leaf", "f", "main") in reversed_
@@ -199,8 +199,8 @@ def test_min_width_pixels_and_percent() -> None:
 
 
 def test_factor_and_notes() -> None:
-    svg = render_svg(FoldedProfile({"a": 3}), RenderOptions(factor=1000, notes="run 7 & <friends>"))
-    assert frames(svg)[1].title == "a (3,000 samples, 100.00%; self 3,000 samples, 100.00%)"
+    svg = render_svg(FoldedProfile({"a": 3, "a;b": 1}), RenderOptions(factor=1000, notes="run 7 & <friends>"))
+    assert frames(svg)[1].title == "a (4,000 samples, 100.00%; self 3,000 samples, 75.00%)"
     assert parse(svg).findtext(f"{SVG}desc[@id='notes']") == "run 7 & <friends>"
 
 
@@ -366,3 +366,12 @@ def test_weights_with_a_common_period_draw_short_integer_coordinates() -> None:
     assert drawn == merged_weights(counts)
     fractional = render_svg(FoldedProfile({"main;a": 1.5, "main;b": 3.0}), RenderOptions())
     assert svg_settings(fractional)["coordinateDivisor"] == 1
+
+
+def test_the_page_carries_the_script_and_styles_verbatim() -> None:
+    """House style: the script and the stylesheet are inlined as their files are, comments included."""
+    from flamegraph.render.svg import HERE
+
+    page = render_svg(FoldedProfile({"a;b": 1}, "samples"), RenderOptions()).decode()
+    for name in ("flamegraph.js", "flamegraph.css"):
+        assert (HERE / "assets" / name).read_text("utf-8") in page, name

@@ -12,6 +12,6 @@ def test_reader_on_a_tiny_graph() -> None:
     svg = render_svg(FoldedProfile({"m;a": 3, "m;b": 1}), RenderOptions())
     drawn = paths(frames(svg))
     assert {p: f.width for p, f in drawn.items()} == {("m",): 4, ("m", "a"): 3, ("m", "b"): 1}
-    assert drawn[("m", "a")].title == "a (3 samples, 75.00%; self 3 samples, 75.00%)"
+    assert drawn[("m", "a")].title == "a (3 samples, 75.00%; all self)"
     inverted = paths(frames(render_svg(FoldedProfile({"m;a": 3, "m;b": 1}), RenderOptions(inverted=True))))
     assert {p: f.width for p, f in inverted.items()} == {p: f.width for p, f in drawn.items()}

@@ -53,6 +53,10 @@ FOLD_NEVER = (
     "flamegraph.frameworks.jit.hook",
     "flamegraph.record",
     *OFFCPU,
+    # `dataclasses` imports `inspect` (ast, dis, tokenize): a fifth of `fold`'s start-up, so every type a
+    # fold builds is a NamedTuple or a plain class.
+    "dataclasses",
+    "inspect",
     # Only for perf.data (build-ids), a gzip input or a fractional count; the colours only to draw.
     "flamegraph.naming.buildid",
     "flamegraph.naming.symbols",

@@ -95,7 +95,7 @@ def first_event(inputs: Sequence[str], options: FoldOptions) -> str | None:
     """The event a local fold of `inputs` keeps: the first sample's, found by folding the head of the inputs."""
     if options.event_filter is not None:
         return options.event_filter
-    probe = PerfCollapser(replace(options, frame_hook=None), Diagnostics(echo=False))
+    probe = PerfCollapser(options._replace(frame_hook=None), Diagnostics(echo=False))
     for path in inputs:
         with open_stream(path) as stream:
             while block := stream.read(PROBE_BLOCK):  # a record cut at a block's end only costs the probe
@@ -194,7 +194,7 @@ def fold_on_cluster(
     """Fold `inputs` on the cluster `client` is connected to; the same result as `fold_perf`."""
     threads = sum(client.nthreads().values())
     chunks = plan_chunks(inputs, threads)
-    fixed = replace(options, event_filter=first_event(inputs, options))
+    fixed = options._replace(event_filter=first_event(inputs, options))
     folded = reduce_on_cluster(client, chunks, fixed)
     seen = folded.diagnostics
     seen.problems = [problem for _, problem in folded.problems]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # (address, symbol, DSO) of a frame -> a replacement symbol, or None to keep it. Called once per
 # distinct frame (never with --compat); flamegraph.naming.observer.FrameObserver groups [unknown] frames of
@@ -15,9 +15,10 @@ FrameHook = Callable[[bytes, bytes, bytes], bytes | None]
 SampleHook = Callable[[bytes, list[bytes]], list[bytes]]
 
 
-@dataclass(frozen=True)
-class FoldOptions:
-    """stackcollapse-perf.pl's options, with their meaning, plus ours."""
+class FoldOptions(NamedTuple):
+    """stackcollapse-perf.pl's options, with their meaning, plus ours (`options._replace(tid=True)`: a copy
+    with one changed). A NamedTuple, not a frozen dataclass: `dataclasses` imports `inspect`, a fifth
+    of `fold`'s start-up."""
 
     pid: bool = False  # comm-PID as the root frame
     tid: bool = False  # comm-PID/TID as the root frame

@@ -15,8 +15,8 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import NamedTuple
 
 from ..io.diagnostics import Diagnostics, Problem
 from ..io.folded import decode
@@ -44,13 +44,12 @@ class SeenFrames:
         return name
 
 
-@dataclass
-class ChunkResult:
+class ChunkResult(NamedTuple):
     stacks: dict[tuple[bytes | None, bytes], Stacks]
     skipped_by_event: Counter[bytes]
     diagnostics: Diagnostics
     lines: int
-    frames_seen: list[HookKey] = field(default_factory=list)
+    frames_seen: list[HookKey]
 
 
 def cpu_count() -> int:
@@ -93,7 +92,7 @@ def first_event(path: str, options: FoldOptions) -> bytes | None:
     """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
     found by running the state machine on the file's head until it does."""
     probe = PerfCollapser(
-        replace(options, frame_hook=None, sample_hook=None, event_filter=None), Diagnostics(echo=False)
+        options._replace(frame_hook=None, sample_hook=None, event_filter=None), Diagnostics(echo=False)
     )
 
     def head() -> Iterator[bytes]:
@@ -192,12 +191,12 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
     if not options.per_event and into.event_filter is None:
         into.event_filter = first_event(path, options)
     if into.event_filter is not None and not options.per_event:
-        options = replace(options, event_filter=decode(into.event_filter))
+        options = options._replace(event_filter=decode(into.event_filter))
     hook = into.frames.options.frame_hook
     if hook is not None and not options.compat and not isinstance(hook, SeenFrames):
         hook = SeenFrames(hook)
-        into.frames.options = replace(into.frames.options, frame_hook=hook)
-    options = replace(options, frame_hook=hook)
+        into.frames.options = into.frames.options._replace(frame_hook=hook)
+    options = options._replace(frame_hook=hook)
     points = split_points(path, jobs)
     chunks = list(zip(points, points[1:], strict=False))
     children: list[tuple[int, int]] = []

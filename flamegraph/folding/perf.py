@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..io.diagnostics import Diagnostics
@@ -59,18 +58,22 @@ class HeaderFacts(NamedTuple):
     frames: dict[bytes, bytes]  # the frame-line table for its process (Java or not)
 
 
-@dataclass
-class _Record:
+class _Record(NamedTuple):
     """Where the state machine stopped: the record being read, if any."""
 
-    state: int = NONE
-    header: bytes = b""
-    bad: bool = False
-    tail_junk: bool = False
-    period: int = 1
-    java: bool = False
-    counts: Stacks = field(default_factory=dict)
-    frames: list[bytes] = field(default_factory=list)
+    state: int
+    header: bytes
+    bad: bool
+    tail_junk: bool
+    period: int
+    java: bool
+    counts: Stacks
+    frames: list[bytes]
+
+    @classmethod
+    def none(cls) -> _Record:
+        """Between records: nothing read."""
+        return cls(NONE, b"", False, False, 1, False, {}, [])
 
 
 class PerfCollapser:
@@ -93,7 +96,7 @@ class PerfCollapser:
         # (header before its timestamp, after it) -> facts, or None: the line path reads such headers
         self.headers: dict[tuple[bytes, bytes], HeaderFacts | None] = {}
         self._header_re = HEADER if options.compat else HEADER_OURS
-        self._record = _Record()
+        self._record = _Record.none()
 
     # -- headers -----------------------------------------------------------------------------
     def root_name(self, match: re.Match[bytes]) -> bytes:
@@ -181,7 +184,7 @@ class PerfCollapser:
         record = self._record
         if record.state == OPEN and not self.options.compat:
             self._close(record.counts, record.header, record.frames, record.period, record.bad, record.tail_junk)
-        self._record = _Record()
+        self._record = _Record.none()
 
     def feed_lines(self, lines: Iterable[bytes], path: str, first_line: int = 1) -> int:
         """Fold lines given without their line end, going on from where the last call stopped

@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
 from ..io.folded import decode
@@ -26,11 +26,10 @@ from .perf_blocks import fold_blocks, iter_blocks, iter_lines
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
 
 
-@dataclass
-class FoldResult:
+class FoldResult(NamedTuple):
     profile: FoldedProfile  # the folded event (the first one, or -e/--event's)
-    per_event: dict[str, FoldedProfile] = field(default_factory=dict)  # with --per-event
-    skipped_events: Counter[str] = field(default_factory=Counter)  # event -> samples not folded
+    per_event: dict[str, FoldedProfile]  # with --per-event
+    skipped_events: Counter[str]  # event -> samples not folded
 
 
 def jobs_for(path: str, jobs: int | None, strict: bool) -> int:
@@ -165,7 +164,7 @@ def _result(collapser: PerfCollapser) -> FoldResult:
             profile = collapser.profile(event)
             per_event[profile.event or "unknown-event"] = profile
         first = next(iter(per_event.values()), FoldedProfile())
-        return FoldResult(first, per_event)
+        return FoldResult(first, per_event, Counter())
     skipped = Counter({decode(e): n for e, n in collapser.skipped_by_event.items()})
     return FoldResult(collapser.profile(), {}, skipped)
 

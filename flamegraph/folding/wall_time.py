@@ -13,7 +13,7 @@ A thread's tower is its wall time (ran + waited), the recording window when it l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..analysis.offcpu_threads import WALL_EVENT
 from ..io.diagnostics import Diagnostics, NoSamples
@@ -64,7 +64,7 @@ def fold_wall(
     diagnostics = diagnostics or Diagnostics()
     off = fold_offcpu_recording(recording, options, diagnostics, status)  # the samples are not its records
     event = recording.spec.options.event
-    folding = replace(fold or FoldOptions(), tid=True, event_filter=event, annotate_kernel=options.annotate_kernel)
+    folding = (fold or FoldOptions())._replace(tid=True, event_filter=event, annotate_kernel=options.annotate_kernel)
     collapser = PerfCollapser(folding, diagnostics)
     args = ["-F", FIELDS, "--no-inline"]
     if options.window is not None:

@@ -12,9 +12,8 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 # Exit codes (documented in README "Exit codes").
 EXIT_OK = 0
@@ -192,8 +191,7 @@ def shorten(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     path: str
     line: int
     kind: str
@@ -203,22 +201,23 @@ class Problem:
         return f"{self.path}:{self.line}: {self.kind}: {PROBLEM_KINDS[self.kind]}, got {shorten(self.text)!r}"
 
 
-@dataclass
 class Diagnostics:
     """Collects input problems: prints the first few of each kind, counts all, ends with a summary.
 
-    `strict=True` turns the first problem into a `StrictFailure`.
+    `strict=True` turns the first problem into a `StrictFailure`. A plain class, as every type a
+    fold starts with: `dataclasses` imports `inspect`, a fifth of `fold`'s start-up.
     """
 
-    strict: bool = False
-    stream: TextIO | None = field(default=None, repr=False)
-    echo: bool = True  # False in --jobs workers: the parent prints what they found, in file order
-    problems: list[Problem] = field(default_factory=list)  # the shown ones
-    counts: Counter[str] = field(default_factory=Counter)
-    shown: Counter[str] = field(default_factory=Counter)
-    records: int = 0  # records seen, good or bad
-    skipped_records: int = 0  # records not folded because of a problem (each counted once)
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, strict: bool = False, stream: TextIO | None = None, echo: bool = True) -> None:
+        self.strict = strict
+        self.stream = stream
+        self.echo = echo  # False in --jobs workers: the parent prints what they found, in file order
+        self.problems: list[Problem] = []  # the shown ones
+        self.counts: Counter[str] = Counter()
+        self.shown: Counter[str] = Counter()
+        self.records = 0  # records seen, good or bad
+        self.skipped_records = 0  # records not folded because of a problem (each counted once)
+        self.notes: list[str] = []
 
     def report(self, path: str, line: int, kind: str, text: str) -> None:
         assert kind in PROBLEM_KINDS, kind

@@ -20,7 +20,6 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from itertools import chain
 from typing import BinaryIO
 
@@ -176,13 +175,18 @@ def has_two_counts(lines: Iterator[bytes]) -> tuple[bool, Iterator[bytes]]:
     return False, iter(seen)
 
 
-@dataclass
 class FoldedRead:
     """What folded input holds: one count per stack (plain), or two (differential: BEFORE AFTER)."""
 
-    profile: FoldedProfile  # the counts; for a differential input, AFTER
-    before: FoldedProfile | None = None  # a differential input's BEFORE; None for a plain one
-    stacks: list[tuple[str, float]] | None = None  # each record in input order, when asked (a flame chart)
+    def __init__(
+        self,
+        profile: FoldedProfile,  # the counts; for a differential input, AFTER
+        before: FoldedProfile | None = None,  # a differential input's BEFORE; None for a plain one
+        stacks: list[tuple[str, float]] | None = None,  # each record in input order, when asked (a flame chart)
+    ) -> None:
+        self.profile = profile
+        self.before = before
+        self.stacks = stacks
 
     @property
     def differential(self) -> bool:

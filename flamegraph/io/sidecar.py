@@ -12,7 +12,6 @@ Only a file that says it is one of ours is read or replaced: a user's own X.fold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,18 +26,28 @@ VERSION = 1
 SUFFIX = ".json"
 
 
-@dataclass
 class Context:
     """What a folded file does not say: its unit and event, its capture facts, how it was drawn."""
 
-    unit: str = "samples"
-    event: str | None = None
-    window_us: float | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    title: str | None = None
-    subtitle: str | None = None
-    preset: str | None = None
-    highlights: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        unit: str = "samples",
+        event: str | None = None,
+        window_us: float | None = None,
+        metadata: dict[str, str] | None = None,
+        title: str | None = None,
+        subtitle: str | None = None,
+        preset: str | None = None,
+        highlights: list[str] | None = None,
+    ) -> None:
+        self.unit = unit
+        self.event = event
+        self.window_us = window_us
+        self.metadata: dict[str, str] = {} if metadata is None else metadata
+        self.title = title
+        self.subtitle = subtitle
+        self.preset = preset
+        self.highlights: list[str] = [] if highlights is None else highlights
 
     @classmethod
     def of(cls, profile: FoldedProfile, **drawing: object) -> Context:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..folding.options import FoldOptions
 
@@ -32,8 +31,7 @@ ClusterFold = Callable[[list[str], FoldOptions, "Diagnostics"], "stage.FoldResul
 SAFE_FILE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
-@dataclass(frozen=True)
-class FoldRequest:
+class FoldRequest(NamedTuple):
     """What to fold and where the folded text goes (`output` None: stdout)."""
 
     inputs: list[str]  # [] or ["-"]: stdin
@@ -49,10 +47,9 @@ class FoldRequest:
     cluster: ClusterFold | None = None  # fold there instead of here (`fold --scheduler`)
 
 
-@dataclass
-class FoldResult:
+class FoldResult(NamedTuple):
     profile: FoldedProfile
-    written: list[Path] = field(default_factory=list)  # the folded files (stdout is not listed)
+    written: list[Path]  # the folded files (stdout is not listed)
 
 
 def fold_inputs(request: FoldRequest, note: Callable[[str], None] = print) -> FoldResult:
@@ -69,7 +66,7 @@ def fold_inputs(request: FoldRequest, note: Callable[[str], None] = print) -> Fo
         from ..naming.observer import FrameObserver  # only here: a plain fold of text starts without it
 
         hook = FrameObserver(namer)
-    options = replace(options, frame_hook=hook)
+    options = options._replace(frame_hook=hook)
     diagnostics = Diagnostics(strict=request.strict)
     if request.cluster is not None:
         result = request.cluster(request.inputs, options, diagnostics)

@@ -40,8 +40,6 @@ class WallResult:
 
 def record_wall(request: OnCpuRequest, outputs: Outputs, status: Status) -> WallResult:
     """Record the request's spec (its options from `folding.wall_time.wall_options`), fold both halves, write."""
-    from dataclasses import replace
-
     from ..folding.options import FoldOptions
     from ..folding.perf_sched import OffCpuOptions
     from ..folding.wall_time import fold_wall
@@ -60,7 +58,7 @@ def record_wall(request: OnCpuRequest, outputs: Outputs, status: Status) -> Wall
         namer = namer_for_recording(str(recording.perf_data)) if request.group_unknown else None
         hook = FrameObserver(namer) if namer is not None else None
         waits = OffCpuOptions(window=request.window, frame_hook=hook)
-        wall = fold_wall(recording, waits, Diagnostics(), status, replace(FoldOptions(), frame_hook=hook))
+        wall = fold_wall(recording, waits, Diagnostics(), status, FoldOptions(frame_hook=hook))
         if (note := grouping_note(namer)) is not None:
             status.note(note)
         written = write_outputs(wall.profile, outputs, status.note)

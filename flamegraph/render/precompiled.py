@@ -45,7 +45,9 @@ def environment() -> jinja2.Environment:
     """Jinja2, for making svg_template.py and for a template edited since (imported only then)."""
     import jinja2
 
-    return jinja2.Environment(
+    from .template_runtime import JSON_DUMPS
+
+    made = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (TEMPLATES / name).read_text("utf-8")),
         autoescape=True,
         trim_blocks=True,
@@ -53,6 +55,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
+    made.policies["json.dumps_kwargs"] = JSON_DUMPS  # template_runtime's tojson: the same
+    return made
 
 
 def template_source() -> str:

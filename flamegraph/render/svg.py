@@ -89,6 +89,9 @@ def weight_grain(weights: Sequence[float]) -> int:
 
 
 ROOT_TITLE = "all"
+# How a title says that all of a frame's time is its own (a leaf: 2 frames in 5): flamegraph.js writes
+# "; self N samples, P%)" back for the reader, copying the numbers before it.
+ALL_SELF = "; all self)"
 HERE = Path(__file__).parent  # templates/ and assets/ (read as files: importlib.resources costs an import)
 
 
@@ -101,6 +104,8 @@ def _template() -> Renderable:
 
 @cache
 def _asset(name: str) -> str:
+    """The script or the stylesheet, inlined verbatim (house style: a reader of the file in a bug report
+    sees the source as it is, comments included)."""
     text = (HERE / "assets" / name).read_text("utf-8")
     assert "]]>" not in text, f"{name} must not contain ']]>' (it is inlined in CDATA)"
     return text
@@ -222,6 +227,7 @@ def _settings(
         "flamechart": options.flamechart,  # time order: no order-by-weight toggle
         "drawnByWeight": options.order == "weight",  # the static drawing's order, the toggle's start
         "labelMinPx": LABEL_MIN_PX,
+        "allSelf": ALL_SELF,
         # The views prune as the static drawing does: frames under this many pixels are not drawn.
         "minWidthPx": min_weight_for(options.min_width, drawing.total, page.plot_width)
         * page.plot_width
@@ -367,16 +373,17 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
-    def info(width: float, self_width: float, percent: str) -> str:
-        """Escaped: the count's name may hold '&' or '<'."""
-        if not self_width:  # most frames: the page says "self 0"; the file stays small
+    def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
+        """Escaped: the count's name may hold '&' or '<'. The file stays small: no self time is not said
+        (the page says "self 0"), and all of it (a leaf) is said as ALL_SELF (the page spells it out)."""
+        width, self_width = frame.width, frame.self_width
+        percent = "100" if frame.depth == 0 else format_percent(width, total)
+        if not self_width:
             return str(escape(f" ({amount(width)}, {percent}%)"))
+        if self_width == width and frame.depth:
+            return str(escape(f" ({amount(width)}, {percent}%{ALL_SELF}"))
         own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
         return str(escape(f" ({amount(width)}, {percent}%; {own})"))
-
-    def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
-        percent = "100" if frame.depth == 0 else format_percent(frame.width, total)
-        return info(frame.width, frame.self_width, percent)
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
     grain = weight_grain(weights)

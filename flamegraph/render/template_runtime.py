@@ -60,9 +60,14 @@ def _unsupported(*_: Any, **__: Any) -> Any:
 LoopContext = Namespace = TemplateNotFound = TemplateReference = _unsupported
 
 
+# Jinja2's json.dumps_kwargs policy as svg._environment sets it: keys sorted, no space after , and :
+# (the embedded stacks are tens of thousands of numbers).
+JSON_DUMPS: dict[str, Any] = {"sort_keys": True, "separators": (",", ":")}
+
+
 def tojson(_eval_ctx: Any, value: Any) -> Markup:
-    """Jinja2's `tojson` filter under its default policies (keys sorted; <, >, &, ' as \\u escapes)."""
-    text = json.dumps(value, sort_keys=True)
+    """Jinja2's `tojson` filter under the JSON_DUMPS policy (<, >, &, ' as \\u escapes)."""
+    text = json.dumps(value, **JSON_DUMPS)
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027"))
 
 

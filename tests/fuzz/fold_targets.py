@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 from flamegraph.analysis.report import FrameObserver, build_report, report_lines, report_metadata
@@ -79,7 +78,7 @@ def fold_text(data: bytes) -> None:
     options, strict, jobs, block = fold_options(source)
     text = source.rest()
     by_lines = _fold_lines(options, text, strict)
-    assert _state(_fold_lines(replace(options), text, strict)) == _state(by_lines), "not deterministic"
+    assert _state(_fold_lines(options._replace(), text, strict)) == _state(by_lines), "not deterministic"
     assert _state(_fold_in_blocks(options, text, strict, block)) == _state(by_lines), "fast path differs"
     if isinstance(by_lines, StrictFailure):
         return

@@ -41,6 +41,10 @@
       var g = groups[i];
       indexByNode.set(g, i);
       var title = g.firstElementChild.textContent;
+      if (title.slice(-S.allSelf.length) === S.allSelf) {  // a leaf: the file says "all self" to stay small
+        var amounts = title.slice(title.lastIndexOf(" (") + 2, -S.allSelf.length);
+        title = g.firstElementChild.textContent = title.slice(0, -S.allSelf.length) + "; self " + amounts + ")";
+      }
       var rect = g.lastElementChild;
       rects.push(rect);
       titles.push(title);
