@@ -179,3 +179,13 @@ def test_render_draws_a_folded_off_cpu_file_with_its_facts(tmp_path: Path) -> No
     assert drawn.returncode == 0, drawn.stderr
     assert parse(drawn.stdout).findtext("{http://www.w3.org/2000/svg}title") == "Off-CPU Time Flame Graph"
     assert texts(drawn.stdout, "summary")[0].startswith("off-CPU time (sched:sched_switch)")
+
+
+def test_a_root_named_like_the_waker_separator_is_a_thread_not_a_wait() -> None:
+    """A folded line may name its first frame `--` (the fuzzer's `-- 1`): that is the thread, never the
+    separator, so the off-CPU page draws it instead of failing with an IndexError."""
+    counts = {"--": 1.0, "--;--;a": 2.0, "--;x;--;y": 3.0, "python-7;wait [S];--;python-8;send": 4.0}
+    assert thread_roles(counts) == {}
+    assert {total.thread: total.total for total in thread_totals(counts)} == {"--": 6.0, "python-7": 4.0}
+    drawn = {frame.name for frame in frames(render_svg(FoldedProfile(counts, "microseconds"), RenderOptions()))}
+    assert {"--", "x", "y", "python-8", "send"} <= drawn

@@ -85,17 +85,28 @@ def is_wall(event: str | None) -> bool:
     return event is not None and event.endswith(suffix) and len(event) > len(suffix)
 
 
+def _separator(frames: list[str]) -> int | None:
+    """Where a stack's `--` is: never its first frame, which is the thread that waited (a folded line
+    may name its root `--`: a damaged or hostile input, not a wait without a thread)."""
+    try:
+        return frames.index(WAKER_SEP, 1)
+    except ValueError:
+        return None
+
+
 def blocked_part(frames: list[str]) -> list[str]:
-    """A stack's frames up to its `--` (what blocked), without what woke it."""
-    return frames[: frames.index(WAKER_SEP)] if WAKER_SEP in frames else frames
+    """A stack's frames up to its `--` (what blocked), without what woke it; never empty."""
+    at = _separator(frames)
+    return frames if at is None else frames[:at]
 
 
 def waker_part(frames: list[str]) -> tuple[str | None, list[str]]:
     """The waking thread (comm-tid) after a stack's `--` and its frames; (None, []) for a timer, an
     interrupt or no waker ([timer], [irq], ...: no thread)."""
-    if WAKER_SEP not in frames:
+    at = _separator(frames)
+    if at is None:
         return None, []
-    rest = frames[frames.index(WAKER_SEP) + 1 :]
+    rest = frames[at + 1 :]
     while rest and rest[0] == "[signal]":
         rest = rest[1:]
     if not rest or rest[0].startswith("["):
