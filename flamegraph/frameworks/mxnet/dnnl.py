@@ -134,5 +134,5 @@ def parse_line(line: bytes) -> Primitive | str | None:
     if duration_ms < 0:
         return None
     start = start_ms * 1000.0
-    kind, implementation, propagation, shape = (sys.intern(text) for text in (fields[1], fields[2], fields[3], fields[-2]))
+    kind, implementation, propagation, shape = (sys.intern(fields[i]) for i in (1, 2, 3, -2))
     return Primitive(start, start + duration_ms * 1000.0, kind, implementation, propagation, shape)
