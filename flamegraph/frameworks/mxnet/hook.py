@@ -265,7 +265,7 @@ class MxnetHook:
             env.update({PROFILE_MEMORY: "1", **gate_env})
             self.summary["allocations recorded"] = RECORDED_FROM
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
-        if self.budget is not None:
+        if self.budget is not None and CAPS not in {*os.environ, *spec.env}:  # (a user's own split is kept)
             env[CAPS] = ",".join(str(cap) for cap in split_budget(self.budget))
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
