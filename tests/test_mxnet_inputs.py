@@ -213,7 +213,8 @@ def test_the_trace_is_read_as_a_stream_whatever_the_blocks(monkeypatch: pytest.M
     data = json.dumps({"traceEvents": [metadata, *spans], "displayTimeUnit": "ms"}, indent=4).encode()
     t = parse_profile(data)
     assert t.problems == [] and t.events == 101
-    assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == [(f"op{i % 3}", 10 * i, 10 * i + 5) for i in range(50)]
+    expected = [(f"op{i % 3}", 10 * i, 10 * i + 5) for i in range(50)]
+    assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == expected
 
 
 def test_garbage_in_the_middle_of_a_trace_is_said_and_the_rest_recovered(monkeypatch: pytest.MonkeyPatch) -> None:
