@@ -162,10 +162,10 @@ def test_the_verbose_log_goes_through_a_pipe_and_is_complete_at_exit(tmp_path: P
 
 def trace_events(directory: Path, pid: object) -> list[tuple[str, str, int]]:
     """(name, ph, ts) of every event object in the trace file, complete or not (as profile.py reads it)."""
-    from flamegraph.frameworks.mxnet.profile import FLAT_OBJECT
+    from flamegraph.frameworks.mxnet.events import FLAT_OBJECT
 
     found = []
-    for match in FLAT_OBJECT.finditer((directory / f"profile-{pid}.json").read_bytes()):
+    for match in FLAT_OBJECT.finditer((directory / f"profile-{pid}.json").read_text()):
         event = json.loads(match.group())
         if event.get("ph") in ("B", "E"):
             found.append((event["name"], event["ph"], event["ts"]))
@@ -310,3 +310,26 @@ def test_bulk_is_off_unless_the_user_set_it() -> None:
     assert bulk_settings({**ours, "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": "15"}) == {
         "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": "15"
     }
+
+
+def test_the_files_stop_at_their_caps(tmp_path: Path) -> None:
+    """With caps (record --mxnet streamed), the log never passes its cap, even written faster than the watch
+    polls (the drainer drops the rest); the watch stops both instruments (the profiler dumped whole: valid
+    JSON), says when in the sidecar, and no second dump is asked at exit."""
+    argv, env, directory = setup(tmp_path)
+    cap = 300_000
+    env = {**env, "STANDIN_LINES": "60000", "FLAMEGRAPH_MXNET_CAPS": f"50000000,{cap}"}  # ~5.4 MB of lines
+    program = tmp_path / "train.py"
+    program.write_text(program.read_text() + "time.sleep(1.5)\n")  # the watch's polls come while the program runs
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    facts = sidecar(directory)
+    assert facts["caps"] == {"trace": 50_000_000, "verbose": cap}
+    capped = facts["capped"]
+    assert isinstance(capped, dict) and capped["file"] == "oneDNN's verbose log" and capped["cap"] == cap
+    assert (directory / f"dnnl-verbose-{facts['pid']}.log").stat().st_size == cap  # cut by the drainer
+    trace = json.loads((directory / f"profile-{facts['pid']}.json").read_text())
+    assert trace["traceEvents"][-1]["name"] == "FullyConnected"
+    # stopped and dumped at the cap; nothing asked of the profiler at exit (a second dump is refused by MXNet)
+    assert (tmp_path / "log.txt").read_text().splitlines()[2:] == ["state run", "state stop", "dump", "mxnet shutdown"]
+    assert facts["notes"] == []

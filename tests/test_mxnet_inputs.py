@@ -14,7 +14,7 @@ from conftest import GOLDEN
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading, clock_problems
 from flamegraph.frameworks.mxnet.dnnl import parse_line, parse_verbose
 from flamegraph.frameworks.mxnet.hook import MxnetHook, load_process, read_sidecars
-from flamegraph.frameworks.mxnet.profile import parse_profile
+from flamegraph.frameworks.mxnet.profile import parse_profile, read_profile
 from flamegraph.record import Recording, RecordSpec
 
 FIXTURE = GOLDEN / "mxnet"
@@ -200,3 +200,56 @@ def test_hostile_hook_facts_files_are_skipped_not_a_recursion_error(tmp_path: Pa
     (directory / "mxnet-1.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
     (directory / "mxnet-2.json").write_bytes(b'{"pid": 2, "notes": ["' + b"x" * (1 << 20) + b'"]}')
     assert [facts["pid"] for facts in read_sidecars(directory)] == [facts["pid"] for facts in read_sidecars(FIXTURE)]
+
+
+@pytest.mark.parametrize("block", [7, 100, 1 << 20])
+def test_the_trace_is_read_as_a_stream_whatever_the_blocks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """Events cut by the reader's blocks are read whole: the same spans as the whole document parsed at once."""
+    from flamegraph.frameworks.mxnet import events as reader
+
+    monkeypatch.setattr(reader, "BLOCK", block)
+    metadata = {"ph": "M", "args": {"name": "cpu/0"}, "pid": 0, "name": "process_name"}
+    spans = [e for i in range(50) for e in (event(f"op{i % 3}", "B", 10 * i), event(f"op{i % 3}", "E", 10 * i + 5))]
+    data = json.dumps({"traceEvents": [metadata, *spans], "displayTimeUnit": "ms"}, indent=4).encode()
+    t = parse_profile(data)
+    assert t.problems == [] and t.events == 101
+    expected = [(f"op{i % 3}", 10 * i, 10 * i + 5) for i in range(50)]
+    assert [(s.name, s.start, s.end) for s in t.threads[7].spans] == expected
+
+
+def test_garbage_in_the_middle_of_a_trace_is_said_and_the_rest_recovered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flamegraph.frameworks.mxnet import events as reader
+
+    monkeypatch.setattr(reader, "BLOCK", 64)
+    head = json.dumps({"traceEvents": [event("A", "B", 1), event("A", "E", 2)]})[:-2]  # open array, no end
+    tail = ", ".join(json.dumps(event("C", ph, ts)) for ph, ts in (("B", 5), ("E", 6)))
+    t = parse_profile(f"{head}, {{garbled: ]]] }}, {tail}]}}".encode())
+    assert t.problems[0].startswith("truncated or garbled JSON (Expecting property name") and t.problems[0].endswith(
+        ": 4 complete events recovered"
+    )
+    assert [s.name for s in t.threads[7].spans] == ["A", "C"]
+
+
+def test_reading_a_trace_holds_its_spans_not_the_file(tmp_path: Path) -> None:
+    """A 20 MB trace read in under half its size (before the stream: the whole bytes and a dict per event,
+    ~5 times the file)."""
+    import tracemalloc
+
+    path = tmp_path / "profile.json"
+    with open(path, "w") as f:
+        f.write('{\n    "traceEvents": [\n')
+        f.write(",\n".join(json.dumps(event("FullyConnected", ph, 10 * i + (ph == "E")), indent=4)
+                           for i in range(10_000) for ph in "BEbe"))  # fmt: skip
+        for chunk in range(1, 4):  # MXNet writes each operator twice: B/E, and the async b/e (skipped)
+            f.write(",\n" + ",\n".join(json.dumps(event("Act", ph, 10**7 * chunk + 10 * i + (ph == "E")), indent=4)
+                                        for i in range(10_000) for ph in "BEbe"))  # fmt: skip
+        f.write('\n    ],\n    "displayTimeUnit": "ms"\n}\n')
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        t = read_profile(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t.spans == 10_000 + 3 * 10_000 and t.problems == []
+    assert size > 15e6 and peak < size / 2, (size, peak)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
 import subprocess
 import sys
@@ -204,3 +205,48 @@ def test_the_deferred_join_of_the_whole_perf_data_is_the_whole_join(
     with open(tmp / "whole.folded", "rb") as f:
         expected = read_folded(f, "whole.folded", Diagnostics(echo=False))
     assert profile.counts == expected.counts
+
+
+def test_samples_after_the_cap_are_not_joined() -> None:
+    """The instruments stopped at their files' cap (`until`, perf's clock): a sample after it gets no frame of
+    theirs and is counted; one before is joined as ever."""
+    evidence = parse_evidence(io.BytesIO((FIXTURE / "evidence.txt").read_bytes()), alignment())
+    text = (FIXTURE / "script.txt").read_bytes()
+    folded = {}
+    for until in (None, 0.0):
+        join = joiner(evidence.engine_times, evidence.switches, evidence.last)
+        join.until = until
+        collapser = PerfCollapser(FoldOptions.with_all(sample_hook=join), Diagnostics(echo=False))
+        fold_blocks(collapser, iter_blocks(io.BytesIO(text), size=4096), "script.txt")
+        folded[until] = (collapser.profile().counts, join.counts)
+    (named, named_counts), (cut, cut_counts) = folded[None], folded[0.0]
+    assert any("[op] " in stack for stack in named) and named_counts.after_cap == 0
+    assert not any("[op] " in stack or "[dnnl] " in stack for stack in cut)
+    assert cut_counts.after_cap == cut_counts.samples - sum(
+        n for stack, n in cut.items() if "[instrumentation]" in stack
+    ) and cut_counts.engine == 0
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_the_instruments_stop_at_their_cap_and_the_join_says_so(tmp_path: Path) -> None:
+    """The first file to near its cap stops both instruments; the note says when, the operators before it are
+    named, the samples after it are counted unjoined. (FLAMEGRAPH_MXNET_CAPS: caps smaller than --max-spool's
+    split, 56 + 8 MB here, which the 3-epoch MLP never fills; a smaller --max-spool makes the fold drop chunks
+    on a loaded machine.)"""
+    (tmp_path / "mlp.py").write_text(MLP)
+    argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
+            "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "20000000,1000000"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cap = re.search(r"--mxnet: pid \d+: (MXNet's trace|oneDNN's verbose log) neared its (\d+) MB cap \(([0-9.]+) MB\) "
+                    r"at ([0-9.]+) s of ([0-9.]+) s: .* named up to then", proc.stderr)  # fmt: skip
+    assert cap is not None, proc.stderr[-3000:]
+    assert cap.group(2) == ("20" if cap.group(1) == "MXNet's trace" else "1")
+    assert float(cap.group(4)) < float(cap.group(5))
+    after = re.search(r"mxnet: ([0-9,]+) of ([0-9,]+) samples came after the instruments were stopped", proc.stderr)
+    assert after is not None and int(after.group(1).replace(",", "")) > 0, proc.stderr[-3000:]
+    assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
+    svg = (tmp_path / "a.svg").read_text()
+    assert "MXNet instruments: " in svg and "MXNet after the cap: " in svg

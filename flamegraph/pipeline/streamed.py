@@ -72,7 +72,7 @@ def record_streamed(
         metadata = capture_metadata(spec, find_perf())
         namer = FunctionNamer(RecordedBuildIds()) if request.group_unknown else None
         hook = FrameObserver(namer)
-        mxnet = _deferred_mxnet(request, directory, every, status) if request.mxnet else None
+        mxnet = _deferred_mxnet(request, directory, every, max_spool, status) if request.mxnet else None
         log = mxnet.log if mxnet is not None else None
         options = FoldOptions.with_all(tid=request.threads, frame_hook=hook, sample_hook=log)
         diagnostics = Diagnostics()
@@ -129,8 +129,11 @@ def record_streamed(
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _deferred_mxnet(request: OnCpuRequest, directory: Path, every: float | None, status: Status) -> DeferredJoin:
-    """--mxnet streamed: its files in the spool's directory (not named like perf's chunks), joined at the end."""
+def _deferred_mxnet(
+    request: OnCpuRequest, directory: Path, every: float | None, budget: int, status: Status
+) -> DeferredJoin:
+    """--mxnet streamed: its files in the spool's directory (not named like perf's chunks), together bounded
+    by `budget` (--max-spool's SIZE: frameworks/mxnet/limit.py), joined at the end."""
     from ..folding.grammar import HEADER_OURS
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..frameworks.mxnet.deferred import DeferredJoin
@@ -147,7 +150,7 @@ def _deferred_mxnet(request: OnCpuRequest, directory: Path, every: float | None,
     if every is not None:
         status.note("note: --mxnet: the interval graphs carry no [op]/[dnnl] frames (MXNet's trace exists only "
                     "after the run): the whole-run graph has them")  # fmt: skip
-    return DeferredJoin(MxnetHook(directory / "mxnet", note=status.note), root_of)
+    return DeferredJoin(MxnetHook(directory / "mxnet", note=status.note, budget=budget), root_of)
 
 
 def _jit_hook(request: OnCpuRequest, directory: Path, status: Status) -> JitHook | None:

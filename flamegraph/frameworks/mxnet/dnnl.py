@@ -8,11 +8,13 @@ blocked:ab:f0 wei_f32::blocked:ab:f0 bia_f32::blocked:a:f0 dst_f32::blocked:ab:f
 blocked:ab:f0 diff_undef::undef::f0,,alg:eltwise_relu alpha:0 beta:0,64x128,0.00512695
     dnnl_verbose,info,oneDNN v2.4.4 (commit 5818c40f07bdb6307f9bc64e929836fe036da644)
 oneDNN 3 spells the prefix `onednn_verbose` and may add a `primitive,` marker; both are read.
-The lines carry no thread id: they are matched to samples by time (see join.py).
+The lines carry no thread id: they are matched to samples by time (see join.py). A long log repeats a few
+dozen primitives: their texts are interned (an execution then costs ~0.15 KB in memory).
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from .profile import clipped_totals
 PREFIXES = (b"dnnl_verbose,", b"onednn_verbose,")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Primitive:
     """One primitive execution; times in microseconds of CLOCK_REALTIME."""
 
@@ -132,4 +134,5 @@ def parse_line(line: bytes) -> Primitive | str | None:
     if duration_ms < 0:
         return None
     start = start_ms * 1000.0
-    return Primitive(start, start + duration_ms * 1000.0, fields[1], fields[2], fields[3], fields[-2])
+    kind, implementation, propagation, shape = (sys.intern(fields[i]) for i in (1, 2, 3, -2))
+    return Primitive(start, start + duration_ms * 1000.0, kind, implementation, propagation, shape)

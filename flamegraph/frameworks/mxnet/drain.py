@@ -16,6 +16,8 @@ after; it unlinks the name once, at set_config): named `/proc/self/fd/N` of a pi
 copies instead of ext4 writes (43 % of the dump thread's time, docs/record.md), and the unlink fails
 harmlessly (EPERM). Its bursts (a second's events, ~8 MB/s for the MLP) outrun a 1 MB pipe, so that
 drainer polls more often (TRACE_POLL_S): a full pipe only holds up MXNet's dump thread, never an operator.
+With a cap (`record --mxnet` streamed: limit.py), a drainer writes no byte past it and drops the rest
+(spliced to /dev/null): the file's bound holds even when the in-process stop comes late.
 Both drainers are forked before the program imports mxnet: a fork after it would run MXNet's
 pthread_atfork handlers (its engine stopped and restarted) and fork a process full of threads.
 """
@@ -50,9 +52,10 @@ class Drain:
     done: int  # the read end of a pipe the drainer holds until it has written everything
 
 
-def start_pipe(target: int, poll: float = POLL_S) -> tuple[Drain, int]:
+def start_pipe(target: int, poll: float = POLL_S, cap: int | None = None) -> tuple[Drain, int]:
     """A new pipe whose bytes end up in `target` (an fd opened for writing; closed here): its drainer, and
-    the pipe's write end (close-on-exec) for the caller to hand out."""
+    the pipe's write end (close-on-exec) for the caller to hand out. With `cap`, no byte beyond the first
+    `cap` is written (the rest is read and dropped: the writer is never held up)."""
     source, sink = os.pipe()
     try:
         fcntl.fcntl(sink, F_SETPIPE_SZ, PIPE_BYTES)
@@ -65,7 +68,7 @@ def start_pipe(target: int, poll: float = POLL_S) -> tuple[Drain, int]:
         try:
             if os.fork() == 0:
                 os.write(tell, str(os.getpid()).encode())
-                _run(source, target, keep=(source, target, done_sink), poll=poll)
+                _run(source, target, keep=(source, target, done_sink), poll=poll, cap=cap)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
@@ -77,9 +80,9 @@ def start_pipe(target: int, poll: float = POLL_S) -> tuple[Drain, int]:
     return Drain(int(text or b"0"), done), sink
 
 
-def start_drain(target: int) -> Drain:
+def start_drain(target: int, cap: int | None = None) -> Drain:
     """fd 1 -> a new pipe whose bytes end up in `target` (an fd opened for writing; closed here)."""
-    drain, sink = start_pipe(target)
+    drain, sink = start_pipe(target, cap=cap)
     os.dup2(sink, 1)
     os.close(sink)
     return drain
@@ -104,7 +107,7 @@ def close_drain(drain: Drain, fd: int = 1, still_open: str = STILL_OPEN) -> str 
     return None if ended else still_open
 
 
-def _run(source: int, target: int, keep: tuple[int, ...], poll: float) -> None:  # pragma: no cover - the drainer
+def _run(source: int, target: int, keep: tuple[int, ...], poll: float, cap: int | None) -> None:  # pragma: no cover
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # it ends when the pipe does, never before the program
     null = os.open(os.devnull, os.O_RDWR)
@@ -117,13 +120,17 @@ def _run(source: int, target: int, keep: tuple[int, ...], poll: float) -> None: 
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
     os.set_blocking(source, False)
     move = getattr(os, "splice", None)  # Python 3.10+: the pipe's pages go to the file without a copy through us
+    room = cap if cap is not None else -1  # bytes the file may still take (-1: no cap)
     while True:
+        into, size = (target, PIPE_BYTES if room < 0 else min(room, PIPE_BYTES)) if room else (1, PIPE_BYTES)
         try:
-            if move is not None:
-                if move(source, target, PIPE_BYTES) == 0:
+            if move is not None:  # (fd 1 is /dev/null here: past the cap the bytes go there)
+                moved = move(source, into, size)
+                if moved == 0:
                     return
+                room = room - moved if room > 0 else room
                 continue
-            data = os.read(source, PIPE_BYTES)
+            data = os.read(source, size)
         except BlockingIOError:
             select.select([source], [], [])  # asleep until the next write (or the end), then a batch
             time.sleep(poll)
@@ -135,6 +142,9 @@ def _run(source: int, target: int, keep: tuple[int, ...], poll: float) -> None: 
             continue
         if not data:
             return
+        if into != target:
+            continue  # past the cap: dropped
+        room = room - len(data) if room > 0 else room
         view = memoryview(data)
         while view:
             try:

@@ -39,6 +39,7 @@ from .gate import RECORDED_FROM, open_gate
 from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, TRACE_DRAIN_B, VERBOSE_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
+from .limit import CAPS, capped_text, split_budget
 from .profile import ProfilerTrace, read_profile
 from .storage import BytesRow, bytes_lines, bytes_rows, check_text
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
@@ -240,6 +241,7 @@ class MxnetHook:
     last: JoinSummary | None = None  # what the last `report` found
     timing: str = ""  # what building the joiner cost
     memory: bool = False  # record --memory: the profiler's storage counters on too (the bytes table's check)
+    budget: int | None = None  # bytes for the trace and the log together (streamed: --max-spool); None: unbounded
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         if spec.pid is not None:
@@ -263,6 +265,8 @@ class MxnetHook:
             env.update({PROFILE_MEMORY: "1", **gate_env})
             self.summary["allocations recorded"] = RECORDED_FROM
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
+        if self.budget is not None and CAPS not in {*os.environ, *spec.env}:  # (a user's own split is kept)
+            env[CAPS] = ",".join(str(cap) for cap in split_budget(self.budget))
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
         extra = (*extra, *gate)
@@ -277,6 +281,9 @@ class MxnetHook:
                 )
             for facts in self.processes:
                 self.summary.update(output_facts(facts))
+                if (line := cap_line(facts)) is not None:
+                    self.summary["MXNet instruments"] = line
+                    self.note(f"flamegraph: --mxnet: pid {facts['pid']}: {line}")
             if self.memory and not any(facts.get("perf_enabled") for facts in self.processes):
                 self.summary["allocations recorded"] = "none: perf's events were never enabled"
                 self.note("flamegraph: --memory --mxnet: perf's events are enabled once the program has imported "
@@ -323,6 +330,7 @@ class MxnetHook:
         joiner.instrument_threads = instrument_threads(inputs.facts, evidence.dumpers, python)
         if evidence.switches:
             joiner.off_cpu = off_cpu_intervals(evidence.switches, evidence.last)
+        joiner.until = capped_at(inputs.facts)
         freq = recording.spec.options.freq
         joiner.period_us = 1e6 / freq if freq else None
         return joiner
@@ -333,6 +341,13 @@ class MxnetHook:
         for line in summary_lines(summary):
             self.note(line)
         profile.metadata.update(summary_metadata(summary))
+        if joiner.counts.after_cap:
+            after = (
+                f"{joiner.counts.after_cap:,} of {joiner.counts.samples:,} samples came after the instruments were "
+                "stopped at their cap: no [op]/[dnnl] frame in them (a larger --max-spool names more)"
+            )
+            self.note(f"mxnet: {after}")
+            profile.metadata["MXNet after the cap"] = after
         instrumentation = instrumentation_fact(profile, "samples")
         profile.metadata["instrumentation"] = instrumentation
         self.note(f"mxnet: instrumentation: {instrumentation}")
@@ -388,6 +403,28 @@ def instrument_threads(facts: dict[str, Any], dumpers: set[int], python: set[int
 def instrumentation_fact(profile: FoldedProfile, what: str) -> str:
     """The capture fact: the share of the profile under [instrumentation] frames, by instrument."""
     return instrumentation_shares(profile.counts).text(what) + " (the tool's own instruments, marked [instrumentation])"
+
+
+def capped_at(facts: dict[str, Any]) -> float | None:
+    """perf's time (CLOCK_MONOTONIC s) the process stopped its instruments at a cap, or None."""
+    capped = facts.get("capped")
+    try:
+        return float(capped["clock"][0]) if isinstance(capped, dict) else None
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def cap_line(facts: dict[str, Any]) -> str | None:
+    """What the cap cut (the sidecar's "capped"), with the process's run time; None when nothing was."""
+    capped = facts.get("capped")
+    if not isinstance(capped, dict):
+        return None
+    start, end = facts.get("clock_start"), facts.get("clock_end")
+    try:
+        total = float(end[0]) - float(start[0]) if end and start else None  # type: ignore[index]
+    except (IndexError, TypeError, ValueError):
+        total = None
+    return capped_text(capped, total)
 
 
 def bulk_line(kept: dict[str, str]) -> str:

@@ -21,7 +21,11 @@ the same spans from the trace instead, which is what `dumps()` would add up.
 The profiler is stopped and dumped at exit (atexit, before MXNet's own shutdown handler), after
 `mx.nd.waitall()`; then both pipes are closed and their drainers waited for (≤ 2 s each), so the trace
 and the log are complete when the process ends (a killed process closes them too: the drainers write
-what reached the pipes). A SIGTERM (perf stopping its workload on Ctrl-C) becomes SystemExit when the
+what reached the pipes). With caps (`record --mxnet` streamed: FLAMEGRAPH_MXNET_CAPS, from
+`--max-spool`), a thread of ours stops both instruments when one file nears its cap (limit.py,
+`stop_instruments`): the trace is then dumped whole at once and both files are final from that moment
+on; the sidecar's "capped" says when.
+A SIGTERM (perf stopping its workload on Ctrl-C) becomes SystemExit when the
 program has no handler of its own, so the exit handlers run and what was profiled is kept.
 """
 
@@ -44,6 +48,7 @@ from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
 from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, close_drain, start_drain, start_pipe
 from .gate import GATE, enable
+from .limit import CAPS, Cap, Limits, parse_caps
 from .pthreads import ThreadWatch
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
@@ -124,8 +129,11 @@ class Session:
             "verbose_drain": None,  # the PID of the process that writes the verbose log (drain.py)
             "trace_drain": None,  # the PID of the process that writes the profiler's trace (drain.py)
             "trace_written_as": None,  # the name MXNet writes the trace to: /proc/self/fd/N (a pipe), or the file
+            "caps": None,  # {"trace": bytes, "verbose": bytes}: the files' caps (limit.py), None: unbounded
+            "capped": None,  # when a file neared its cap and both instruments were stopped (stop_instruments)
             "notes": [],
         }
+        self.limits: Limits | None = None
 
     def write(self) -> None:
         # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/io/private.py).
@@ -135,12 +143,12 @@ class Session:
         self.facts["notes"].append(text)
 
 
-def redirect_c_stdout(path: str) -> Drain:
+def redirect_c_stdout(path: str, cap: int | None = None) -> Drain:
     """fd 1 -> a pipe emptied into `path` (oneDNN prints there: drain.py says why a pipe); sys.stdout keeps
     writing to the original stdout."""
     sys.stdout.flush()
     original = os.dup(1)
-    pipe = start_drain(create_file(os.path.dirname(path), os.path.basename(path)))
+    pipe = start_drain(create_file(os.path.dirname(path), os.path.basename(path)), cap=cap)
     old = sys.stdout
     stream = os.fdopen(original, "w", encoding=old.encoding, errors=old.errors, closefd=True)
     stream.reconfigure(line_buffering=bool(old.line_buffering))
@@ -150,14 +158,14 @@ def redirect_c_stdout(path: str) -> Drain:
     return pipe
 
 
-def open_trace_pipe(path: str) -> tuple[Drain, int] | None:
+def open_trace_pipe(path: str, cap: int | None = None) -> tuple[Drain, int] | None:
     """The trace's file created (ours, exclusive) and a pipe drained into it (drain.py says why), or None
     where /proc/self/fd does not name our descriptors (MXNet then writes the file itself, as before)."""
     target = create_file(os.path.dirname(path), os.path.basename(path))
     if not os.path.isdir("/proc/self/fd"):
         os.close(target)
         return None
-    return start_pipe(target, poll=TRACE_POLL_S)
+    return start_pipe(target, poll=TRACE_POLL_S, cap=cap)
 
 
 def trace_name(session: Session) -> str:
@@ -237,15 +245,52 @@ def start_profiler(session: Session, mx: Any) -> None:
     watch = ThreadWatch(DUMP_PERIOD_S)
     watch.start()
     atexit.register(dump_profiler, session, mx, watch)
+    if session.facts["caps"] is not None:
+        caps = session.facts["caps"]
+        session.limits = Limits(
+            [Cap("MXNet's trace", session.facts["profile"], caps["trace"]),
+             Cap("oneDNN's verbose log", session.facts["verbose"], caps["verbose"])],
+            lambda cap, size: stop_instruments(session, mx, cap, size),
+        )  # fmt: skip
+        session.limits.start()
     session.write()
+
+
+def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
+    """A file neared its cap (limit.py): the profiler stopped and dumped whole (its trace ends as valid JSON,
+    MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for them is exported),
+    both drainers waited for: the files are complete up to now and grow no more. The moment is in the sidecar."""
+    clocks = read_clocks()
+    try:
+        mx.profiler.set_state("stop")
+        mx.profiler.dump()
+    except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
+        session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
+    close_trace(session)
+    if session.drain is not None:
+        problem = close_drain(session.drain)
+        session.drain = None
+        if problem:
+            session.note(problem)
+    seconds = clocks.monotonic - float(session.facts["clock_start"][0])
+    session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
+                               "seconds": round(seconds, 3)}  # fmt: skip
+    try:
+        session.write()
+    except OSError:
+        pass
+
 
 
 def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
     started = time.perf_counter()
+    if session.limits is not None:
+        session.limits.close()  # (a stop at the cap under way is finished first)
     try:
-        mx.nd.waitall()
-        mx.profiler.set_state("stop")
-        mx.profiler.dump()
+        if session.facts["capped"] is None:  # (stopped and dumped at its cap: a second dump is refused)
+            mx.nd.waitall()
+            mx.profiler.set_state("stop")
+            mx.profiler.dump()
     except Exception as err:  # noqa: BLE001 - report, never break the program's exit
         session.note(f"the profiler could not be dumped: {type(err).__name__}: {err}")
     session.facts["dump_seconds"] = round(time.perf_counter() - started, 3)
@@ -279,10 +324,13 @@ def install(directory: str) -> Session:
     private_dir(directory)
     os.environ.update(environment_to_set(os.environ))
     session = Session(directory)
-    session.drain = redirect_c_stdout(session.facts["verbose"])
+    caps = parse_caps(os.environ.get(CAPS))
+    if caps is not None:
+        session.facts["caps"] = {"trace": caps[0], "verbose": caps[1]}
+    session.drain = redirect_c_stdout(session.facts["verbose"], caps[1] if caps else None)
     session.facts["verbose_drain"] = session.drain.pid
     if os.environ.get(TRACE_BY_NAME) != "file":  # forked now: before mxnet's threads exist
-        session.trace = open_trace_pipe(session.facts["profile"])
+        session.trace = open_trace_pipe(session.facts["profile"], caps[0] if caps else None)
     session.facts["trace_drain"] = session.trace[0].pid if session.trace is not None else None
     session.facts["trace_written_as"] = trace_name(session)
     os.register_at_fork(after_in_child=lambda: _forget_trace(session))

@@ -23,7 +23,8 @@ line and its folded frames (leaf first) and returns them with, where they belong
     [dnnl] (none) / [dnnl] (ambiguous: N primitives at once)   when no / several executions fit
     [instrumentation] ...   the tool's own instruments (MXNet's profiler, oneDNN's verbose log,
                     our thread-map watcher), where their work begins: instruments.py
-Nothing is guessed: a sample with no span or no execution at its time says so. A sample of an
+Nothing is guessed: a sample with no span or no execution at its time says so; a sample after the
+instruments were stopped at their files' cap (`until`: limit.py) gets no [op]/[dnnl] frame at all. A sample of an
 engine thread inside a span whose stack stops before ExecuteOprBlock (unwinding cut short: its
 outermost frame is no thread root) gets its [op] frame just below the thread's root.
 
@@ -117,6 +118,7 @@ class JoinCounts:
     jit: int = 0  # samples whose leaf is JIT code
     jit_named: int = 0  # ... under exactly one [dnnl] primitive
     primitives: Counter[str] = field(default_factory=Counter)  # [dnnl] frame -> samples
+    after_cap: int = 0  # samples after the instruments were stopped at a cap (limit.py): not joined
     first: float = float("inf")  # µs realtime of the first and last sample seen
     last: float = float("-inf")
 
@@ -138,6 +140,8 @@ class Joiner:
         self.engine_tids: set[int] = set(self.by_tid)
         # Threads that are the tool's instruments (TID -> their [instrumentation] frame): instruments.py.
         self.instrument_threads: dict[int, bytes] = {}
+        # perf's time (s) the instruments were stopped at their files' cap (limit.py): nothing is named after it.
+        self.until: float | None = None
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)
@@ -160,6 +164,9 @@ class Joiner:
         counts.samples += 1
         if (instrument := self.instrument_threads.get(tid)) is not None:
             return mark(frames, instrument)
+        if self.until is not None and seconds > self.until:
+            counts.after_cap += 1  # no span, no execution recorded after it: nothing to name, nothing guessed
+            return mark(frames)
         t = self.alignment.realtime_us(seconds)
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)

@@ -13,26 +13,28 @@ as the increases they show:
     {"name": "Memory: cpu/0", "cat": "Device Storage", "ph": "C", "ts": 1795722207591307,
      "args": {"Memory: cpu/0": 512}, "pid": 9785678402843609691, "tid": 8985424698992349153}
 
-A file cut short (the process was killed while dumping) or garbled is read as far as it goes:
-every complete event object is recovered and the damage is reported, never raised.
+The file is read as a stream (events.py) and each event paired as it comes: memory holds the spans
+(~0.13 KB each, ~300,000 in a 224 MB trace), not the file nor a dict per event. A file cut short (the
+process was killed while dumping, or the trace reached its cap: inprocess.py) or garbled is read as far
+as it goes: every complete event object is recovered and the damage is reported, never raised.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import io
+import sys
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
+
+from .events import iter_events
 
 OPERATOR = "operator"
 STORAGE = "Device Storage"
-# A flat JSON object (MXNet's events nest only inside "M" metadata, which we do not need).
-FLAT_OBJECT = re.compile(rb"\{[^{}]*\}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """One operator execution on one profiler thread, in microseconds of CLOCK_REALTIME."""
 
@@ -124,18 +126,28 @@ def clipped_totals(
 
 
 def read_profile(path: str) -> ProfilerTrace:
-    """The trace in `path`; raises OSError only when the file cannot be read at all."""
+    """The trace in `path`, read as a stream (memory: the spans, not the file); raises OSError only when
+    the file cannot be read at all."""
     with open(path, "rb") as f:
-        data = f.read()
-    return parse_profile(data)
+        return read_trace(f)
 
 
 def parse_profile(data: bytes) -> ProfilerTrace:
+    return read_trace(io.BytesIO(data))
+
+
+def read_trace(stream: BinaryIO) -> ProfilerTrace:
+    """The events paired as they are read (events.py): no event is kept but the storage counters'."""
     trace = ProfilerTrace()
-    events = list(_events(data, trace))
-    trace.events = len(events)
-    _pair(events, trace)
-    trace.storage = storage_increases(events)
+    pairing = Pairing()
+    counters = []
+    for event in iter_events(stream, trace.problems):
+        trace.events += 1
+        pairing.add(event)
+        if event.get("ph") == "C":
+            counters.append(event)
+    pairing.finish(trace)
+    trace.storage = storage_increases(counters)
     return trace
 
 
@@ -160,81 +172,62 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float)
 
 
-def _events(data: bytes, trace: ProfilerTrace) -> Iterator[dict[str, Any]]:
-    if not data.strip():
-        trace.problems.append("empty file (the process ended before the profiler dumped)")
-        return
-    try:
-        document = json.loads(data)
-        found = document.get("traceEvents") if isinstance(document, dict) else document
-        if isinstance(found, list):
-            yield from (e for e in found if isinstance(e, dict))
-            return
-        trace.problems.append("no traceEvents list")
-        return
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        damage = f"{getattr(err, 'msg', 'not UTF-8')} at byte {getattr(err, 'pos', 0):,}"
-    recovered = 0
-    for match in FLAT_OBJECT.finditer(data):
-        try:
-            event = json.loads(match.group())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if isinstance(event, dict):
-            recovered += 1
-            yield event
-    trace.problems.append(f"truncated or garbled JSON ({damage}): {recovered:,} complete events recovered")
+class Pairing:
+    """B/E pairs (nested properly per thread) and X events -> spans, one event at a time; the rest counted
+    as problems. Names are interned: a long trace repeats a few dozen operator names."""
 
+    def __init__(self) -> None:
+        self.open_spans: dict[int, list[tuple[str, float]]] = {}
+        self.spans: dict[int, list[Span]] = {}
+        self.unmatched_end = self.crossed = self.bad = 0
 
-def _pair(events: list[dict[str, Any]], trace: ProfilerTrace) -> None:
-    """B/E pairs (nested properly per thread) and X events -> spans; the rest counted as problems."""
-    open_spans: dict[int, list[tuple[str, float]]] = {}
-    spans: dict[int, list[Span]] = {}
-    unmatched_end = crossed = bad = 0
-    for event in events:
+    def add(self, event: dict[str, Any]) -> None:
         phase = event.get("ph")
         if phase not in ("B", "E", "X") or event.get("cat") != OPERATOR:
-            continue
+            return
         tid, ts, name = event.get("tid"), event.get("ts"), event.get("name")
         if not isinstance(tid, int) or not isinstance(ts, int | float) or not isinstance(name, str):
-            bad += 1
-            continue
+            self.bad += 1
+            return
         if phase == "X":
             dur = event.get("dur")
             if not isinstance(dur, int | float) or dur < 0:
-                bad += 1
-                continue
-            spans.setdefault(tid, []).append(Span(float(ts), float(ts + dur), name))
-            continue
-        stack = open_spans.setdefault(tid, [])
+                self.bad += 1
+                return
+            self.spans.setdefault(tid, []).append(Span(float(ts), float(ts + dur), sys.intern(name)))
+            return
+        stack = self.open_spans.setdefault(tid, [])
         if phase == "B":
-            stack.append((name, float(ts)))
-            continue
+            stack.append((sys.intern(name), float(ts)))
+            return
         if not stack:
-            unmatched_end += 1
-            continue
+            self.unmatched_end += 1
+            return
         if stack[-1][0] != name:
-            crossed += 1  # an end that does not close the innermost open span: impossible nesting
+            self.crossed += 1  # an end that does not close the innermost open span: impossible nesting
             if not any(open_name == name for open_name, _ in stack):
-                continue
+                return
             while stack[-1][0] != name:
                 stack.pop()
         open_name, start = stack.pop()
         if ts < start:
-            bad += 1
-            continue
-        spans.setdefault(tid, []).append(Span(start, float(ts), open_name))
-    never_ended = sum(len(stack) for stack in open_spans.values())
-    trace.threads = {tid: SpanIndex(items) for tid, items in spans.items()}
-    for count, what in (
-        (never_ended, "operator spans never ended (cut short?)"),
-        (unmatched_end, "span ends without a begin"),
-        (crossed, "span ends that cross another open span on the same thread (impossible overlap)"),
-        (bad, "operator events without a usable name, thread or time"),
-    ):
-        if count:
-            trace.problems.append(f"{count:,} {what}")
-    trace.problems.extend(_overlaps(trace.threads))
+            self.bad += 1
+            return
+        self.spans.setdefault(tid, []).append(Span(start, float(ts), open_name))
+
+    def finish(self, trace: ProfilerTrace) -> None:
+        never_ended = sum(len(stack) for stack in self.open_spans.values())
+        trace.threads = {tid: SpanIndex(items) for tid, items in self.spans.items()}
+        self.spans = {}
+        for count, what in (
+            (never_ended, "operator spans never ended (cut short?)"),
+            (self.unmatched_end, "span ends without a begin"),
+            (self.crossed, "span ends that cross another open span on the same thread (impossible overlap)"),
+            (self.bad, "operator events without a usable name, thread or time"),
+        ):
+            if count:
+                trace.problems.append(f"{count:,} {what}")
+        trace.problems.extend(_overlaps(trace.threads))
 
 
 def _overlaps(threads: dict[int, SpanIndex]) -> Iterator[str]:

@@ -1,0 +1,118 @@
+"""In the profiled process: the instruments' files kept under their caps (`record --mxnet`, streamed).
+
+MXNet's trace (~10 MB/s for the MLP) and oneDNN's verbose log (~1.7 MB/s) grow with the run. With caps
+(FLAMEGRAPH_MXNET_CAPS, set by the hook from `--max-spool`: hook.py), a daemon thread watches both
+files' sizes every POLL_S; when one comes within its headroom of its cap it calls `stop` once, which
+stops both instruments (inprocess.py: the profiler stopped and dumped whole, fd 1 to /dev/null), so the
+files are complete up to one moment and nothing grows after it. The headroom is what may still arrive
+after the decision: a second and a half of the fastest growth seen over a second (MXNet dumps the
+events it holds once a second; the drainers empty their pipes every 10 and 50 ms). Should a burst
+still pass a cap, the drainer writes no byte beyond it (drain.py): the cap is a bound, the headroom
+only keeps the file whole. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+CAPS = "FLAMEGRAPH_MXNET_CAPS"  # "TRACE_BYTES,LOG_BYTES": the profiler's trace, the verbose log
+POLL_S = 0.25
+GROWTH_WINDOW_S = 1.0  # growth is measured over this long (MXNet dumps once a second: one dump's bytes)
+HEADROOM_RATE_S = 1.5  # seconds of the fastest growth seen kept free under the cap
+
+
+@dataclass(frozen=True)
+class Cap:
+    label: str  # "MXNet's trace", "oneDNN's verbose log"
+    path: str
+    limit: int  # bytes
+
+
+def parse_caps(text: str | None) -> tuple[int, int] | None:
+    """(trace, log) bytes from the variable's text; None when unset or unreadable (no caps)."""
+    try:
+        trace, log = (int(part) for part in (text or "").split(","))
+    except ValueError:
+        return None
+    return (trace, log) if trace > 0 and log > 0 else None
+
+
+def headroom(rate: float) -> float:
+    """Bytes kept free under a cap for a file growing at up to `rate` bytes a second."""
+    return HEADROOM_RATE_S * rate
+
+
+class Limits:
+    """Watches the files of `caps`; calls `stop(cap, size)` once, for the first that nears its limit."""
+
+    def __init__(self, caps: list[Cap], stop: Callable[[Cap, int], None]) -> None:
+        self.caps, self.stop = caps, stop
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.lock = threading.Lock()  # held while the instruments are stopped: the exit handler waits for it
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._watch, name="flamegraph-limits", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """No more checks (at exit, before the exit handler dumps): a stop under way is finished first."""
+        self._stopping.set()
+        with self.lock:
+            pass
+
+    def _watch(self) -> None:
+        seen: dict[str, list[tuple[float, int]]] = {cap.path: [] for cap in self.caps}  # (time, size) over a window
+        fastest = dict.fromkeys(seen, 0.0)  # bytes a second
+        while not self._stopping.wait(POLL_S):
+            now = time.monotonic()
+            for cap in self.caps:
+                try:
+                    size = os.stat(cap.path).st_size
+                except OSError:
+                    continue
+                history = seen[cap.path]
+                history.append((now, size))
+                while len(history) > 1 and now - history[0][0] > GROWTH_WINDOW_S:
+                    history.pop(0)
+                if len(history) > 1:
+                    rate = (size - history[0][1]) / max(now - history[0][0], GROWTH_WINDOW_S)
+                    fastest[cap.path] = max(fastest[cap.path], rate)
+                if size + headroom(fastest[cap.path]) >= cap.limit:
+                    with self.lock:
+                        if not self._stopping.is_set():
+                            self._stopping.set()
+                            self.stop(cap, size)
+                    return
+
+
+TRACE_SHARE = 7 / 8  # of the budget: the MLP's trace grows ~6 times as fast as its log (~10 and ~1.7 MB/s)
+
+
+def split_budget(budget: int) -> tuple[int, int]:
+    """(trace, log) caps of a `budget` of bytes for both files (`--max-spool`'s SIZE)."""
+    trace = int(budget * TRACE_SHARE)
+    return trace, budget - trace
+
+
+def capped_text(capped: dict[str, object], total: float | None) -> str:
+    """One line on what a cap cut, from the sidecar's "capped" (and the process's run time in seconds)."""
+    size, limit, seconds = capped.get("size"), capped.get("cap"), capped.get("seconds")
+    figures = (
+        f"{capped.get('file')} neared its {_mb(limit)} cap ({_mb(size)}) at {_seconds(seconds)}"
+        + (f" of {_seconds(total)}" if total else "")
+    )
+    return f"{figures}: MXNet's profiler and oneDNN's verbose log stopped; operators and primitives named up to then"
+
+
+def _mb(value: object) -> str:
+    return f"{value / 1e6:,.0f} MB" if isinstance(value, int | float) else "?"
+
+
+def _seconds(value: object) -> str:
+    return f"{value:,.0f} s" if isinstance(value, int | float) and value >= 10 else (
+        f"{value:.1f} s" if isinstance(value, int | float) else "? s")
