@@ -64,8 +64,8 @@ def test_default_jobs_one_for_small_inputs_all_cores_for_large(tmp_path: Path, m
     assert jobs_for(str(small), None, strict=False) == 1
     monkeypatch.setattr(parallel, "cpu_count", lambda: 2)
     assert parallel.default_jobs(1 << 20) == 1
-    assert parallel.default_jobs(7 << 20) == 1
-    assert parallel.default_jobs(8 << 20) == 2
+    assert parallel.default_jobs(3 << 20) == 1
+    assert parallel.default_jobs(4 << 20) == 2
     assert parallel.default_jobs(200 << 20) == 2
     with small_chunks():
         assert jobs_for(str(small), None, strict=False) == 2

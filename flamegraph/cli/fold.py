@@ -56,7 +56,7 @@ def fold(
         int | None,
         typer.Option(
             "-j", "--jobs", metavar="N", min=1, show_default=False,
-            help="processes for a large text file [default: one per core from 8 MB, else 1]",
+            help="processes for a large text file [default: one per core from 4 MB, else 1]",
         ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="stop at the first malformed line (exit 3)")] = False,
