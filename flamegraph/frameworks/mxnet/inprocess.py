@@ -266,12 +266,7 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
         mx.profiler.dump()
     except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
         session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
-    close_trace(session)
-    if session.drain is not None:
-        problem = close_drain(session.drain)
-        session.drain = None
-        if problem:
-            session.note(problem)
+    close_drains(session)
     seconds = clocks.monotonic - float(session.facts["clock_start"][0])
     session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
                                "seconds": round(seconds, 3)}  # fmt: skip
@@ -280,6 +275,15 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
     except OSError:
         pass
 
+
+def close_drains(session: Session) -> None:
+    """The trace's pipe and the verbose log's drainer closed and waited for: both files final."""
+    close_trace(session)
+    if session.drain is not None:
+        problem = close_drain(session.drain)
+        session.drain = None
+        if problem:
+            session.note(problem)
 
 
 def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
@@ -301,12 +305,7 @@ def dump_profiler(session: Session, mx: Any, watch: ThreadWatch) -> None:
 
 def finish(session: Session) -> None:
     session.facts["clock_end"] = read_clocks().as_list()
-    close_trace(session)
-    if session.drain is not None:
-        problem = close_drain(session.drain)
-        session.drain = None
-        if problem:
-            session.note(problem)
+    close_drains(session)
     try:
         sys.stdout.flush()
         session.write()
