@@ -21,6 +21,8 @@ from flamegraph.record.command import PERF_SETS, perf_environment, python_note, 
 from flamegraph.record.lost import LostSamples, PerfWarnings, parse_stats
 from flamegraph.record.script import show_progress
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = "i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done"  # ~0.2 s of shell: a few samples
 

@@ -20,7 +20,7 @@ import pytest
 
 from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, EXIT_NO_PERF, EXIT_NO_PROCESS, EXIT_OK
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = ["/bin/sh", "-c", "while :; do :; done"]  # on-CPU until ended
