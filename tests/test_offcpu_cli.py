@@ -180,6 +180,7 @@ def test_ctrl_c_stops_and_still_draws(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # beside two busy loops its 0.2 s sleep once drew no "by state: S" line
 def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
     svg = tmp_path / "off.svg"
     proc = run_cli("offcpu", "-o", str(svg), "--", sys.executable, "-c", "import time; time.sleep(0.2)")

@@ -180,6 +180,7 @@ def test_a_command_killed_from_outside_gives_128_plus_n(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_stopped_by_us_is_not_the_commands_failure(tmp_path: Path) -> None:
     """--duration ends the command with SIGTERM (perf does): that is our stop, exit 0."""
     proc = run_cli("record", "--duration", "1", "-o", str(tmp_path / "x.svg"), "--", "sh", "-c", "while :; do :; done")

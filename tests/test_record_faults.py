@@ -174,6 +174,7 @@ def test_streamed_perf_killed_leaves_nothing_raw(tmp_path: Path, command: str) -
     assert "kept in" not in stderr and list(run.tmp.iterdir()) == []  # the spool is gone with its chunks
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_perf_gone_before_perf_script(tmp_path: Path) -> None:
     """perf's directory on PATH removed while it records: the folding step finds no perf."""
     fake = tmp_path / "fakebin"
@@ -203,6 +204,7 @@ def test_disk_full_while_perf_records(tmp_path: Path, small_disk: Path, where: s
     assert kept.stat().st_size > 400_000  # what fitted
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_disk_full_while_writing_the_results(tmp_path: Path, small_disk: Path) -> None:
     """Recording and folding went well; the SVG does not fit: one line, exit 4, the recording kept."""
     (small_disk / "filler").write_bytes(bytes(500 * 1024))

@@ -164,6 +164,7 @@ def slow_script_perf(tmp_path: Path) -> Path:
     return bin_dir
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_path: Path) -> None:
     """The default (folded while perf records): SIGTERM while the last chunk's perf script runs ends it, says
     the signal, and leaves neither perf script nor a chunk behind (nothing raw outlives a streamed run)."""
@@ -215,6 +216,7 @@ def descendants(pid: int) -> list[_Process]:
     return found
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)])
 def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path, signum: int, code: int) -> None:
     """perf script is slow on big recordings: SIGTERM or Ctrl-C then must not lose the recording
