@@ -57,8 +57,10 @@ interop-deps: ## install the exports' clients: speedscope $(SPEEDSCOPE_VERSION) 
 	  npm install --prefix $(INTEROP) --no-save --no-audit --no-fund --loglevel=error speedscope@$(SPEEDSCOPE_VERSION); }
 
 # The suite in two parts: the tests not marked `serial` on TEST_JOBS workers (pytest-xdist), then the
-# `serial` ones (real perf, MXNet, Chromium, Dask, the export clients, wall-clock bounds) alone, so that
-# no neighbour skews them (tests/conftest.py). Both parts always run; the target fails if either failed.
+# `serial` ones (MXNet, Dask, uprobes, wall-clock, rate and share bounds) alone, so that no neighbour skews
+# them (tests/conftest.py). The perf, Chromium and export-client tests marked `parallel` (proven beside two
+# busy loops) run in the first part: much of their time is waiting, which the other worker fills.
+# Both parts always run; the target fails if either failed.
 # A part that PYTEST_ARGS leaves empty (pytest's exit 5) is no failure unless both are empty.
 TEST_JOBS ?= 2
 test: venv system-deps interop-deps ## run the whole suite (peer suite, perf, MXNet, browser and export-client tests included)

@@ -33,8 +33,11 @@ def shared() -> Path:
 
 
 # `make test` runs the suite in two parts: the tests not marked `serial` on both cores (pytest-xdist), then
-# the `serial` ones alone. These are the tests that record with real perf, train MXNet, drive Chromium,
-# start a Dask cluster or bound their own wall time: a busy neighbour on the other core would skew them.
+# the `serial` ones alone. A test that records with real perf, trains MXNet, drives Chromium, reads an export
+# back with its client, starts a Dask cluster or is slow is `serial` by itself: a busy neighbour on the other
+# core could skew it. `parallel` lifts that for a test proven to pass beside two busy loops on both cores
+# (it bounds no time, rate or share a neighbour could move, and touches nothing system-wide such as uprobes
+# or /tmp/perf-vdso.so-*); an explicit `serial` mark always wins, so a `parallel` module can keep one test alone.
 SERIAL_MARKS = frozenset({"perf", "mxnet", "browser", "interop", "fleet", "slow"})
 
 
@@ -42,6 +45,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "shared" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared)
+        if item.get_closest_marker("serial") is not None or item.get_closest_marker("parallel") is not None:
+            continue
         if any(item.get_closest_marker(name) is not None for name in SERIAL_MARKS):
             item.add_marker(pytest.mark.serial)
 

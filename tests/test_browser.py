@@ -20,7 +20,7 @@ from helpers.page import box, click, fill, frame, plot, press, text_of, type_sea
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.parallel]  # proven beside two busy loops
 
 ARTIFACTS = REPO / "tests" / "artifacts"
 LONG = "mxnet::engine::ThreadedEnginePerDevice::PushToExecute(mxnet::engine::OprBlock*, bool)::{lambda()#4}"
@@ -223,6 +223,7 @@ def test_deep_zoom_on_a_large_total_keeps_exact_geometry(browser, tmp_path: Path
     assert box(browser, "b")["w"] == pytest.approx(plot(browser) * 5e9 / 5.7e9, abs=0.5)
 
 
+@pytest.mark.serial  # it bounds the page's response time
 def test_large_graph_stays_responsive(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(REPO / "bench"))
     from bench_render import synthesize

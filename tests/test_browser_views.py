@@ -16,7 +16,7 @@ from helpers.page import box, click, frame, plot, press, text_of, type_search, v
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.parallel]  # proven beside two busy loops
 
 SITES = 300  # malloc, one sample from each of 300 callers: each far under 0.1 px, none of them drawn
 PROFILE = {

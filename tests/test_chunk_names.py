@@ -14,6 +14,8 @@ from flamegraph.record.spec import ONCPU_FIELDS
 from flamegraph.record.spool import Spool
 from flamegraph.record.stream import StreamedFold
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 needs_cxxfilt = pytest.mark.skipif(shutil.which("c++filt") is None, reason="needs c++filt (binutils)")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the C++ program")
 

@@ -37,7 +37,7 @@ from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import decode
 from flamegraph.model import FoldedProfile
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.parallel]  # proven beside two busy loops
 
 SAMPLE = REPO / "sample_data" / "mlp-oncpu.perf.txt.gz"
 OFFCPU_SAMPLE = REPO / "sample_data" / "mlp-offcpu.perf.txt.gz"

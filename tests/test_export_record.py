@@ -16,7 +16,7 @@ from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 TWO_THREADS = """
 import threading, zlib

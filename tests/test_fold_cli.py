@@ -14,6 +14,8 @@ from conftest import GOLDEN, REPO, Unprivileged
 
 from flamegraph.io.writer import _umask
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 SAMPLE = GOLDEN / "fold" / "cxx-names.perf.txt"
 # Grouping [unknown] frames by function reads the DSOs named in the input; the golden is machine-independent.
 PLAIN = "--no-group-unknown"

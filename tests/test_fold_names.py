@@ -27,6 +27,8 @@ from flamegraph.naming.grouping import NOT_RECORDED_HINT, UNVERIFIED, grouping_n
 from flamegraph.naming.observer import FrameObserver
 from flamegraph.naming.symbols import DIFFERENT, NO_LOCAL_ID, NOT_RECORDED, EhFrameIndex, FunctionNamer
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 DD_STACKS = shared_dir() / "peer-tests" / "flamegraph-pl" / "perf-dd-stacks-01.txt"
 QUADMATH_ID = "549b4c82347785459571c79239872ad31509dcf4"  # numpy 1.23.5's bundled libquadmath
 

@@ -15,8 +15,8 @@ PLAIN_SECONDS = 20.0  # plain perf's samples per CPU second are steady: a third 
 
 
 @pytest.mark.perf
-@pytest.mark.serial
 @pytest.mark.slow
+@pytest.mark.parallel  # per CPU second of the program, both runs alike: proven beside two busy loops
 def test_sixty_seconds_at_dwarf_65528_keep_the_disk_and_memory_bounded_and_the_samples(tmp_path: Path) -> None:
     # no unrecorded run (5 s): it only gives the overhead figures, which a timed test cannot judge (make long-bench)
     result = measure(SECONDS, 20.0, "256M", "dwarf,65528", tmp_path, plain_seconds=PLAIN_SECONDS, with_overhead=False)

@@ -25,6 +25,8 @@ from flamegraph.io.diagnostics import (
 )
 from flamegraph.io.folded import read_folded
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 # Sleeps, then starts a thread named 'late' that sleeps 3 x 50 ms, then sleeps again: attach in between.
 LATE_THREAD = """
@@ -117,6 +119,7 @@ def test_no_such_pid() -> None:
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # its waits' upper bound allows little lateness in waking
 def test_pid_covers_threads_created_during_the_recording(tmp_path: Path) -> None:
     target = start_target(tmp_path, 0.6, 0.3, paused=True)
     try:
@@ -177,6 +180,7 @@ def test_ctrl_c_stops_and_still_draws(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # beside two busy loops its 0.2 s sleep once drew no "by state: S" line
 def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
     svg = tmp_path / "off.svg"
     proc = run_cli("offcpu", "-o", str(svg), "--", sys.executable, "-c", "import time; time.sleep(0.2)")

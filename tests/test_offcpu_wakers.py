@@ -340,6 +340,7 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.parallel  # proven beside two busy loops
 def test_the_page_shows_the_waker_in_its_own_colour_above_the_separator(tmp_path: Path) -> None:
     from helpers.clients import chromium
     from helpers.page import box, click, fill, frame, rgb

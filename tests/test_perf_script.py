@@ -12,6 +12,8 @@ import pytest
 
 from flamegraph.io.diagnostics import EXIT_NO_INPUT, EXIT_NO_PERF
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SAMPLE = b"python 1 [000] 1.000000: 1 cpu-clock:\n\tffff1 leaf (/lib/x.so)\n\tffff2 main (/bin/python)\n\n"
 # A `perf` that behaves like `perf script` on a real recording: a warning per unwinding failure on

@@ -23,7 +23,7 @@ from flamegraph.folding.perf import FoldOptions
 from flamegraph.folding.stage import fold_perf
 from flamegraph.io.diagnostics import Diagnostics
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 PROGRAM = r"""
 #define _GNU_SOURCE

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 
 def pipeline_example() -> str:
     text = (REPO / "docs" / "api.md").read_text().split("## The pipeline", 1)[1]

@@ -28,7 +28,10 @@ from flamegraph.io.diagnostics import EXIT_NO_INPUT
 from flamegraph.io.private import NotPrivate, private_dir, replace_file
 from flamegraph.record import RecordSpec
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="planting as another user needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="planting as another user needs root"),
+    pytest.mark.parallel,  # its perf tests were proven beside two busy loops (make test's parallel part)
+]
 
 NOBODY = 65534
 VICTIM_TEXT = b"root's own file\n"

@@ -21,6 +21,8 @@ from flamegraph.record.command import PERF_SETS, perf_environment, python_note, 
 from flamegraph.record.lost import LostSamples, PerfWarnings, parse_stats
 from flamegraph.record.script import show_progress
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = "i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done"  # ~0.2 s of shell: a few samples
 
@@ -178,6 +180,7 @@ def test_a_command_killed_from_outside_gives_128_plus_n(tmp_path: Path) -> None:
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_stopped_by_us_is_not_the_commands_failure(tmp_path: Path) -> None:
     """--duration ends the command with SIGTERM (perf does): that is our stop, exit 0."""
     proc = run_cli("record", "--duration", "1", "-o", str(tmp_path / "x.svg"), "--", "sh", "-c", "while :; do :; done")

@@ -20,7 +20,7 @@ import pytest
 
 from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, EXIT_NO_PERF, EXIT_NO_PROCESS, EXIT_OK
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = ["/bin/sh", "-c", "while :; do :; done"]  # on-CPU until ended
@@ -174,6 +174,7 @@ def test_streamed_perf_killed_leaves_nothing_raw(tmp_path: Path, command: str) -
     assert "kept in" not in stderr and list(run.tmp.iterdir()) == []  # the spool is gone with its chunks
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_perf_gone_before_perf_script(tmp_path: Path) -> None:
     """perf's directory on PATH removed while it records: the folding step finds no perf."""
     fake = tmp_path / "fakebin"
@@ -203,6 +204,7 @@ def test_disk_full_while_perf_records(tmp_path: Path, small_disk: Path, where: s
     assert kept.stat().st_size > 400_000  # what fitted
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_disk_full_while_writing_the_results(tmp_path: Path, small_disk: Path) -> None:
     """Recording and folding went well; the SVG does not fit: one line, exit 4, the recording kept."""
     (small_disk / "filler").write_bytes(bytes(500 * 1024))

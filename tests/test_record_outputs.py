@@ -14,6 +14,8 @@ import pytest
 
 from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT
 
+pytestmark = pytest.mark.parallel  # its perf tests were proven beside two busy loops (make test's parallel part)
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 
 

@@ -30,7 +30,7 @@ from flamegraph.model import FoldedProfile
 from flamegraph.record import Recording, RecordOptions, RecordSpec, Status, fold_recording, record
 from flamegraph.window import Window
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 # Two CPU phases in different libraries (libz, then libcrypto), a CLOCK_MONOTONIC mark between them.
@@ -62,6 +62,7 @@ def share(profile: FoldedProfile, needle: str) -> float:
     return sum(w for s, w in profile.counts.items() if needle in s) / profile.total
 
 
+@pytest.mark.serial  # a program timed by the wall clock: starved, its phases shrink beside Python's start-up
 def test_launch_folds_and_reports(tmp_path: Path) -> None:
     folded, svg = tmp_path / "out.folded", tmp_path / "out.svg"
     args = ["--title", "two phases", "-o", str(svg), "--folded", str(folded)]
@@ -78,6 +79,7 @@ def test_launch_folds_and_reports(tmp_path: Path) -> None:
     assert all(stack.startswith("python") for stack in profile.counts)
 
 
+@pytest.mark.serial  # a program timed by the wall clock: starved, its phases shrink beside Python's start-up
 def test_window_keeps_only_that_span(tmp_path: Path) -> None:
     marks: list[float] = []
     spec = RecordSpec(command=(sys.executable, "-c", PHASES, "0.5"))
@@ -98,6 +100,7 @@ def test_window_keeps_only_that_span(tmp_path: Path) -> None:
     assert after.metadata["event"] == "cpu-clock" and after.metadata["perf"][0].isdigit()
 
 
+@pytest.mark.serial  # a program timed by the wall clock: starved, its phases shrink beside Python's start-up
 def test_duration_stops_a_long_command(tmp_path: Path) -> None:
     folded = tmp_path / "d.folded"
     started = time.monotonic()
@@ -268,6 +271,7 @@ def test_usage_errors(args: list[str], message: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("flamegraph: ") and message in lines[0], proc.stderr
 
 
+@pytest.mark.serial  # a program timed by the wall clock: starved, its phases shrink beside Python's start-up
 def test_fold_counts_a_recording_in_samples_as_record_does(tmp_path: Path) -> None:
     """`fold rec.perf.data` weighted each sample by its period (2,004,008 ns of cpu-clock at 499 Hz)
     and called the sum samples, where `record` counted the same recording's samples."""

@@ -20,7 +20,7 @@ from helpers.children import ended, interruptible, session_members, tracked, wat
 from flamegraph.io.diagnostics import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Diagnostics
 from flamegraph.io.folded import read_folded
 
-pytestmark = pytest.mark.perf
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 LIMIT = 150  # seconds a test may take (each takes < 30 s; a few times that on a loaded machine)
 
 
@@ -136,6 +136,7 @@ def test_offcpu_stops_on_sigterm_and_cuts_the_open_wait_there(tmp_path: Path) ->
     assert 400_000 <= sum(waits.values()) <= 30_000_000, err
 
 
+@pytest.mark.serial  # its wait is timed from perf's start: a starved start-up shortens it
 def test_offcpu_duration_cuts_a_launched_commands_open_wait_at_the_end(tmp_path: Path) -> None:
     """`-- sleep 30 --duration 2` showed the sleep as '27 µs' (cut at the last event, its own switch-out)."""
     folded = tmp_path / "d.folded"
@@ -163,6 +164,7 @@ def slow_script_perf(tmp_path: Path) -> Path:
     return bin_dir
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 def test_signal_while_folding_streamed_ends_perf_script_and_leaves_nothing(tmp_path: Path) -> None:
     """The default (folded while perf records): SIGTERM while the last chunk's perf script runs ends it, says
     the signal, and leaves neither perf script nor a chunk behind (nothing raw outlives a streamed run)."""
@@ -214,6 +216,7 @@ def descendants(pid: int) -> list[_Process]:
     return found
 
 
+@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)])
 def test_signal_while_folding_keeps_the_recording_and_ends_perf_script(tmp_path: Path, signum: int, code: int) -> None:
     """perf script is slow on big recordings: SIGTERM or Ctrl-C then must not lose the recording
@@ -416,6 +419,7 @@ def test_an_interactive_command_reads_the_terminal_and_gets_ctrl_c(tmp_path: Pat
     recorded_svg(svg, "Ctrl-C")
 
 
+@pytest.mark.serial  # it bounds its own wall time
 def test_duration_ends_the_commands_children_at_once(tmp_path: Path) -> None:
     """`--duration 2 -- sh -c 'work; sleep 25'`: perf SIGTERMs sh only; `sleep 25` was left running
     (parent 1) and held the stderr pipe: a 10 s stall. The command's whole group ends with perf."""
@@ -473,6 +477,7 @@ int unlink(const char *path) {  /* perf removing its vDSO copy as it exits: stal
 """
 
 
+@pytest.mark.serial  # it watches /tmp/perf-vdso.so-*, where every perf that finishes leaves a copy for a moment
 @pytest.mark.parametrize("spool", ["0", "256M"], ids=["whole", "streamed"])
 def test_a_third_signal_kills_perf_says_what_was_lost_and_leaves_no_vdso_copy(tmp_path: Path, spool: str) -> None:
     """perf copies the vDSO to /tmp/perf-vdso.so-XXXXXX while it finishes and removes it as it exits;

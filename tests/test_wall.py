@@ -84,6 +84,7 @@ def test_the_page_colours_waits_cold_and_the_rest_warm() -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.parallel  # proven beside two busy loops
 def test_the_page_in_a_browser(tmp_path: Path) -> None:
     from helpers.clients import chromium
     from helpers.page import box, fill, rgb
