@@ -4,12 +4,15 @@ Each malformed shape has its own test, asserting the exact problem line."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from conftest import GOLDEN
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading, clock_problems
 from flamegraph.frameworks.mxnet.dnnl import parse_line, parse_verbose
@@ -253,3 +256,43 @@ def test_reading_a_trace_holds_its_spans_not_the_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert t.spans == 10_000 + 3 * 10_000 and t.problems == []
     assert size > 15e6 and peak < size / 2, (size, peak)
+
+
+JSON_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(max_size=5), inner, max_size=3), max_leaves=8)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    events=st.lists(JSON_VALUES, max_size=12),
+    members=st.dictionaries(st.text(max_size=5).filter(lambda key: key != "traceEvents"), JSON_VALUES, max_size=3),
+    bare=st.booleans(),
+    indent=st.sampled_from([None, 0, 4]),
+    block=st.integers(1, 64),
+)
+def test_the_streamed_reader_gives_the_events_json_loads_gives(
+    events: list[object], members: dict[str, object], bare: bool, indent: int | None, block: int
+) -> None:
+    """Any document, any indentation, any block size: the event objects in order, and no problem said."""
+    from flamegraph.frameworks.mxnet import events as reader
+
+    document = events if bare else {**members, "traceEvents": events}
+    data = json.dumps(document, indent=indent, ensure_ascii=False).encode()
+    problems: list[str] = []
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(reader, "BLOCK", block)
+        got = list(reader.iter_events(io.BytesIO(data), problems))
+    assert got == [e for e in events if isinstance(e, dict)] and problems == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=300) | st.text(alphabet='{}[]":, \nab1', max_size=120).map(str.encode))
+def test_the_streamed_reader_never_raises_and_says_any_damage_in_one_line(data: bytes) -> None:
+    from flamegraph.frameworks.mxnet import events as reader
+
+    problems: list[str] = []
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(reader, "BLOCK", 16)
+        got = list(reader.iter_events(io.BytesIO(data), problems))
+    assert all(isinstance(e, dict) for e in got) and len(problems) <= 1

@@ -32,6 +32,7 @@ MAX_EVENT = 1 << 20  # one event never spans this much text: past it, the JSON i
 FLAT_OBJECT = re.compile(r"\{[^{}]*\}")  # an event without nested objects ("M" metadata nests; unneeded)
 SPACE = re.compile(r"[\s,]*")  # what separates the events
 WHITE = re.compile(r"\s*")
+NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")  # what may follow a number's prefix in the same number
 
 
 class Broken(Exception):
@@ -87,16 +88,23 @@ class Text:
                 if len(self.text) - self.at < MAX_EVENT and self.more():
                     continue
                 raise Broken(err.msg, self.base + err.pos) from None
-            if end == len(self.text) and self.more():  # a number may go on in the next block
+            if self._may_go_on(found, end) and self.more():  # a number the block's end cut: read it whole
                 continue
             self.at = end
             return found
+
+    def _may_go_on(self, found: object, end: int) -> bool:
+        """Whether the value ends only because the text held so far does: a number ("12" of "12.5e3") with
+        nothing after it but characters a number may hold."""
+        if end == len(self.text):
+            return True
+        return isinstance(found, int | float) and not isinstance(found, bool) and NUMBER_TAIL.fullmatch(
+            self.text, end) is not None
 
     def expect(self, character: str) -> None:
         if self.skip(WHITE) != character:
             raise Broken(f"Expecting '{character}' delimiter", self.base + self.at)
         self.at += 1
-
 
 
 def iter_events(stream: BinaryIO, problems: list[str]) -> Iterator[dict[str, Any]]:
