@@ -39,7 +39,6 @@ from flamegraph.cli.quick import (
     QUICK_COMMANDS,
     TEXT,
     parse_args,
-    parse_fold_args,
 )
 
 ONE_SAMPLE = b"python 1234 12345.678901: 1 cpu-clock:u: \n\t    7f0000001000 main+0x10 (/usr/bin/python3.11)\n\n"
@@ -133,7 +132,7 @@ def test_what_the_quick_path_reads_typer_reads_alike(pieces: list[list[str]]) ->
     args = [arg for piece in pieces for arg in piece]
     with pytest.MonkeyPatch.context() as monkeypatch:
         code, typer_values = _as_typer_reads(args, monkeypatch)
-    quick = parse_fold_args(args)
+    quick = parse_args("fold", args)
     if quick is not None:
         assert code == 0 and typer_values == {**DEFAULTS, **quick}, (args, code, typer_values, quick)
 
@@ -200,7 +199,7 @@ def test_convert_help_and_mistakes_are_left_to_typer(args: list[str]) -> None:
     ],
 )
 def test_usual_command_lines_are_read_quickly(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    quick = parse_fold_args(args)
+    quick = parse_args("fold", args)
     code, typer_values = _as_typer_reads(args, monkeypatch)
     assert quick is not None and code == 0 and typer_values == {**DEFAULTS, **quick}
 
@@ -209,7 +208,7 @@ def test_usual_command_lines_are_read_quickly(args: list[str], monkeypatch: pyte
     "args", [["-h"], ["--help"], ["--nope"], ["-j", "0"], ["-jx"], ["-o"], ["--with-pid=yes"], ["-ox", "-h"]]
 )
 def test_help_and_mistakes_are_left_to_typer(args: list[str]) -> None:
-    assert parse_fold_args(args) is None
+    assert parse_args("fold", args) is None
 
 
 def test_an_unreadable_existing_output_is_left_to_typer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,10 +216,10 @@ def test_an_unreadable_existing_output_is_left_to_typer(tmp_path: Path, monkeypa
     answers as for a user without read permission: root reads everything)."""
     locked = tmp_path / "locked"
     locked.write_text("")
-    assert parse_fold_args(["-o", str(locked)]) == {"output": locked}
+    assert parse_args("fold", ["-o", str(locked)]) == {"output": locked}
     monkeypatch.setattr(os, "access", lambda path, mode: False)
-    assert parse_fold_args(["-o", str(locked)]) is None
-    assert parse_fold_args(["-o", str(tmp_path / "new.folded")]) == {"output": tmp_path / "new.folded"}
+    assert parse_args("fold", ["-o", str(locked)]) is None
+    assert parse_args("fold", ["-o", str(tmp_path / "new.folded")]) == {"output": tmp_path / "new.folded"}
     code, _ = _as_typer_reads(["-o", str(locked)], monkeypatch)
     assert code == 2  # typer: "File '...' is not readable."
 

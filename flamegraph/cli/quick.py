@@ -91,11 +91,6 @@ class _Unread(Exception):
     """A command line typer must read."""
 
 
-def parse_fold_args(args: list[str]) -> dict[str, Any] | None:
-    """run_fold's keyword arguments for `fold ARGS` (only those given), or None: typer must read them."""
-    return parse_args("fold", args)
-
-
 def parse_args(command: str, args: list[str]) -> dict[str, Any] | None:
     """The run function's keyword arguments for `COMMAND ARGS` (only those given), or None: typer must
     read them."""

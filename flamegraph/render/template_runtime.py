@@ -60,7 +60,7 @@ def _unsupported(*_: Any, **__: Any) -> Any:
 LoopContext = Namespace = TemplateNotFound = TemplateReference = _unsupported
 
 
-# Jinja2's json.dumps_kwargs policy as svg._environment sets it: keys sorted, no space after , and :
+# Jinja2's json.dumps_kwargs policy as precompiled.environment sets it: keys sorted, no space after , and :
 # (the embedded stacks are tens of thousands of numbers).
 JSON_DUMPS: dict[str, Any] = {"sort_keys": True, "separators": (",", ":")}
 
