@@ -34,7 +34,7 @@ from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
-from .stacks import encode
+from .stacks import drawing_holds_stacks, encode
 from .summary import (
     by_function,
     change_text,
@@ -82,9 +82,9 @@ def coordinate_divisor(total: float, grain: int = 1) -> int:
 
 
 def weight_grain(weights: Sequence[float]) -> int:
-    """The greatest common divisor of integer weights (1 if any is fractional): one pass in C."""
+    """The greatest common divisor of integer weights (0 if any is fractional): one pass in C."""
     if not all(map(float.is_integer, map(float, weights))):
-        return 1
+        return 0
     return math.gcd(*map(int, weights)) or 1
 
 
@@ -198,6 +198,7 @@ def _settings(
     views: bool,
     durations: bool = False,
     sizes: bool = False,
+    stacks_drawn: bool = False,
 ) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
@@ -223,7 +224,8 @@ def _settings(
         "factsTop": page.facts_top,
         "minPrefix": MIN_PREFIX,
         "searchExamples": [display_name(example) for example in examples],
-        "views": views,  # the stacks are embedded (#stacks): callers, focus, ignore, order, recursion
+        "views": views,  # the stacks are embedded (#stacks) or drawn: callers, focus, ignore, order, recursion
+        "stacksDrawn": stacks_drawn,  # no #stacks: the page reads every stack back from the frames
         "flamechart": options.flamechart,  # time order: no order-by-weight toggle
         "drawnByWeight": options.order == "weight",  # the static drawing's order, the toggle's start
         "labelMinPx": LABEL_MIN_PX,
@@ -249,6 +251,7 @@ def _document(
     stacks: dict[str, object] | None = None,
     durations: bool = False,
     sizes: bool = False,
+    stacks_drawn: bool = False,
 ) -> bytes:
     shown = replace(
         options,
@@ -263,7 +266,18 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes),
+        "settings": _settings(
+            options,
+            page,
+            drawing,
+            count_name,
+            diff,
+            examples,
+            stacks is not None or stacks_drawn,
+            durations,
+            sizes,
+            stacks_drawn,
+        ),
         "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
@@ -417,13 +431,24 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain, by_widths=True)
+    drawing = _draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain or 1, by_widths=True)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
-    for index, frame in enumerate(layout.frames):
-        if frame.depth and frame.name not in shown_at:
-            shown_at[frame.name] = index
-    stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
+    # The drawing holds every stack, exactly (integer coordinates, no frame pruned, no two frames alike):
+    # the page reads them back from it, and nothing more is embedded.
+    stacks_drawn = (
+        grain > 0
+        and drawing.divisor == grain
+        and not options.flamechart
+        and drawing_holds_stacks(layout.frames)
+        and encoded.drawn_apart(strip_annotation, name_fill)
+    )
+    stacks_data = None
+    if not stacks_drawn:
+        shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
+        for index, frame in enumerate(layout.frames):
+            if frame.depth and frame.name not in shown_at:
+                shown_at[frame.name] = index
+        stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
     svg = _document(
@@ -438,6 +463,7 @@ def render_svg(
         stacks=stacks_data,
         durations=durations,
         sizes=sizes,
+        stacks_drawn=stacks_drawn,
     )
     if options.palette_map is not None:  # extended in memory; the caller saves it
         options.palette_map.update((name, color) for name, color in drawn_colors.items() if name)
