@@ -200,7 +200,7 @@ def test_min_width_pixels_and_percent() -> None:
 
 def test_factor_and_notes() -> None:
     svg = render_svg(FoldedProfile({"a": 3, "a;b": 1}), RenderOptions(factor=1000, notes="run 7 & <friends>"))
-    assert frames(svg)[1].title == "a (4,000 samples, 100.00%; self 3,000 samples, 75.00%)"
+    assert frames(svg)[1].title == "a (4,000 samples, 100.00%; self 3,000, 75.00%)"  # the page adds the unit
     assert parse(svg).findtext(f"{SVG}desc[@id='notes']") == "run 7 & <friends>"
 
 

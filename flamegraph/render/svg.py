@@ -387,16 +387,25 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
+    def own_amount(weight: float) -> str:
+        """A count's unit is said once per title, with the total: the page adds it back to the self count."""
+        if sizes or durations:
+            return amount(weight)
+        value = weight * factor
+        text = format_count(value)
+        return text if (text == "1") == (value == 1) else count_text(value, count_name)  # the page: "1" is singular
+
     def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
         """Escaped: the count's name may hold '&' or '<'. The file stays small: no self time is not said
-        (the page says "self 0"), and all of it (a leaf) is said as ALL_SELF (the page spells it out)."""
+        (the page says "self 0"), all of it (a leaf) is said as ALL_SELF (the page spells it out), and
+        the self count has no unit (the page adds it)."""
         width, self_width = frame.width, frame.self_width
         percent = "100" if frame.depth == 0 else format_percent(width, total)
         if not self_width:
             return str(escape(f" ({amount(width)}, {percent}%)"))
         if self_width == width and frame.depth:
             return str(escape(f" ({amount(width)}, {percent}%{ALL_SELF}"))
-        own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
+        own = f"self {own_amount(self_width)}, {format_percent(self_width, total)}%"
         return str(escape(f" ({amount(width)}, {percent}%; {own})"))
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
