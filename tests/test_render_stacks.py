@@ -9,11 +9,10 @@ from helpers.svg import frames, settings, stacks_data
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flamegraph.color import strip_annotation
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.layout import order_stacks
-from flamegraph.render.stacks import encode, encode_stacks
+from flamegraph.render.stacks import encode_stacks
 from flamegraph.render.text import display_name
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -141,6 +140,9 @@ def test_the_stacks_are_embedded_when_the_drawing_cannot_give_them_back_exactly(
     chart = render_svg(FoldedProfile(whole), RenderOptions(flamechart=True), stacks=list(whole.items()))
     assert settings(chart)["stacksDrawn"] is False  # time order: neighbours merge, the tree is not the stacks
     # two frames as written that the drawing shows alike (name and fill): the page could not tell them apart
-    texts, weights = order_stacks({"a;f": 1, "a;f_[k]": 1})
-    assert not encode(texts, weights).drawn_apart(strip_annotation, lambda frame: "#000000")
-    assert encode(texts, weights).drawn_apart(strip_annotation, lambda frame: frame)
+    alike = render_svg(FoldedProfile({"a;f": 1, "a;f_[k]": 1}), RenderOptions(highlights=["f=#112233:F"]))
+    assert settings(alike)["stacksDrawn"] is False
+    assert sorted(decode(stacks_data(alike))) == [(("a", "f"), 1.0), (("a", "f"), 1.0)]  # two functions named f
+    apart = render_svg(FoldedProfile({"a;f": 1, "a;f_[k]": 1}), RenderOptions())  # the kernel's f in its colour
+    assert settings(apart)["stacksDrawn"] is True
+    assert sorted(decode(stacks_data(apart))) == [(("a", "f"), 1.0), (("a", "f"), 1.0)]

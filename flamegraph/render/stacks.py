@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import cast
 
-from .layout import SEP, Rect
+from .layout import SEP, Layout
 from .text import display_name, format_number
 
 
@@ -68,25 +69,15 @@ class Encoded:
                 names.append(index)
         return {"names": names, "fills": fills, "stacks": self.stacks}
 
-    def drawn_apart(self, name_text: Callable[[str], str], fill: Callable[[str], str]) -> bool:
-        """Whether the drawing tells every frame apart: no two frames as written show the same name in
-        the same fill (the page, reading the stacks back from the drawing, would merge them)."""
-        return len({(display_name(name_text(frame)), fill(frame)) for frame in self.frames}) == len(self.frames)
+
+_self_width = attrgetter("self_width")
 
 
-def drawing_holds_stacks(frames: Sequence[Rect]) -> bool:
-    """No frame was pruned: each one's width is exactly its self width plus its drawn children's
-    (depth-first frames; exact for integer weights, which the caller checks)."""
-    rest: list[float] = []  # per frame on the path from the root: its width not yet accounted for
-    for frame in frames:
-        depth = frame.depth
-        while len(rest) > depth:
-            if rest.pop():
-                return False
-        if depth:
-            rest[-1] -= frame.width
-        rest.append(frame.width - frame.self_width)
-    return not any(rest)
+def drawing_holds_stacks(layout: Layout) -> bool:
+    """No frame was pruned. A frame's width is its self width plus all its children's, drawn or not,
+    so the drawn frames' self widths add up to the total less the pruned frames' widths: to the total
+    exactly when none was pruned (integer weights, which the caller checks; one sum in C)."""
+    return sum(map(_self_width, layout.frames)) == layout.total
 
 
 def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:

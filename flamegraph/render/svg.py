@@ -121,6 +121,7 @@ class Drawing:
     total: float
     max_depth: int
     divisor: int  # coordinates are weights / divisor
+    apart: bool = True  # no two frames as written are drawn alike (the same name in the same fill)
 
 
 def _rows(layout: Layout, options: RenderOptions) -> list[float]:
@@ -185,7 +186,8 @@ def _draw(
             label = fit_label(name, pixels - 6, font_size, MIN_PREFIX)
             if label:
                 labels.append((round(XPAD + start * scale + 3, 2), round(graph_top + rows[depth] + text_dy, 2), label))
-    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor)
+    apart = len({(shown, color) for shown, _, color in names.values()}) == len(names)
+    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor, apart)
 
 
 def _settings(
@@ -448,8 +450,8 @@ def render_svg(
         grain > 0
         and drawing.divisor == grain
         and not options.flamechart
-        and drawing_holds_stacks(layout.frames)
-        and encoded.drawn_apart(strip_annotation, name_fill)
+        and drawing_holds_stacks(layout)
+        and drawing.apart
     )
     stacks_data = None
     if not stacks_drawn:
