@@ -190,8 +190,11 @@ def test_self_time_at_the_pointer_and_a_width_that_follows_the_window(browser, g
 WHOLE = {k: v for k, v in PROFILE.items() if "site" not in k} | {"main;io;read;read_[k]": 3_000, "main;read": 500}
 
 
+@pytest.mark.parametrize(
+    "options", [RenderOptions(), RenderOptions(inverted=True, order="weight")], ids=["flame", "icicle"]
+)
 def test_a_page_that_drew_every_stack_reads_them_back_for_its_views(  # type: ignore[no-untyped-def]
-    browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: RenderOptions
 ) -> None:
     """The file embeds no stacks when its frames hold them all (stacksDrawn); each view is then the same,
     frame for frame (title, x, width, fill), as on the same page with the stacks embedded."""
@@ -199,9 +202,9 @@ def test_a_page_that_drew_every_stack_reads_them_back_for_its_views(  # type: ig
 
     profile = FoldedProfile(dict(WHOLE), event="cpu-clock")
     drawn, embedded = tmp_path / "drawn.svg", tmp_path / "embedded.svg"
-    drawn.write_bytes(render_svg(profile, RenderOptions()))
-    monkeypatch.setattr(svg, "drawing_holds_stacks", lambda frames: False)
-    embedded.write_bytes(render_svg(profile, RenderOptions()))
+    drawn.write_bytes(render_svg(profile, options))
+    monkeypatch.setattr(svg, "drawing_holds_stacks", lambda layout: False)
+    embedded.write_bytes(render_svg(profile, options))
     assert b'id="stacks"' not in drawn.read_bytes() and b'id="stacks"' in embedded.read_bytes()
     views = [
         "{callers: 'read'}", "{callers: 'gemm'}", "{focus: '^gemm$'}", "{ignore: 'comp'}", "{weight: true}",
