@@ -41,15 +41,15 @@
     for (var i = 0; i < n; i++) {
       var g = groups[i];
       indexByNode.set(g, i);
-      var title = g.firstElementChild.textContent, self = title.indexOf("; self ", title.lastIndexOf(" (")) + 7;
+      var title = g.firstElementChild.textContent, selfAt = title.indexOf("; self ", title.lastIndexOf(" (")) + 7;
       if (title.slice(-S.allSelf.length) === S.allSelf) {  // a leaf: the file says "all self" to stay small
         var amounts = title.slice(title.lastIndexOf(" (") + 2, -S.allSelf.length);
         title = g.firstElementChild.textContent = title.slice(0, -S.allSelf.length) + "; self " + amounts + ")";
-      } else if (self > 6 && !S.diff) {  // "; self 12, 0.06%)": the file says a count's unit once, with the total
-        var count = title.slice(self, title.indexOf(", ", self));
+      } else if (selfAt > 6 && !S.diff) {  // "; self 12, 0.06%)": the file says a count's unit once, with the total
+        var count = title.slice(selfAt, title.indexOf(", ", selfAt));
         if (count.indexOf(" ") < 0) {  // a duration or a size has its unit
-          title = g.firstElementChild.textContent = title.slice(0, self) + count + " " +
-            (count === "1" ? S.countSingular : S.countName) + title.slice(self + count.length);
+          title = g.firstElementChild.textContent = title.slice(0, selfAt) + count + " " +
+            (count === "1" ? S.countSingular : S.countName) + title.slice(selfAt + count.length);
         }
       }
       var rect = g.lastElementChild;
@@ -1097,7 +1097,8 @@
 
   // --- start: the controls, labels measured by the browser, then the view the URL asks for --------
   readFrames(null);
-  drawn = { names: names.slice(), fills: fills.slice(), width: W, depth: D, parent: parent };  // before a search recolours the rects
+  // As loaded, before a search recolours the rects or a view replaces the frames.
+  drawn = { names: names.slice(), fills: fills.slice(), width: W, depth: D, parent: parent };
   setUpSearch();
   setUpViews();
   setUpFacts();
