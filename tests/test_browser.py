@@ -364,3 +364,27 @@ def test_frames_container_is_no_tab_stop_and_labels_are_readable(browser, record
     labels = browser.execute_script("return [].map.call(document.querySelectorAll('#labels text'), t => t.textContent)")
     cut = [label for label in labels if label.endswith("..")]
     assert cut and all(len(label) >= 3 + 2 for label in cut), [label for label in cut if len(label) < 5]
+
+
+def test_self_counts_get_their_unit_back(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The file says a count's unit once per title, with the total ("; self 4, 20.00%"); the page
+    spells the self count out as the total is ("1 sample", "4 samples"). Sizes keep their own units."""
+    from helpers.svg import frames
+
+    titles = "return [].map.call(document.querySelectorAll('#frames > g > title'), t => t.textContent);"
+    counts = {"main": 1, "main;work": 4, "main;work;leaf": 5, "other;x": 10}
+    page = tmp_path / "counts.svg"
+    page.write_bytes(render_svg(FoldedProfile(counts), RenderOptions()))
+    written = {f.name: f.title for f in frames(page.read_bytes())}
+    assert written["main"] == "main (10 samples, 50.00%; self 1, 5.00%)"
+    assert written["work"] == "work (9 samples, 45.00%; self 4, 20.00%)"
+    browser.get(page.as_uri())
+    shown = {t[: t.rfind(" (")]: t for t in browser.execute_script(titles)}
+    assert shown["main"] == "main (10 samples, 50.00%; self 1 sample, 5.00%)"
+    assert shown["work"] == "work (9 samples, 45.00%; self 4 samples, 20.00%)"
+    assert shown["leaf"] == "leaf (5 samples, 25.00%; self 5 samples, 25.00%)"
+    sizes = tmp_path / "bytes.svg"
+    sizes.write_bytes(render_svg(FoldedProfile({"main": 1536, "main;alloc": 4096}, unit="bytes"), RenderOptions()))
+    assert frames(sizes.read_bytes())[1].title == "main (5.50 KiB, 100.00%; self 1.50 KiB, 27.27%)"
+    browser.get(sizes.as_uri())
+    assert browser.execute_script(titles)[1] == "main (5.50 KiB, 100.00%; self 1.50 KiB, 27.27%)"

@@ -184,3 +184,47 @@ def test_self_time_at_the_pointer_and_a_width_that_follows_the_window(browser, g
     assert plot(browser) == pytest.approx(1180, abs=1)
     browser.execute_script("window.dispatchEvent(new Event('afterprint'))")
     assert plot(browser) == pytest.approx(1380, abs=1)
+
+
+# Every frame drawn (no site too narrow), a name in two colours (kernel and user), fractional-free weights.
+WHOLE = {k: v for k, v in PROFILE.items() if "site" not in k} | {"main;io;read;read_[k]": 3_000, "main;read": 500}
+
+
+@pytest.mark.parametrize(
+    "options", [RenderOptions(), RenderOptions(inverted=True, order="weight")], ids=["flame", "icicle"]
+)
+def test_a_page_that_drew_every_stack_reads_them_back_for_its_views(  # type: ignore[no-untyped-def]
+    browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: RenderOptions
+) -> None:
+    """The file embeds no stacks when its frames hold them all (stacksDrawn); each view is then the same,
+    frame for frame (title, x, width, fill), as on the same page with the stacks embedded."""
+    import flamegraph.render.svg as svg
+
+    profile = FoldedProfile(dict(WHOLE), event="cpu-clock")
+    drawn, embedded = tmp_path / "drawn.svg", tmp_path / "embedded.svg"
+    drawn.write_bytes(render_svg(profile, options))
+    monkeypatch.setattr(svg, "drawing_holds_stacks", lambda layout: False)
+    embedded.write_bytes(render_svg(profile, options))
+    assert b'id="stacks"' not in drawn.read_bytes() and b'id="stacks"' in embedded.read_bytes()
+    views = [
+        "{callers: 'read'}", "{callers: 'gemm'}", "{focus: '^gemm$'}", "{ignore: 'comp'}", "{weight: true}",
+        "{recursion: true}", "{callers: 'solve', recursion: true, weight: true}", "{focus: 'read', ignore: 'wait'}",
+    ]  # fmt: skip
+    shown = """return [flamegraph.state().view, document.getElementById('title').textContent,
+        [].map.call(document.querySelectorAll('#frames > g'), g => [g.firstElementChild.textContent,
+        g.lastElementChild.getAttribute('x'), g.lastElementChild.getAttribute('width'),
+        g.lastElementChild.getAttribute('fill'), g.lastElementChild.getAttribute('y')])];"""
+    seen: dict[str, list[object]] = {}
+    NO_VIEW = "{callers: null, focus: null, ignore: null, weight: false, recursion: false}"  # noqa: N806
+    for page in (drawn, embedded):
+        browser.get(page.as_uri())
+        for view in views:
+            browser.execute_script(f"flamegraph.setView({view})")
+            seen.setdefault(view, []).append(browser.execute_script(shown))
+            browser.execute_script(f"flamegraph.setView({NO_VIEW})")
+    for view, (from_drawing, from_json) in seen.items():
+        assert from_drawing == from_json, view
+        assert len(from_drawing[2]) > 3, view  # a view was drawn
+    # the kernel's read_[k] and the user's read stay two functions: the callers of 'read' hold both fills
+    callers = seen["{callers: 'read'}"][0][2]
+    assert len({fill for title, _, _, fill, _ in callers if title.startswith("read (")}) == 2  # type: ignore[misc]

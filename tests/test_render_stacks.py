@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from helpers.svg import frames, stacks_data
+from helpers.svg import frames, settings, stacks_data
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,9 +70,10 @@ def test_the_page_holds_every_stack_even_those_too_narrow_to_draw() -> None:
     data = stacks_data(svg)
     assert sorted(decode(data)) == sorted((tuple(text.split(";")), float(w)) for text, w in counts.items())
     # Names as the frames show them: annotations stripped, hidden characters escaped, XML-safe text.
-    svg = render_svg(FoldedProfile({"a;k_[k]": 1, "a;b\u202ec<&>": 2}), RenderOptions())
+    svg = render_svg(FoldedProfile({"a;hot": 1_000_000, "a;k_[k]": 1, "a;b\u202ec<&>": 2}), RenderOptions())
+    assert b"<title>k " not in svg and b"<title>b" not in svg  # too narrow: written out in #stacks
     data = stacks_data(svg)
-    assert data["names"] == ["a", "b\\u202ec<&>", "k"]
+    assert data["names"] == ["a", "b\\u202ec<&>", "hot", "k"]
     assert b"<&>" not in svg.split(b'id="stacks"')[1]  # escaped in the JSON: \u003c&...
 
 
@@ -85,7 +86,7 @@ def test_a_drawn_name_is_not_written_twice() -> None:
     drawn = frames(svg)
     by_name = {d.name: i for i, d in reversed(list(enumerate(drawn))) if d.depth}
     assert raw["names"] == [by_name["main"], by_name["hot<T>"], "rare<T>", by_name["x"]]  # in the stacks' order
-    assert raw["fills"][:2] == [0, 0] and raw["fills"][2].startswith("#") and raw["fills"][3] == 0
+    assert len(raw["fills"]) == 1 and raw["fills"][0].startswith("#")  # the written name's fill alone
     assert b"hot" not in svg.split(b'id="stacks"')[1].split(b"</script>")[0]  # drawn: not in the JSON
     data = stacks_data(svg)
     assert data["names"] == ["main", "hot<T>", "rare<T>", "x"]
@@ -98,3 +99,50 @@ def test_diff_pages_carry_no_stacks() -> None:
 
     svg = render_diff(FoldedProfile({"a;b": 1}), FoldedProfile({"a;b": 2}), RenderOptions())
     assert b'id="stacks"' not in svg and b'"views":false' in svg
+
+
+plain_names = st.text(alphabet="abcxyz", min_size=1, max_size=3)
+
+
+@given(
+    st.lists(st.tuples(st.lists(plain_names, min_size=1, max_size=5), st.integers(1, 10**5)), min_size=1, max_size=25),
+    st.sampled_from(["0.1", "0"]),
+)
+def test_the_page_gets_every_stack_back_whether_drawn_or_embedded(
+    stacks: list[tuple[list[str], int]], minwidth: str
+) -> None:
+    """Either form, the page reads back the profile: from the frames when every one is drawn (then the
+    file embeds nothing), else from #stacks."""
+    counts: dict[str, int] = {}
+    for names, weight in stacks:
+        counts[";".join(names)] = counts.get(";".join(names), 0) + weight
+    svg = render_svg(FoldedProfile(counts), RenderOptions(min_width=minwidth))
+    drawn = settings(svg)["stacksDrawn"]
+    assert drawn == (b'id="stacks"' not in svg)
+    assert drawn or minwidth != "0"  # nothing pruned, integer weights: always read back from the frames
+    merged: dict[tuple[str, ...], float] = {}
+    for path, weight in decode(stacks_data(svg)):
+        merged[path] = merged.get(path, 0) + weight
+    assert merged == {tuple(text.split(";")): float(weight) for text, weight in counts.items()}
+
+
+def test_the_stacks_are_embedded_when_the_drawing_cannot_give_them_back_exactly() -> None:
+    whole = {"main;a": 3, "main;b": 2}
+    assert settings(render_svg(FoldedProfile(whole), RenderOptions()))["stacksDrawn"] is True
+    embedded = {
+        "a frame too narrow to draw": {"main;a": 1_000_000, "main;b": 1},
+        "fractional weights": {"main;a": 1.5, "main;b": 2},
+        "coordinates in units of 10 (a total past 1e7)": {"main;a": 30_000_000, "main;b": 20_000_001},
+    }
+    for why, counts in embedded.items():
+        svg = render_svg(FoldedProfile(counts), RenderOptions())
+        assert settings(svg)["stacksDrawn"] is False and b'id="stacks"' in svg, why
+    chart = render_svg(FoldedProfile(whole), RenderOptions(flamechart=True), stacks=list(whole.items()))
+    assert settings(chart)["stacksDrawn"] is False  # time order: neighbours merge, the tree is not the stacks
+    # two frames as written that the drawing shows alike (name and fill): the page could not tell them apart
+    alike = render_svg(FoldedProfile({"a;f": 1, "a;f_[k]": 1}), RenderOptions(highlights=["f=#112233:F"]))
+    assert settings(alike)["stacksDrawn"] is False
+    assert sorted(decode(stacks_data(alike))) == [(("a", "f"), 1.0), (("a", "f"), 1.0)]  # two functions named f
+    apart = render_svg(FoldedProfile({"a;f": 1, "a;f_[k]": 1}), RenderOptions())  # the kernel's f in its colour
+    assert settings(apart)["stacksDrawn"] is True
+    assert sorted(decode(stacks_data(apart))) == [(("a", "f"), 1.0), (("a", "f"), 1.0)]

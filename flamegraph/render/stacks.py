@@ -10,22 +10,27 @@ Format (a JSON object; names escaped for display, each once, with its fill):
     main;compute;relu 10     ->     "fills": ["#e0...", ...],
     main;io;read 12                 "stacks": "0,0,1,2,40 2,3,10 1,4,5,12"}
 A name the drawing shows is not written twice: its entry in "names" is the index of the first drawn
-frame (the n-th <g> of #frames) that shows it, whose title gives the name and whose rect the fill
-(its "fills" entry is 0). Only names too narrow to draw anywhere are written out: on C++ stacks with
-long template names this was most of the file.
+frame (the n-th <g> of #frames) that shows it, whose title gives the name and whose rect the fill.
+Only names too narrow to draw anywhere are written out, and "fills" holds their fills alone, in
+the same order: on C++ stacks with long template names this was most of the file.
 `stacks` is one record per stack, separated by spaces: how many leading frames it shares with the
 stack before it, then the indices (base 36) of its other frames, then its weight; the fields
 separated by commas. Sorted stacks share long prefixes, so there is about one index per node of the
 merged tree: 81,000 stacks of 1.3 M frames take 163,000 indices (1.2 MB).
+
+Nothing at all is embedded when the drawing already holds every stack (`drawing_holds_stacks`):
+no frame was pruned, so a frame's width less its children's is the weight of the stack ending
+there, and the page reads the stacks back from the frames (its settings say `stacksDrawn`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import cast
 
-from .layout import SEP
+from .layout import SEP, Layout
 from .text import display_name, format_number
 
 
@@ -57,9 +62,22 @@ class Encoded:
         fills: list[str | int] = []
         for frame in self.frames:
             index = at(frame)
-            names.append(display_name(name_text(frame)) if index is None else index)
-            fills.append(fill(frame) if index is None else 0)
+            if index is None:
+                names.append(display_name(name_text(frame)))
+                fills.append(fill(frame))
+            else:
+                names.append(index)
         return {"names": names, "fills": fills, "stacks": self.stacks}
+
+
+_self_width = attrgetter("self_width")
+
+
+def drawing_holds_stacks(layout: Layout) -> bool:
+    """No frame was pruned. A frame's width is its self width plus all its children's, drawn or not,
+    so the drawn frames' self widths add up to the total less the pruned frames' widths: to the total
+    exactly when none was pruned (integer weights, which the caller checks; one sum in C)."""
+    return sum(map(_self_width, layout.frames)) == layout.total
 
 
 def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:

@@ -34,7 +34,7 @@ from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .search import search_examples
-from .stacks import encode
+from .stacks import drawing_holds_stacks, encode
 from .summary import (
     by_function,
     change_text,
@@ -82,9 +82,9 @@ def coordinate_divisor(total: float, grain: int = 1) -> int:
 
 
 def weight_grain(weights: Sequence[float]) -> int:
-    """The greatest common divisor of integer weights (1 if any is fractional): one pass in C."""
+    """The greatest common divisor of integer weights (0 if any is fractional): one pass in C."""
     if not all(map(float.is_integer, map(float, weights))):
-        return 1
+        return 0
     return math.gcd(*map(int, weights)) or 1
 
 
@@ -121,6 +121,7 @@ class Drawing:
     total: float
     max_depth: int
     divisor: int  # coordinates are weights / divisor
+    apart: bool = True  # no two frames as written are drawn alike (the same name in the same fill)
 
 
 def _rows(layout: Layout, options: RenderOptions) -> list[float]:
@@ -185,7 +186,8 @@ def _draw(
             label = fit_label(name, pixels - 6, font_size, MIN_PREFIX)
             if label:
                 labels.append((round(XPAD + start * scale + 3, 2), round(graph_top + rows[depth] + text_dy, 2), label))
-    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor)
+    apart = len({(shown, color) for shown, _, color in names.values()}) == len(names)
+    return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor, apart)
 
 
 def _settings(
@@ -198,6 +200,7 @@ def _settings(
     views: bool,
     durations: bool = False,
     sizes: bool = False,
+    stacks_drawn: bool = False,
 ) -> dict[str, object]:
     """The one JSON object the script reads."""
     return {
@@ -223,7 +226,8 @@ def _settings(
         "factsTop": page.facts_top,
         "minPrefix": MIN_PREFIX,
         "searchExamples": [display_name(example) for example in examples],
-        "views": views,  # the stacks are embedded (#stacks): callers, focus, ignore, order, recursion
+        "views": views,  # the stacks are embedded (#stacks) or drawn: callers, focus, ignore, order, recursion
+        "stacksDrawn": stacks_drawn,  # no #stacks: the page reads every stack back from the frames
         "flamechart": options.flamechart,  # time order: no order-by-weight toggle
         "drawnByWeight": options.order == "weight",  # the static drawing's order, the toggle's start
         "labelMinPx": LABEL_MIN_PX,
@@ -249,6 +253,7 @@ def _document(
     stacks: dict[str, object] | None = None,
     durations: bool = False,
     sizes: bool = False,
+    stacks_drawn: bool = False,
 ) -> bytes:
     shown = replace(
         options,
@@ -263,7 +268,18 @@ def _document(
         "drawing": drawing,
         "rect_height": options.frame_height - 1,
         "background": background(palette) if not diff else ("#eeeeee", "#eeeeee"),
-        "settings": _settings(options, page, drawing, count_name, diff, examples, stacks is not None, durations, sizes),
+        "settings": _settings(
+            options,
+            page,
+            drawing,
+            count_name,
+            diff,
+            examples,
+            stacks is not None or stacks_drawn,
+            durations,
+            sizes,
+            stacks_drawn,
+        ),
         "stacks": stacks,
         "css": _asset("flamegraph.css"),
         "js": _asset("flamegraph.js"),
@@ -373,16 +389,25 @@ def render_svg(
             return format_bytes(weight)
         return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
 
+    def own_amount(weight: float) -> str:
+        """A count's unit is said once per title, with the total: the page adds it back to the self count."""
+        if sizes or durations:
+            return amount(weight)
+        value = weight * factor
+        text = format_count(value)
+        return text if (text == "1") == (value == 1) else count_text(value, count_name)  # the page: "1" is singular
+
     def details(frame: Rect) -> str:  # made once per (width, self width): _draw's by_widths
         """Escaped: the count's name may hold '&' or '<'. The file stays small: no self time is not said
-        (the page says "self 0"), and all of it (a leaf) is said as ALL_SELF (the page spells it out)."""
+        (the page says "self 0"), all of it (a leaf) is said as ALL_SELF (the page spells it out), and
+        the self count has no unit (the page adds it)."""
         width, self_width = frame.width, frame.self_width
         percent = "100" if frame.depth == 0 else format_percent(width, total)
         if not self_width:
             return str(escape(f" ({amount(width)}, {percent}%)"))
         if self_width == width and frame.depth:
             return str(escape(f" ({amount(width)}, {percent}%{ALL_SELF}"))
-        own = f"self {amount(self_width)}, {format_percent(self_width, total)}%"
+        own = f"self {own_amount(self_width)}, {format_percent(self_width, total)}%"
         return str(escape(f" ({amount(width)}, {percent}%; {own})"))
 
     encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
@@ -417,13 +442,24 @@ def render_svg(
         fact_tables=tables,
     )
     page = _page(options, layout, text)
-    drawing = _draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain, by_widths=True)
+    drawing = _draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain or 1, by_widths=True)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
-    for index, frame in enumerate(layout.frames):
-        if frame.depth and frame.name not in shown_at:
-            shown_at[frame.name] = index
-    stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
+    # The drawing holds every stack, exactly (integer coordinates, no frame pruned, no two frames alike):
+    # the page reads them back from it, and nothing more is embedded.
+    stacks_drawn = (
+        grain > 0
+        and drawing.divisor == grain
+        and not options.flamechart
+        and drawing_holds_stacks(layout)
+        and drawing.apart
+    )
+    stacks_data = None
+    if not stacks_drawn:
+        shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
+        for index, frame in enumerate(layout.frames):
+            if frame.depth and frame.name not in shown_at:
+                shown_at[frame.name] = index
+        stacks_data = encoded.data(strip_annotation, name_fill, shown_at)
     examples = search_examples([name for name, _ in ranked], view is not None)
     title_text = options.title_for(profile)
     svg = _document(
@@ -438,6 +474,7 @@ def render_svg(
         stacks=stacks_data,
         durations=durations,
         sizes=sizes,
+        stacks_drawn=stacks_drawn,
     )
     if options.palette_map is not None:  # extended in memory; the caller saves it
         options.palette_map.update((name, color) for name, color in drawn_colors.items() if name)

@@ -32,19 +32,67 @@ def settings(svg: bytes) -> dict[str, object]:
     return loaded
 
 
+def drawn_stacks(svg: bytes) -> dict[str, object]:
+    """What flamegraph.js (drawnStacks) reads back from a page that drew every stack (stacksDrawn):
+    each frame's width less its children's ends a stack; frames told apart by name and fill."""
+    drawn = frames(svg)
+    own = [frame.width for frame in drawn]
+    path: list[int] = []  # drawn frame indices from the root
+    for i, frame in enumerate(drawn):
+        del path[frame.depth :]
+        path.append(i)
+        if path[:-1]:
+            own[path[-2]] -= frame.width
+    index: dict[tuple[str, str], int] = {}
+    names: list[str] = []
+    fills: list[str] = []
+    records = []
+    codes: list[int] = []
+    for i, frame in enumerate(drawn[1:], 1):
+        key = (frame.name, frame.fill)
+        if key not in index:
+            index[key] = len(names)
+            names.append(frame.name)
+            fills.append(frame.fill)
+        del codes[frame.depth - 1 :]
+        codes.append(index[key])
+        if own[i] > 0:
+            records.append(",".join(["0", *(base36(code) for code in codes), f"{own[i]:.17g}"]))
+    return {"names": names, "fills": fills, "stacks": " ".join(records)}
+
+
+def base36(value: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, digit = divmod(value, 36)
+        out = digits[digit] + out
+        if not value:
+            return out
+
+
 def stacks_data(svg: bytes) -> dict[str, object]:
     """The page's #stacks as its script reads them: a name given as a number is that drawn frame's
-    name (its title without the amounts), its fill that frame's fill."""
+    name (its title without the amounts), its fill that frame's fill; "fills" holds the written names'."""
     element = parse(svg).find(f".//{SVG}script[@id='stacks']")
+    if settings(svg).get("stacksDrawn"):
+        assert element is None
+        return drawn_stacks(svg)
     assert element is not None and element.text is not None
     data: dict[str, object] = json.loads(element.text)
     drawn = frames(svg)
-    names, fills = data["names"], data["fills"]
-    assert isinstance(names, list) and isinstance(fills, list)
+    names, written = data["names"], data["fills"]
+    assert isinstance(names, list) and isinstance(written, list)
+    assert len(written) == sum(isinstance(name, str) for name in names)
+    fills, unread = [], iter(written)
     for k, name in enumerate(names):
         if isinstance(name, int):
-            assert fills[k] == 0 and drawn[name].depth > 0
-            names[k], fills[k] = drawn[name].name, drawn[name].fill
+            assert drawn[name].depth > 0
+            names[k] = drawn[name].name
+            fills.append(drawn[name].fill)
+        else:
+            fills.append(next(unread))
+    data["fills"] = fills
     return data
 
 

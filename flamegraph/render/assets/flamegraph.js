@@ -3,7 +3,8 @@
 // inside <svg id="view">, whose viewBox is in the profile's unit: zooming changes that viewBox.
 // State in the URL: ?x=&y= (the zoomed frame's rect attributes), ?s= (search), ?i=1 (ignore case),
 // and the view: ?c= (callers and callees of a function), ?fo= (focus), ?ig= (ignore), ?o=w|n (order by
-// weight), ?r=1 (recursion collapsed). Views are computed here from the stacks embedded once (#stacks).
+// weight), ?r=1 (recursion collapsed). Views are computed here from the stacks embedded once (#stacks),
+// or read back from the frames when the file drew every one (S.stacksDrawn).
 // The static view (no script) shows the capture facts below everything; here they fold into a
 // block under the title that the reader opens, so the graph and the details line fit one screen.
 (function () {
@@ -40,10 +41,16 @@
     for (var i = 0; i < n; i++) {
       var g = groups[i];
       indexByNode.set(g, i);
-      var title = g.firstElementChild.textContent;
+      var title = g.firstElementChild.textContent, selfAt = title.indexOf("; self ", title.lastIndexOf(" (")) + 7;
       if (title.slice(-S.allSelf.length) === S.allSelf) {  // a leaf: the file says "all self" to stay small
         var amounts = title.slice(title.lastIndexOf(" (") + 2, -S.allSelf.length);
         title = g.firstElementChild.textContent = title.slice(0, -S.allSelf.length) + "; self " + amounts + ")";
+      } else if (selfAt > 6 && !S.diff) {  // "; self 12, 0.06%)": the file says a count's unit once, with the total
+        var count = title.slice(selfAt, title.indexOf(", ", selfAt));
+        if (count.indexOf(" ") < 0) {  // a duration or a size has its unit
+          title = g.firstElementChild.textContent = title.slice(0, selfAt) + count + " " +
+            (count === "1" ? S.countSingular : S.countName) + title.slice(selfAt + count.length);
+        }
       }
       var rect = g.lastElementChild;
       rects.push(rect);
@@ -500,7 +507,7 @@
   // samples a callers graph needs. The static drawing is kept and put back when no view is on.
   var staticFrames = null;     // the <g>s of the static drawing while a view is shown
   var stackData = null;        // decoded lazily: names, fills, frames per stack, weights
-  var drawnNames, drawnFills;  // the static drawing's, as loaded: #stacks names a drawn frame by its index
+  var drawn;                   // the static drawing's frames, as loaded: #stacks names a drawn frame by its index
   var drawnByWeight = !!S.drawnByWeight;  // `render --order weight`: the static drawing is left-heavy
   var viewState = { callers: null, focus: null, ignore: null, weight: drawnByWeight, recursion: false };
   var viewBar = null, viewText = null, viewButtons = {};  // viewText: [what is shown, its share]
@@ -519,10 +526,16 @@
   }
 
   function loadStacks() {
-    if (stackData) return stackData;
-    var raw = JSON.parse(document.getElementById("stacks").textContent);
+    if (!stackData) stackData = S.stacksDrawn ? drawnStacks() : embeddedStacks();
+    return stackData;
+  }
+
+  function embeddedStacks() {
+    var raw = JSON.parse(document.getElementById("stacks").textContent), names = [], fills = [], written = 0;
     for (var q = 0; q < raw.names.length; q++) {  // a number: the drawn frame whose title and fill it has
-      if (typeof raw.names[q] === "number") { raw.fills[q] = drawnFills[raw.names[q]]; raw.names[q] = drawnNames[raw.names[q]]; }
+      var at = raw.names[q], isDrawn = typeof at === "number";
+      names.push(isDrawn ? drawn.names[at] : at);
+      fills.push(isDrawn ? drawn.fills[at] : raw.fills[written++]);
     }
     var records = raw.stacks ? raw.stacks.split(" ") : [];
     var start = new Int32Array(records.length + 1), weight = new Float64Array(records.length);
@@ -537,9 +550,35 @@
       total += weight[r];
     }
     start[records.length] = frames.length;
-    stackData = { names: raw.names, fills: raw.fills, frames: Int32Array.from(frames), start: start,
-                  weight: weight, count: records.length, total: total };
-    return stackData;
+    return { names: names, fills: fills, frames: Int32Array.from(frames), start: start,
+             weight: weight, count: records.length, total: total };
+  }
+
+  // No frame was pruned: a frame's width less its children's is the weight of the stack ending in it.
+  // Frames are told apart by name and fill, as the file's frames are (the file checked they can be).
+  function drawnStacks() {
+    var index = new Map(), names = [], fills = [], frames = [], start = [], weight = [], path = [], total = 0;
+    var own = Float64Array.from(drawn.width);
+    for (var i = 1; i < own.length; i++) own[drawn.parent[i]] -= drawn.width[i];
+    for (i = 1; i < own.length; i++) {  // the root ("all") is no function
+      var key = drawn.fills[i] + "\u0000" + drawn.names[i], q = index.get(key);
+      if (q === undefined) {
+        index.set(key, q = names.length);
+        names.push(drawn.names[i]); fills.push(drawn.fills[i]);
+      }
+      path.length = drawn.depth[i] - 1;
+      path.push(q);
+      if (own[i] > 0) {
+        start.push(frames.length);
+        for (var k = 0; k < path.length; k++) frames.push(path[k]);
+        weight.push(own[i] * S.coordinateDivisor);
+        total += own[i] * S.coordinateDivisor;
+      }
+    }
+    var count = weight.length;
+    start.push(frames.length);
+    return { names: names, fills: fills, frames: Int32Array.from(frames), start: Int32Array.from(start),
+             weight: Float64Array.from(weight), count: count, total: total };
   }
 
   function viewActive() {
@@ -1058,7 +1097,8 @@
 
   // --- start: the controls, labels measured by the browser, then the view the URL asks for --------
   readFrames(null);
-  drawnNames = names.slice(); drawnFills = fills.slice();  // before a search recolours the rects
+  // As loaded, before a search recolours the rects or a view replaces the frames.
+  drawn = { names: names.slice(), fills: fills.slice(), width: W, depth: D, parent: parent };
   setUpSearch();
   setUpViews();
   setUpFacts();
