@@ -107,7 +107,7 @@ def test_meanwhile_waits_for_no_worker_when_one_process_folds(tmp_path: Path) ->
     assert called == []  # the caller does its work after the fold, as it would anyway
 
 
-def test_without_a_shared_memory_file_the_front_is_split_in_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_memory_file_the_front_is_split_in_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "in.txt"
     path.write_bytes(SOURCE.read_bytes() * 8)
     one = fold_collapser(path, FoldOptions(), 1)
