@@ -66,8 +66,9 @@ def main(exit_at_once: bool = False) -> None:
         stop_on_signals()
         if run_quickly(sys.argv[1:]):
             if exit_at_once:
-                sys.stdout.flush()
-                sys.stderr.flush()
+                for stream in (sys.stdout, sys.stderr):
+                    if stream is not None:  # None: started with that descriptor closed
+                        stream.flush()
                 os._exit(0)
             return
         register_commands()
