@@ -111,11 +111,20 @@ def test_without_a_memory_file_the_front_is_split_in_two(tmp_path: Path, monkeyp
     path = tmp_path / "in.txt"
     path.write_bytes(SOURCE.read_bytes() * 8)
     one = fold_collapser(path, FoldOptions(), 1)
-    monkeypatch.delattr(os, "memfd_create")
     record = _pieces_taken(monkeypatch, tmp_path / "claims")
-    two = fold_collapser(path, FoldOptions(), 2)
-    assert sorted(record.read_text().splitlines()) == ["B 1", "F 0"]
-    assert two.by_event == one.by_event and two.diagnostics.records == one.diagnostics.records
+
+    def no_memory_file(name: str, flags: int = 0) -> int:
+        raise OSError(24, "Too many open files")
+
+    for missing in ("absent", "failing"):
+        if missing == "absent":
+            monkeypatch.delattr(os, "memfd_create")
+        else:
+            monkeypatch.setattr(os, "memfd_create", no_memory_file, raising=False)
+        two = fold_collapser(path, FoldOptions(), 2)
+        assert sorted(record.read_text().splitlines()) == ["B 1", "F 0"]
+        record.unlink()
+        assert two.by_event == one.by_event and two.diagnostics.records == one.diagnostics.records
 
 
 def test_default_jobs_one_for_small_inputs_all_cores_for_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

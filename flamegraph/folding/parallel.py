@@ -154,7 +154,7 @@ class Claims:
 
 
 class FixedClaims(Claims):
-    """Where there is no memory file to share (not Linux): the front piece here, the other one there."""
+    """Where no memory file can be shared: the front piece here, the other one there."""
 
     def __init__(self, count: int) -> None:
         self.left = {False: [0] if count else [], True: [1] if count > 1 else []}
@@ -165,6 +165,19 @@ class FixedClaims(Claims):
 
     def close(self) -> None:
         pass
+
+
+def _share_front(path: str, end: int) -> tuple[list[int], Claims]:
+    """The pieces of the first `end` bytes and who takes which: from both ends where a memory file can
+    be shared, else (not Linux, or no file descriptor left) the first piece here, the second there."""
+    if hasattr(os, "memfd_create"):
+        pieces = piece_points(path, end, max(1, min(PIECES, end // max(1, MIN_CHUNK // 8))))
+        try:
+            return pieces, Claims(len(pieces) - 1)
+        except OSError:
+            pass
+    pieces = piece_points(path, end, 2)
+    return pieces, FixedClaims(len(pieces) - 1)
 
 
 def _pair(front: int, back: int) -> bytes:
@@ -308,9 +321,7 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int, meanwhile: Callable
     options = options._replace(frame_hook=hook)
     points = split_points(path, jobs)
     shared = points[2] if len(points) > 2 else points[-1]  # the front: this process and the first worker
-    count = max(1, min(PIECES, shared // max(1, MIN_CHUNK // 8)))
-    pieces = piece_points(path, shared, count if hasattr(os, "memfd_create") else 2)
-    claims = Claims(len(pieces) - 1) if hasattr(os, "memfd_create") else FixedClaims(len(pieces) - 1)
+    pieces, claims = _share_front(path, shared)
     children: list[tuple[int, int]] = []
     try:
         if len(pieces) > 2:
