@@ -216,27 +216,27 @@ def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkR
 
 def _fold_back(path: str, pieces: list[int], claims: Claims, options: FoldOptions) -> ChunkResult:
     """The worker sharing the front: pieces from the back, each into a collapser of its own (sharing
-    the frame names), merged in file order at the end, so the result is that of one fold of them."""
+    the frame names) into which what was folded so far (later in the file) is then merged, so the
+    result is that of one fold of them, and two collapsers at most are alive."""
     hook = options.frame_hook
     before = set(hook.seen) if isinstance(hook, SeenFrames) else set()
-    done: list[tuple[PerfCollapser, int]] = []
+    folded: PerfCollapser | None = None  # the pieces folded so far, merged: after this one in the file
+    lines = 0
     with open(path, "rb") as stream:
         while (index := claims.take(from_back=True)) is not None:
             collapser = PerfCollapser(options, Diagnostics(echo=False))
-            if done:
-                collapser.frames = done[-1][0].frames
+            if folded is not None:
+                collapser.frames = folded.frames
             stream.seek(pieces[index])
-            lines = fold_blocks(collapser, iter_blocks(stream, pieces[index + 1] - pieces[index]), path)
-            done.append((collapser, lines))
+            read = fold_blocks(collapser, iter_blocks(stream, pieces[index + 1] - pieces[index]), path)
+            if folded is not None:
+                later = ChunkResult(folded.stacks, folded.skipped_by_event, folded.diagnostics, lines, [])
+                _merge(collapser, later, read)
+            folded, lines = collapser, read + lines
     seen = [key for key in hook.seen if key not in before] if isinstance(hook, SeenFrames) else []
-    if not done:
+    if folded is None:
         return ChunkResult({}, Counter(), Diagnostics(echo=False), 0, seen)
-    done.reverse()  # file order
-    first, lines = done[0]
-    for collapser, more in done[1:]:
-        _merge(first, ChunkResult(collapser.stacks, collapser.skipped_by_event, collapser.diagnostics, more, []), lines)
-        lines += more
-    return ChunkResult(first.stacks, first.skipped_by_event, first.diagnostics, lines, seen)
+    return ChunkResult(folded.stacks, folded.skipped_by_event, folded.diagnostics, lines, seen)
 
 
 def _die_with(parent: int) -> None:
