@@ -13,8 +13,8 @@ from conftest import GOLDEN, REPO
 from helpers.fold_paths import fold_collapser, small_chunks
 
 import flamegraph.folding.parallel as parallel
-from flamegraph import FoldOptions
-from flamegraph.folding.stage import jobs_for
+from flamegraph import Diagnostics, FoldOptions, PerfCollapser
+from flamegraph.folding.stage import fold_perf, jobs_for
 from flamegraph.io.diagnostics import InputMissing
 
 SOURCE = GOLDEN / "fold" / "cxx-names.perf.txt"
@@ -51,11 +51,80 @@ def test_a_failing_worker_fails_the_fold_and_leaves_no_process(tmp_path: Path, m
     def broken(*args: object) -> None:
         raise InputMissing("in.txt: read failed: simulated")
 
-    monkeypatch.setattr(parallel, "_fold_chunk", broken)
-    with pytest.raises(InputMissing, match="simulated"):
-        fold_collapser(path, FoldOptions(), 2)
+    monkeypatch.setattr(parallel, "_fold_chunk", broken)  # a worker folding a chunk of its own (-j3)
+    monkeypatch.setattr(parallel, "_fold_back", broken)  # the worker sharing the front with this process
+    for jobs in (2, 3):
+        with pytest.raises(InputMissing, match="simulated"):
+            fold_collapser(path, FoldOptions(), jobs)
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # every worker was reaped
+
+
+def _pieces_taken(monkeypatch: pytest.MonkeyPatch, record: Path) -> Path:
+    """Make every claim of a piece leave a line in `record`: 'F 3' (this process) or 'B 7' (the worker)."""
+    for kind in (parallel.Claims, parallel.FixedClaims):
+
+        def logged(self: parallel.Claims, from_back: bool, take=kind.take) -> int | None:  # type: ignore[no-untyped-def]
+            taken = take(self, from_back)
+            if taken is not None:
+                with open(record, "a") as out:
+                    out.write(f"{'B' if from_back else 'F'} {taken}\n")
+            return taken
+
+        monkeypatch.setattr(kind, "take", logged)
+    return record
+
+
+def test_the_worker_folds_more_while_this_process_is_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`meanwhile` (convert: importing the renderer) runs once while the worker folds; the worker takes
+    the pieces this process cannot, from the back, and the result is one process's, in its order."""
+    path = tmp_path / "in.txt"
+    path.write_bytes(SOURCE.read_bytes() * 40)
+    called: list[float] = []
+    record = _pieces_taken(monkeypatch, tmp_path / "claims")
+    one = fold_collapser(path, FoldOptions(), 1)
+    with small_chunks():
+        split = PerfCollapser(FoldOptions(), Diagnostics(echo=False))
+        lines = parallel.fold_parallel(str(path), split, 2, lambda: called.append(time.sleep(0.5) or 1.0))
+    assert called == [1.0]
+    taken = [line.split() for line in record.read_text().splitlines()]
+    front = [int(k) for who, k in taken if who == "F"]
+    back = [int(k) for who, k in taken if who == "B"]
+    assert sorted(front + back) == list(range(len(taken)))  # each piece once
+    assert front == list(range(len(front))) and back == sorted(back, reverse=True)  # from either end
+    assert len(back) > len(front)  # the worker folded on while this process slept
+    assert split.by_event == one.by_event
+    assert [list(stacks) for stacks in split.stacks.values()] == [list(stacks) for stacks in one.stacks.values()]
+    assert split.diagnostics.records == one.diagnostics.records
+    assert lines == len(path.read_bytes().split(b"\n")) - 1
+
+
+def test_meanwhile_waits_for_no_worker_when_one_process_folds(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(SOURCE.read_bytes())
+    called: list[int] = []
+    fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False), jobs=1, meanwhile=lambda: called.append(1))
+    assert called == []  # the caller does its work after the fold, as it would anyway
+
+
+def test_without_a_memory_file_the_front_is_split_in_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes(SOURCE.read_bytes() * 8)
+    one = fold_collapser(path, FoldOptions(), 1)
+    record = _pieces_taken(monkeypatch, tmp_path / "claims")
+
+    def no_memory_file(name: str, flags: int = 0) -> int:
+        raise OSError(24, "Too many open files")
+
+    for missing in ("absent", "failing"):
+        if missing == "absent":
+            monkeypatch.delattr(os, "memfd_create")
+        else:
+            monkeypatch.setattr(os, "memfd_create", no_memory_file, raising=False)
+        two = fold_collapser(path, FoldOptions(), 2)
+        assert sorted(record.read_text().splitlines()) == ["B 1", "F 0"]
+        record.unlink()
+        assert two.by_event == one.by_event and two.diagnostics.records == one.diagnostics.records
 
 
 def test_default_jobs_one_for_small_inputs_all_cores_for_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

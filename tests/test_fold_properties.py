@@ -143,6 +143,7 @@ def test_jobs_give_the_same_stacks_and_diagnostics(pieces: list[str], compat: bo
     one = fold_collapser(path, FoldOptions(compat=compat), 1)
     many = fold_collapser(path, FoldOptions(compat=compat), jobs)
     assert many.by_event == one.by_event and many.event_filter == one.event_filter
+    assert [list(stacks) for stacks in many.by_event.values()] == [list(stacks) for stacks in one.by_event.values()]
     assert many.skipped_by_event == one.skipped_by_event
     assert many.diagnostics.problems == one.diagnostics.problems
     assert many.diagnostics.summary() == one.diagnostics.summary()

@@ -5,8 +5,8 @@ so that `flamegraph convert`, `render --format` and each format's module agree.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..io.diagnostics import FlamegraphError
 from ..model import FoldedProfile
@@ -30,9 +30,9 @@ THREAD_ROOT = re.compile(r"^.+-\d+(?:/\d+)?$")
 FREQUENCY = re.compile(r"^(\d+) Hz$")  # the `frequency` capture fact of a recording ("499 Hz")
 
 
-@dataclass(frozen=True)
-class ExportRequest:
-    """The exports `record` / `offcpu` write beside the SVG: (format, path) pairs and the title."""
+class ExportRequest(NamedTuple):
+    """The exports `record` / `offcpu` write beside the SVG: (format, path) pairs and the title. (Not a
+    dataclass: `dataclasses` imports `inspect`, ~10 ms before `convert` can start folding.)"""
 
     files: tuple[tuple[str, Path], ...] = ()
     title: str | None = None

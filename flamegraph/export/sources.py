@@ -15,8 +15,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ..folding.grammar import is_non_sample, read_header
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
@@ -37,9 +36,8 @@ SNIFF_LINES = 200
 SNIFF_BYTES = 1 << 16
 
 
-@dataclass(frozen=True)
-class Source:
-    """One input: its path and what it holds."""
+class Source(NamedTuple):
+    """One input: its path and what it holds (a NamedTuple: see export.formats.ExportRequest)."""
 
     path: str
     kind: str  # "folded", "perf" (on-CPU perf script / perf.data) or "offcpu"

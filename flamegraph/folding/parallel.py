@@ -5,8 +5,12 @@ The output and the diagnostics are those of one process: chunks start right afte
 worker's problems are shifted by the lines of the chunks before it and merged in file order, and
 a frame hook sees every distinct frame a worker saw (replayed here, so its observations are whole).
 
-Workers are forked (no interpreter start, nothing to import): this process folds the first chunk
-while they fold the others, and each sends back its stacks, pickled through a pipe.
+Workers are forked (no interpreter start, nothing to import) and each sends back its stacks,
+pickled through a pipe. This process and the first worker share the front of the file cut into
+pieces: this process takes them from the front, the worker from the back, until they meet. So the
+two finish together whatever each had to do besides (the worker's start, the pickling, the work
+the caller gives this process `meanwhile`, e.g. importing what draws the result) and however the
+cost of the text varies along the file; the other workers (more than two jobs) fold one chunk each.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from .perf_blocks import fold_blocks, iter_blocks
 # two, a 4.5 MB system-wide text folds in 0.77x the time (+7 % CPU), a 4.5 MB cut of a frame-pointer
 # recording in 0.89x; a 3.1 MB text of few distinct frames in 1.02x (+20 % CPU).
 MIN_CHUNK = 2 << 20
+# Pieces of the shared front: at most this many (one piece of imbalance at the end: the smaller the
+# better), none smaller than MIN_CHUNK // 8 (each costs a claim, a fresh header cache and a merge).
+PIECES = 32
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 HookKey = tuple[bytes, bytes, bytes]
 
@@ -91,6 +98,92 @@ def split_points(path: str, parts: int) -> list[int]:
     return points
 
 
+def piece_points(path: str, end: int, count: int) -> list[int]:
+    """[0, ..., end]: about `count` pieces of the first `end` bytes, each boundary just after a blank line."""
+    points = [0]
+    window = 64 << 10
+    with open(path, "rb") as f:
+        for k in range(1, count):
+            target = max(end * k // count, points[-1])
+            while target < end:  # the first blank line from target on (a record may be long)
+                f.seek(target)
+                head = f.read(min(window, end - target) + 1)  # +1: a blank line across the window's end
+                found = head.find(b"\n\n")
+                if found >= 0:
+                    target += found + 2
+                    break
+                if len(head) <= window:
+                    target = end
+                    break
+                target += window
+            if points[-1] < target < end:
+                points.append(target)
+    points.append(end)
+    return points
+
+
+class Claims:
+    """Pieces 0..count-1 taken from the front (this process) and from the back (one worker), each
+    once. The state (next front piece, end of the back) lives in a memory file under a POSIX lock,
+    which the kernel releases if its holder dies (a killed worker cannot stop this process)."""
+
+    def __init__(self, count: int) -> None:
+        self.fd = os.memfd_create("flamegraph-claims", os.MFD_CLOEXEC)
+        os.pwrite(self.fd, _pair(0, count), 0)
+
+    def take(self, from_back: bool) -> int | None:
+        os.lockf(self.fd, os.F_LOCK, 0)
+        try:
+            state = os.pread(self.fd, 8, 0)
+            front, back = int.from_bytes(state[:4], "little"), int.from_bytes(state[4:], "little")
+            if front >= back:
+                return None
+            if from_back:
+                back -= 1
+                taken = back
+            else:
+                taken = front
+                front += 1
+            os.pwrite(self.fd, _pair(front, back), 0)
+            return taken
+        finally:
+            os.lockf(self.fd, os.F_ULOCK, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class FixedClaims(Claims):
+    """Where no memory file can be shared: the front piece here, the other one there."""
+
+    def __init__(self, count: int) -> None:
+        self.left = {False: [0] if count else [], True: [1] if count > 1 else []}
+
+    def take(self, from_back: bool) -> int | None:
+        side = self.left[from_back]
+        return side.pop() if side else None
+
+    def close(self) -> None:
+        pass
+
+
+def _share_front(path: str, end: int) -> tuple[list[int], Claims]:
+    """The pieces of the first `end` bytes and who takes which: from both ends where a memory file can
+    be shared, else (not Linux, or no file descriptor left) the first piece here, the second there."""
+    if hasattr(os, "memfd_create"):
+        pieces = piece_points(path, end, max(1, min(PIECES, end // max(1, MIN_CHUNK // 8))))
+        try:
+            return pieces, Claims(len(pieces) - 1)
+        except OSError:
+            pass
+    pieces = piece_points(path, end, 2)
+    return pieces, FixedClaims(len(pieces) - 1)
+
+
+def _pair(front: int, back: int) -> bytes:
+    return front.to_bytes(4, "little") + back.to_bytes(4, "little")
+
+
 def first_event(path: str, options: FoldOptions) -> bytes | None:
     """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
     found by running the state machine on the file's head until it does."""
@@ -121,6 +214,31 @@ def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkR
     return ChunkResult(collapser.stacks, collapser.skipped_by_event, diagnostics, lines, seen)
 
 
+def _fold_back(path: str, pieces: list[int], claims: Claims, options: FoldOptions) -> ChunkResult:
+    """The worker sharing the front: pieces from the back, each into a collapser of its own (sharing
+    the frame names) into which what was folded so far (later in the file) is then merged, so the
+    result is that of one fold of them, and two collapsers at most are alive."""
+    hook = options.frame_hook
+    before = set(hook.seen) if isinstance(hook, SeenFrames) else set()
+    folded: PerfCollapser | None = None  # the pieces folded so far, merged: after this one in the file
+    lines = 0
+    with open(path, "rb") as stream:
+        while (index := claims.take(from_back=True)) is not None:
+            collapser = PerfCollapser(options, Diagnostics(echo=False))
+            if folded is not None:
+                collapser.frames = folded.frames
+            stream.seek(pieces[index])
+            read = fold_blocks(collapser, iter_blocks(stream, pieces[index + 1] - pieces[index]), path)
+            if folded is not None:
+                later = ChunkResult(folded.stacks, folded.skipped_by_event, folded.diagnostics, lines, [])
+                _merge(collapser, later, read)
+            folded, lines = collapser, read + lines
+    seen = [key for key in hook.seen if key not in before] if isinstance(hook, SeenFrames) else []
+    if folded is None:
+        return ChunkResult({}, Counter(), Diagnostics(echo=False), 0, seen)
+    return ChunkResult(folded.stacks, folded.skipped_by_event, folded.diagnostics, lines, seen)
+
+
 def _die_with(parent: int) -> None:
     """Ask Linux to kill this process when its parent dies (however it dies: SIGKILL too)."""
     try:
@@ -135,8 +253,6 @@ def _die_with(parent: int) -> None:
 
 def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
     """Run `work` in a child process; (pid, read end of the pipe its pickled result comes through)."""
-    import pickle  # here, not at the top: `fold` imports this module for MIN_CHUNK, one process or not
-
     read, write = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -147,6 +263,8 @@ def _fork(work: Callable[[], ChunkResult]) -> tuple[int, int]:
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, signal.SIG_DFL)  # the parent handles signals and stops us
             _die_with(parent)
+            import pickle  # here, after the fork: the parent imports it while the workers fold
+
             try:
                 payload = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
             except Exception as err:  # noqa: BLE001 - handed to the parent, which raises it
@@ -188,8 +306,9 @@ def _stop(children: list[tuple[int, int]]) -> None:
             pass
 
 
-def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
-    """Fold `path` into `into` with up to `jobs` processes; returns the lines read."""
+def fold_parallel(path: str, into: PerfCollapser, jobs: int, meanwhile: Callable[[], object] | None = None) -> int:
+    """Fold `path` into `into` with up to `jobs` processes; returns the lines read. `meanwhile` is
+    called here once the workers are folding (the first worker then takes more of the file)."""
     options = into.options
     if not options.per_event and into.event_filter is None:
         into.event_filter = first_event(path, options)
@@ -201,19 +320,29 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int) -> int:
         into.frames.options = into.frames.options._replace(frame_hook=hook)
     options = options._replace(frame_hook=hook)
     points = split_points(path, jobs)
-    chunks = list(zip(points, points[1:], strict=False))
+    shared = points[2] if len(points) > 2 else points[-1]  # the front: this process and the first worker
+    pieces, claims = _share_front(path, shared)
     children: list[tuple[int, int]] = []
     try:
-        for start, end in chunks[1:]:
+        if len(pieces) > 2:
+            children.append(_fork(partial(_fold_back, path, pieces, claims, options)))
+        for start, end in zip(points[2:], points[3:], strict=False):
             children.append(_fork(partial(_fold_chunk, path, start, end, options)))
-        with open(path, "rb") as stream:  # this process folds the first chunk meanwhile
-            lines = fold_blocks(into, iter_blocks(stream, chunks[0][1]), path)
+        if meanwhile is not None:
+            meanwhile()
+        lines = 0
+        with open(path, "rb") as stream:
+            while (index := claims.take(from_back=False)) is not None:
+                stream.seek(pieces[index])
+                size = pieces[index + 1] - pieces[index]
+                lines += fold_blocks(into, iter_blocks(stream, size), path, first_line=lines + 1)
         results = []
         while children:
             results.append(_collect(*children[0]))
             children.pop(0)
     finally:
         _stop(children)
+        claims.close()
     for result in results:
         _merge(into, result, lines)
         lines += result.lines

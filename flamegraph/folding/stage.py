@@ -64,9 +64,11 @@ def fold_input(
     script_args: Sequence[str] = (),
     progress: Progress | None = None,
     window: Window | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> None:
     """Fold one input into `collapser`: the one path every command takes; with `window` (seconds of
-    perf's clock), only the records in it."""
+    perf's clock), only the records in it. `meanwhile`: work of the caller's to do while workers fold
+    (called only when the input is folded in several processes)."""
     options = collapser.options
     where = label(path)
     # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
@@ -76,7 +78,7 @@ def fold_input(
         from .parallel import fold_parallel
 
         try:
-            fold_parallel(path, collapser, processes)
+            fold_parallel(path, collapser, processes, meanwhile)
         except OSError as err:
             raise InputMissing(f"{where}: read failed: {err.strerror or err}") from None
         return
@@ -98,16 +100,18 @@ def fold_perf(
     diagnostics: Diagnostics | None = None,
     jobs: int | None = None,
     window: Window | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> FoldResult:
     """Fold `perf script` output from every input into one profile (and one per event if asked).
 
     `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on).
-    `window`: only the samples in this span (seconds of perf's clock, either end open)."""
+    `window`: only the samples in this span (seconds of perf's clock, either end open).
+    `meanwhile`: the caller's work to do while workers fold (see `fold_input`)."""
     options = options or FoldOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
     for path in inputs or [STDIN]:
-        fold_input(collapser, path, jobs, window=window)
+        fold_input(collapser, path, jobs, window=window, meanwhile=meanwhile)
     result = _result(collapser)
     if window is not None:
         for profile in (result.profile, *result.per_event.values()):

@@ -111,6 +111,14 @@ def _asset(name: str) -> str:
     return text
 
 
+def prepare() -> None:
+    """Load ahead of a first render what every render reads (the template, the script, the stylesheet):
+    `convert` does it while its fold's workers run."""
+    _template()
+    _asset("flamegraph.css")
+    _asset("flamegraph.js")
+
+
 @dataclass
 class Drawing:
     """Frames as markup (one `<g>` each: title, rect), their count, and labels (x, y, text)."""
