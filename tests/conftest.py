@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import re
@@ -32,12 +33,31 @@ def shared() -> Path:
     return need_shared()
 
 
+@pytest.fixture(scope="session")
+def mnist() -> Path:
+    """Real MNIST in the cache `make flamegraph` uses, prepared before a test trains on it, under a lock on
+    the cache directory: a fresh machine downloads it once, not once per xdist worker racing the other.
+    Once prepared, the files are only read: the tests training on them need no lock of their own."""
+    from collectors.mnist import default_cache, prepare_mnist
+
+    cache = default_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    fd = os.open(cache, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released at close: the other worker then finds the files ready
+        return prepare_mnist(cache)
+    finally:
+        os.close(fd)
+
+
 # `make test` runs the suite in two parts: the tests not marked `serial` on both cores (pytest-xdist), then
 # the `serial` ones alone. A test that records with real perf, trains MXNet, drives Chromium, reads an export
 # back with its client, starts a Dask cluster or is slow is `serial` by itself: a busy neighbour on the other
 # core could skew it. `parallel` lifts that for a test proven to pass beside two busy loops on both cores
 # (it bounds no time, rate or share a neighbour could move, and touches nothing system-wide such as uprobes
 # or /tmp/perf-vdso.so-*); an explicit `serial` mark always wins, so a `parallel` module can keep one test alone.
+# The heavy MXNet tests marked `parallel` share `xdist_group("mxnet")` (make test runs --dist loadgroup): one
+# worker runs them one after the other, each beside the other worker's light tests, never beside each other.
 SERIAL_MARKS = frozenset({"perf", "mxnet", "browser", "interop", "fleet", "slow"})
 
 
