@@ -60,7 +60,6 @@ interop-deps: ## install the exports' clients: speedscope $(SPEEDSCOPE_VERSION) 
 # `serial` ones (MXNet, Dask, uprobes, wall-clock, rate and share bounds) alone, so that no neighbour skews
 # them (tests/conftest.py). The perf, Chromium and export-client tests marked `parallel` (proven beside two
 # busy loops) run in the first part: much of their time is waiting, which the other worker fills.
-# --dist loadgroup: the heavy MXNet tests in xdist_group("mxnet") run on one worker, never beside each other.
 # Both parts always run; the target fails if either failed.
 # A part that PYTEST_ARGS leaves empty (pytest's exit 5) is no failure unless both are empty.
 # Bytecode is written (a shell's PYTHONDONTWRITEBYTECODE=1 made every CLI run of the suite compile our modules
@@ -69,7 +68,7 @@ TEST_JOBS ?= 2
 test: venv system-deps interop-deps ## run the whole suite (peer suite, perf, MXNet, browser and export-client tests included)
 	@export FLAMEGRAPH_SHARED=$(SHARED); unset PYTHONDONTWRITEBYTECODE; \
 	$(PY) -m compileall -q flamegraph collectors bench >/dev/null; \
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m 'not serial' $(PYTEST_ARGS); parallel=$$?; \
+	$(PY) -m pytest -q -n $(TEST_JOBS) -m 'not serial' $(PYTEST_ARGS); parallel=$$?; \
 	$(PY) -m pytest -q -m serial $(PYTEST_ARGS); serial=$$?; \
 	if [ $$parallel = 5 ] && [ $$serial = 5 ]; then exit 5; fi; \
 	for code in $$parallel $$serial; do [ $$code = 0 ] || [ $$code = 5 ] || exit $$code; done

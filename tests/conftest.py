@@ -56,8 +56,6 @@ def mnist() -> Path:
 # core could skew it. `parallel` lifts that for a test proven to pass beside two busy loops on both cores
 # (it bounds no time, rate or share a neighbour could move, and touches nothing system-wide such as uprobes
 # or /tmp/perf-vdso.so-*); an explicit `serial` mark always wins, so a `parallel` module can keep one test alone.
-# The heavy MXNet tests marked `parallel` share `xdist_group("mxnet")` (make test runs --dist loadgroup): one
-# worker runs them one after the other, each beside the other worker's light tests, never beside each other.
 SERIAL_MARKS = frozenset({"perf", "mxnet", "browser", "interop", "fleet", "slow"})
 
 

@@ -27,7 +27,8 @@ from flamegraph.naming.observer import FrameObserver
 from flamegraph.record import RecordOptions, RecordSpec, fold_recording, record
 from flamegraph.window import Window
 
-pytestmark = [pytest.mark.perf, pytest.mark.mxnet]
+# Naming and unwinding of JIT kernels, no time or rate bound: passes beside two busy loops (make test's first part).
+pytestmark = [pytest.mark.perf, pytest.mark.mxnet, pytest.mark.parallel]
 
 MLP = mlp_script(
     6400,

@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.mxnet
 @pytest.mark.slow
 @pytest.mark.parallel  # lower bounds a neighbour only raises (waits, preemption): beside two busy loops
-@pytest.mark.xdist_group("mxnet")
 @pytest.mark.usefixtures("mnist")
 def test_make_offcpu_shows_the_engine_iterator_and_preemption_waits(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
