@@ -464,6 +464,7 @@ def test_record_streams_by_default_and_max_spool_0_records_whole(phases: Path, t
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # passes beside two busy loops, but takes 36 s there (4.5 s alone): alone
 def test_pid_streams_and_leaves_the_process_running(phases: Path, tmp_path: Path) -> None:
     """--pid with the spool: the process's samples folded as recorded, the process left running."""
     target = subprocess.Popen([str(phases), "100"])
