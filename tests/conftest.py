@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import re
@@ -30,6 +31,23 @@ settings.load_profile("any-machine")
 def shared() -> Path:
     """The peer-test corpus (tests/helpers/shared.py); a test asking for it is marked `shared`."""
     return need_shared()
+
+
+@pytest.fixture(scope="session")
+def mnist() -> Path:
+    """Real MNIST in the cache `make flamegraph` uses, prepared before a test trains on it, under a lock on
+    the cache directory: a fresh machine downloads it once, not once per xdist worker racing the other.
+    Once prepared, the files are only read: the tests training on them need no lock of their own."""
+    from collectors.mnist import default_cache, prepare_mnist
+
+    cache = default_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    fd = os.open(cache, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released at close: the other worker then finds the files ready
+        return prepare_mnist(cache)
+    finally:
+        os.close(fd)
 
 
 # `make test` runs the suite in two parts: the tests not marked `serial` on both cores (pytest-xdist), then

@@ -144,6 +144,8 @@ def driver(module: str, out: Path, *args: str, timeout: float = 300) -> subproce
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.slow
+@pytest.mark.parallel  # no time, rate or share bounded (the overhead is only printed): beside two busy loops
+@pytest.mark.usefixtures("mnist")
 def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
     """One real epoch without and with perf (one pair: the median of pairs is test_overhead_is_the_median_of_...):
     frames, accuracy, the overhead line, outputs, the epoch's own graph and the trend page."""
@@ -177,6 +179,8 @@ def test_make_flamegraph_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.slow
+@pytest.mark.parallel  # no time, rate or share bounded (the overhead is only printed): beside two busy loops
+@pytest.mark.usefixtures("mnist")
 def test_make_diff_end_to_end(tmp_path: Path) -> None:
     proc = driver("collectors.make_diff", tmp_path, "--epochs", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -90,6 +90,7 @@ def result(host: str, counts: dict[str, float], **kw: object) -> HostResult:
     return HostResult(host, OK, profile=FoldedProfile(dict(counts), event="cpu-clock", metadata=meta), **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_merge_sums_hosts_or_roots_them_per_host() -> None:
     results = [result("a", {"p;f": 3}), result("b b", {"p;f": 1, "p;g": 2}), HostResult("c", MISSING, reason="x")]
     assert merge_hosts(results).counts == {"p;f": 4, "p;g": 2}
@@ -102,6 +103,7 @@ def test_merge_sums_hosts_or_roots_them_per_host() -> None:
     assert meta["event"] == "cpu-clock"
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_outlier_is_the_host_unlike_the_others() -> None:
     same = {"p;main;work": 90, "p;main;io": 10}
     profiles = {f"h{i}": FoldedProfile(dict(same)) for i in range(4)}
@@ -113,6 +115,7 @@ def test_outlier_is_the_host_unlike_the_others() -> None:
     assert split_by_root(FoldedProfile({"h1;p;f": 2, "h2;p;g": 1}))["h2"].counts == {"p;g": 1}
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_matching_skips_this_process_and_its_ancestors() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "fleet-match-marker"])
     try:
@@ -125,6 +128,7 @@ def test_matching_skips_this_process_and_its_ancestors() -> None:
         child.wait()
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_fold_merge_shifts_line_numbers_in_file_order() -> None:
     def part(lines: int, line: int) -> ChunkFold:
         problem = Problem("f.txt", line, "bad-header", "x")
@@ -134,6 +138,7 @@ def test_fold_merge_shifts_line_numbers_in_file_order() -> None:
     assert [p.line for _, p in merged.problems] == [3, 12, 18] and merged.counts == {"a": 3}
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_fold_refuses_what_workers_cannot_read(tmp_path: Path) -> None:
     data = tmp_path / "perf.data"
     data.write_bytes(b"PERFILE2" + bytes(100))
@@ -142,6 +147,7 @@ def test_fold_refuses_what_workers_cannot_read(tmp_path: Path) -> None:
             plan_chunks(inputs, 2)
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_fleet_diff_draws_the_straggler_from_folded_files(tmp_path: Path) -> None:
     per_host = tmp_path / "fleet.folded"
     lines = [f"h{i};p;main;work 90\nh{i};p;main;io 10\n" for i in (1, 2, 4)]
@@ -357,6 +363,7 @@ def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
 NO_DASK = "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None; "
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_library_and_other_commands_run_without_dask(tmp_path: Path) -> None:
     """Dask is the fleet extra's: `flamegraph --help` and every other command never import it, and a
     fleet command without it says how to install it (exit 11), without a traceback."""
@@ -379,6 +386,7 @@ def test_library_and_other_commands_run_without_dask(tmp_path: Path) -> None:
     assert ran.returncode == 4 and "no such file" in ran.stderr  # input checks come before the cluster
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_a_python_312_command_is_said_to_get_no_python_frames(tmp_path: Path) -> None:
     """fleet records no Python frames (flamegraph record does): one line for a 3.12+ command, none for 3.11
     (record's own note says that one) nor for a program that is no Python."""

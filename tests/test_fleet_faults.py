@@ -82,6 +82,7 @@ ENDPOINTS = {
 }
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 @pytest.mark.parametrize("kind", ENDPOINTS)
 def test_check_scheduler_answers_within_its_timeout(kind: str) -> None:
     from flamegraph.fleet.scheduler import check_scheduler
@@ -96,6 +97,7 @@ def test_check_scheduler_answers_within_its_timeout(kind: str) -> None:
     assert ("within 1 s" in str(raised.value)) == (kind in ("http", "silent"))
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_wrong_endpoints_are_one_line_and_exit_11(tmp_path: Path) -> None:
     """`fleet record` and `fold --scheduler` against an HTTP server (it hung for minutes), an SSH banner
     (a MemoryError traceback), a silent listener and a closed port: one line, exit 11, in seconds."""
@@ -126,6 +128,7 @@ def test_wrong_endpoints_are_one_line_and_exit_11(tmp_path: Path) -> None:
 # -- outputs are checked before anything is recorded ------------------------------------------------------
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 @pytest.mark.parametrize("flag", ["-o", "--folded", "--outlier"])
 def test_an_output_that_is_a_directory_is_refused_before_recording(tmp_path: Path, flag: str) -> None:
     adir = tmp_path / "adir"
@@ -359,6 +362,7 @@ def test_a_stopped_worker_leaves_no_perf_recording(tmp_path: Path) -> None:
     assert host.state == MISSING and "hung" in host.reason
 
 
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
 def test_non_finite_seconds_are_refused() -> None:
     """`min=` let nan and inf through (nan < 0.1 is false): --duration nan never stopped a host's perf."""
     base = ["fleet", "record", "--scheduler", "tcp://127.0.0.1:1", "--all-cpus"]

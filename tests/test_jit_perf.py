@@ -59,6 +59,7 @@ def jit_stacks(profile: FoldedProfile) -> dict[str, float]:
     return {stack: n for stack, n in profile.counts.items() if stack.endswith("_[j]")}
 
 
+@pytest.mark.parallel  # naming and unwinding, no sample-count bound a neighbour moves: beside two busy loops
 def test_launched_mlp_gets_named_kernels_and_complete_stacks(tmp_path: Path) -> None:
     script = tmp_path / "mlp.py"
     script.write_text(MLP)

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.slow
+@pytest.mark.parallel  # lower bounds a neighbour only raises (waits, preemption): beside two busy loops
+@pytest.mark.usefixtures("mnist")
 def test_make_offcpu_shows_the_engine_iterator_and_preemption_waits(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "collectors.make_offcpu", "--out", str(tmp_path), "--epochs", "1"]
@@ -59,6 +61,7 @@ def test_make_offcpu_shows_the_engine_iterator_and_preemption_waits(tmp_path: Pa
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.slow
+@pytest.mark.usefixtures("mnist")
 def test_make_offcpu_wakers_says_which_engine_worker_and_op_woke_the_main_thread(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "collectors.make_offcpu", "--out", str(tmp_path), "--epochs", "1",

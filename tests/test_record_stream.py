@@ -57,6 +57,10 @@ int main(int argc, char **argv) {
 }
 """
 
+# Its perf tests bound the disk and count the samples, not time: they pass beside two busy loops (a folder
+# that falls behind drops chunks, said and counted), so they run in make test's first part.
+pytestmark = pytest.mark.parallel
+
 
 def load(path: Path) -> FoldedProfile:
     with open(path, "rb") as f:
@@ -436,6 +440,7 @@ def test_max_spool_with_perf_data_records_the_whole_file_and_says_so(phases: Pat
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # "in 1 chunk": not so beside two busy loops (load 5), alone then
 def test_record_streams_by_default_and_max_spool_0_records_whole(phases: Path, tmp_path: Path) -> None:
     """No option: folded while recording, under the default 256 MB cap; --max-spool 0: one perf.data."""
     streamed = subprocess.run(
@@ -459,6 +464,7 @@ def test_record_streams_by_default_and_max_spool_0_records_whole(phases: Path, t
 
 
 @pytest.mark.perf
+@pytest.mark.serial  # passes beside two busy loops, but takes 36 s there (4.5 s alone): alone
 def test_pid_streams_and_leaves_the_process_running(phases: Path, tmp_path: Path) -> None:
     """--pid with the spool: the process's samples folded as recorded, the process left running."""
     target = subprocess.Popen([str(phases), "100"])

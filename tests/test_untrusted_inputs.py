@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ from flamegraph.io.diagnostics import EXIT_BAD_INPUT, EXIT_NO_INPUT, Diagnostics
 from flamegraph.io.inputs import parse_json
 from flamegraph.io.sidecar import MARKER, MARKER_KEY, NotASidecar, parse_sidecar
 
+# The timed tests measure CPU time (time.process_time, or the children's): quadratic work is CPU, while a
+# busy neighbour on the other core stretches only wall time. So they run beside others in make test.
 FOLDED = b"python;main;" + b"a" * 30 + b"b 5\npython;main;work 3\n"
 PERF_TEXT = GOLDEN / "fold" / "cxx-names.perf.txt"
 
@@ -45,6 +48,12 @@ def run(*args: str, stdin: int | None = None, timeout: float = 60) -> subprocess
     return subprocess.run(
         [sys.executable, "-m", "flamegraph", *args], stdin=stdin, capture_output=True, cwd=REPO, timeout=timeout
     )
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of the children waited for so far: a busy neighbour stretches their wall time, not this."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def sidecar(**fields: object) -> bytes:
@@ -60,15 +69,14 @@ def nested(depth: int) -> bytes:
 # -- capture-facts files --------------------------------------------------------------------------
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_sidecar_highlight_with_exponential_cost_is_refused_with_one_warning(tmp_path: Path) -> None:
     """`(a+)+$` against a frame of 30 a's took 48 s and more: now one warning, the graph drawn at once."""
     folded = tmp_path / "x.folded"
     folded.write_bytes(FOLDED)
     (tmp_path / "x.folded.json").write_bytes(sidecar(highlights=["(a+)+$", "work=aqua:Work"], title="Mine"))
-    started = time.monotonic()
+    started = children_cpu_seconds()
     done = run("render", str(folded), "-o", str(tmp_path / "x.svg"), timeout=30)
-    assert time.monotonic() - started < 10
+    assert children_cpu_seconds() - started < 10
     assert done.returncode == 0, done.stderr
     warning = done.stderr.decode().strip()
     assert warning.count("\n") == 0, warning
@@ -144,14 +152,13 @@ def test_file_patterns_have_a_bounded_cost(pattern: str, safe: bool) -> None:
     assert (file_pattern_problem(pattern) is None) == safe
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_file_pattern_on_the_longest_name_it_is_tried_on_is_quick() -> None:
     """The worst a kept pattern does: one variable repeat, searched over a MAX_FILE_SUBJECT name."""
     pattern = re.compile(r"\w*x")
     assert file_pattern_problem(pattern.pattern) is None
-    started = time.perf_counter()
+    started = time.process_time()
     pattern.search("a" * MAX_FILE_SUBJECT)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_parse_json_depth_ignores_brackets_in_strings() -> None:
@@ -165,9 +172,9 @@ def test_parse_json_depth_ignores_brackets_in_strings() -> None:
 
 def fold_seconds(text: bytes, compat: bool = False) -> float:
     collapser = PerfCollapser(FoldOptions(compat=compat), Diagnostics(echo=False))
-    started = time.perf_counter()
+    started = time.process_time()
     fold_blocks(collapser, [text[i : i + (256 << 10)] for i in range(0, len(text), 256 << 10)], "in")
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
 SHAPES = {
@@ -179,7 +186,6 @@ SHAPES = {
 }
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 @pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_megabyte_line_folds_in_linear_time(shape: str, compat: bool) -> None:
@@ -191,12 +197,11 @@ def test_a_megabyte_line_folds_in_linear_time(shape: str, compat: bool) -> None:
     assert large < 8 * small + 0.05, (small, large)  # quadratic would be 16x
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_sched_header_is_linear() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     script.SCHED_HEADER.match(b"x" + b" " * (1 << 20) + b"x")
     script.SCHED_HEADER.match(b"p 1 1.0: sched:sched_switch: a" + b" " * (1 << 20) + b"b")
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # The reference's patterns, as they were: the linear ones must give the same matches and groups.
@@ -236,13 +241,12 @@ def test_the_sniffed_folded_line_is_found_as_the_regex_finds_it(text: bytes) -> 
     assert sniff.is_folded_line(text) == (FOLDED_LINE.match(text) is not None)
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_long_sniffed_folded_line_is_linear() -> None:
     """The regex took 1.9 s on 12 KB of '; 1' and 19.6 s on 48 KB; sniffing reads a 64 KB head."""
-    started = time.perf_counter()
+    started = time.process_time()
     assert not sniff.is_folded_line(b"a" + b"; 1" * (1 << 18) + b"x")
     assert sniff.is_folded_line(b"a" + b"; 1" * (1 << 18))
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 HEADER_FRAME = re.compile(rb"^[0-9a-fA-F]+\s+.+ \(.*\)$")  # export/timeline's, as it was: quadratic
@@ -254,12 +258,11 @@ def test_the_timeline_header_frame_is_found_as_the_regex_finds_it(text: bytes) -
     assert script.is_header_frame(text) == (HEADER_FRAME.match(text) is not None)
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_timeline_header_frame_is_linear() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     assert not script.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b"x")
     assert script.is_header_frame(b"7f12 x" + b" (" * (1 << 19) + b")")
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 @settings(max_examples=1000, deadline=None)
@@ -271,7 +274,6 @@ def test_palette_lines_are_read_as_the_reference_reads_them(line: str) -> None:
     )
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_the_grammars_line_classes_are_linear_on_megabyte_lines() -> None:
     """Non-sample records, source lines and frames without a DSO: each class is told in linear time."""
     mb = 1 << 20
@@ -284,23 +286,22 @@ def test_the_grammars_line_classes_are_linear_on_megabyte_lines() -> None:
         b"\t7f " + b" " * mb + b"x",
         b"  [" + b"a" * mb + b"[b]" * (mb // 8),
     ]
-    started = time.perf_counter()
+    started = time.process_time()
     for line in lines:
         script.non_sample_kind(line)
         script.is_detail(line)
         script.srcline_suffix(line)
         script.FRAME_WITHOUT_DSO.match(line)
         script.read_header(line)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
 
 
-@pytest.mark.serial  # it times itself: alone, not beside a busy neighbour (make test)
 def test_a_megabyte_palette_line_and_sniffed_header_are_linear() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(BadPalette):
         parse_palette("a->rgb(1,1,1)x" * 80_000)
     script.ANY_HEADER.match(b"x" + b"\t" * (1 << 20) + b"x")
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # -- tracebacks -------------------------------------------------------------------------------------
