@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .segments import present_bytes
+
 CAPS = "FLAMEGRAPH_MXNET_CAPS"  # "TRACE_BYTES,LOG_BYTES": the profiler's trace, the verbose log
 POLL_S = 0.25
 GROWTH_WINDOW_S = 1.0  # growth is measured over this long (MXNet dumps once a second: one dump's bytes)
@@ -30,6 +32,13 @@ class Cap:
     label: str  # "MXNet's trace", "oneDNN's verbose log"
     path: str
     limit: int  # bytes
+    segmented: bool = False  # written in segments (segments.py): the cap bounds those not read yet
+
+    def size(self) -> int:
+        """Bytes on disk: the file's, or its segments' that flamegraph has not read yet."""
+        if self.segmented:
+            return present_bytes(os.path.dirname(self.path), os.path.basename(self.path))
+        return os.stat(self.path).st_size
 
 
 def parse_caps(text: str | None) -> tuple[int, int] | None:
@@ -72,7 +81,7 @@ class Limits:
             now = time.monotonic()
             for cap in self.caps:
                 try:
-                    size = os.stat(cap.path).st_size
+                    size = cap.size()
                 except OSError:
                     continue
                 history = seen[cap.path]
@@ -102,9 +111,12 @@ def split_budget(budget: int) -> tuple[int, int]:
 def capped_text(capped: dict[str, object], total: float | None) -> str:
     """One line on what a cap cut, from the sidecar's "capped" (and the process's run time in seconds)."""
     size, limit, seconds = capped.get("size"), capped.get("cap"), capped.get("seconds")
+    behind = bool(capped.get("segments"))  # segments read as the run went: flamegraph's reader fell behind
+    what = f"{capped.get('file')}: the segments not read yet" if behind else capped.get("file")
     figures = (
-        f"{capped.get('file')} neared its {_mb(limit)} cap ({_mb(size)}) at {_seconds(seconds)}"
+        f"{what} neared {'the' if behind else 'its'} {_mb(limit)} cap ({_mb(size)}) at {_seconds(seconds)}"
         + (f" of {_seconds(total)}" if total else "")
+        + (" (flamegraph's reader fell behind)" if behind else "")
     )
     return f"{figures}: MXNet's profiler and oneDNN's verbose log stopped; operators and primitives named up to then"
 

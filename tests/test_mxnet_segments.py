@@ -1,0 +1,110 @@
+"""The instruments' files in segments (`record --mxnet` streamed), through the real hook with the stand-in
+`mxnet` of test_mxnet_inprocess.py: read and deleted as the program writes them, the same spans and
+executions as one whole file, the disk bounded by the caps; a reader that falls behind stops the instruments
+at the cap as before, and says so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+from flamegraph.frameworks.mxnet.dnnl import read_verbose
+from flamegraph.frameworks.mxnet.limit import capped_text
+from flamegraph.frameworks.mxnet.profile import read_profile
+from flamegraph.frameworks.mxnet.segment_reader import SegmentReaders, SegmentStream
+from flamegraph.frameworks.mxnet.segments import present
+from tests.test_mxnet_inprocess import setup, sidecar
+
+LINES, SPANS = "20000", "4000"  # ~1.8 MB of verbose lines, ~1 MB of trace
+
+
+def disk_peak(directory: Path, stop: threading.Event, peak: list[int]) -> None:
+    """The largest number of bytes of segments on disk at once, polled."""
+    while not stop.wait(0.005):
+        total = 0
+        for entry in os.scandir(directory) if directory.is_dir() else []:
+            if entry.name[-7:].isdigit():
+                try:
+                    total += entry.stat().st_size
+                except FileNotFoundError:
+                    continue
+        peak[0] = max(peak[0], total)
+
+
+def run(tmp_path: Path, caps: str | None, segments: str | None, read: bool) -> tuple[Path, SegmentReaders, int]:
+    argv, env, directory = setup(tmp_path)
+    env = {**env, "STANDIN_LINES": LINES, "STANDIN_SPANS": SPANS}
+    env.update({name: value for name, value in (("FLAMEGRAPH_MXNET_CAPS", caps),
+                                                 ("FLAMEGRAPH_MXNET_SEGMENTS", segments)) if value})  # fmt: skip
+    program = tmp_path / "train.py"
+    program.write_text(program.read_text() + "time.sleep(1.5)\n")  # the limits' watch polls while it runs
+    readers = SegmentReaders(directory)
+    if read:
+        readers.start()
+    stop, peak = threading.Event(), [0]
+    watcher = threading.Thread(target=disk_peak, args=(directory, stop, peak))
+    watcher.start()
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        stop.set()
+        watcher.join()
+    assert proc.returncode == 0, proc.stderr
+    if read:
+        readers.finish()
+    return directory, readers, peak[0]
+
+
+def test_segments_are_read_as_written_and_give_the_whole_files(tmp_path: Path) -> None:
+    whole, _, _ = run(tmp_path / "whole", None, None, read=False)
+    facts = sidecar(whole)
+    expected_trace = read_profile(str(facts["profile"]))
+    expected_log = read_verbose(str(facts["verbose"]))
+    directory, readers, peak = run(tmp_path / "segments", "3000000,3000000", "60000,50000", read=True)
+    facts = sidecar(directory)
+    assert facts["segments"] == {"trace": 60000, "verbose": 50000} and facts["capped"] is None
+    trace, log = readers.trace(str(facts["profile"])), readers.verbose(str(facts["verbose"]))
+    assert trace is not None and log is not None
+    assert {tid: index.spans for tid, index in trace.threads.items()} == {
+        tid: index.spans for tid, index in expected_trace.threads.items()
+    } and trace.problems == expected_trace.problems == []
+    assert trace.spans == int(SPANS) + 1 and log.primitives == expected_log.primitives
+    assert len(log.primitives) == int(LINES) + 1
+    streams = {name: reader.stream for name, reader in readers.readers.items()}
+    assert all(stream.segments >= 3 for stream in streams.values()), {n: s.segments for n, s in streams.items()}
+    assert not present(str(directory), f"profile-{facts['pid']}.json")  # every segment deleted once read
+    assert not present(str(directory), f"dnnl-verbose-{facts['pid']}.log")
+    assert peak <= 6_000_000
+
+
+def test_a_reader_that_falls_behind_stops_the_instruments_at_the_cap(tmp_path: Path) -> None:
+    """Nobody reads: the segments pile up to the cap, where both instruments stop as without segments; the
+    drainer writes no byte past it, and the line says the reader fell behind."""
+    cap = 300_000
+    directory, _, peak = run(tmp_path, f"50000000,{cap}", "40000,40000", read=False)
+    facts = sidecar(directory)
+    capped = facts["capped"]
+    assert isinstance(capped, dict) and capped["file"] == "oneDNN's verbose log" and capped["segments"] is True
+    on_disk = sum(p.stat().st_size for p in directory.glob(f"dnnl-verbose-{facts['pid']}.log.*"))
+    assert on_disk <= cap and peak <= cap + 50_000_000
+    line = capped_text(capped, 5.0)
+    assert "the segments not read yet neared the" in line and "fell behind" in line
+
+
+def test_the_stream_reads_segments_in_order_and_waits_for_the_next(tmp_path: Path) -> None:
+    """A segment is read to its end once the next exists; the last one once the writer has ended."""
+    ended = threading.Event()
+    stream = SegmentStream(str(tmp_path), "log", ended)
+    (tmp_path / "log.000001").write_bytes(b"abc")
+    got = bytearray(16)
+    assert stream.readinto(memoryview(got)) == 3
+    writer = threading.Timer(0.3, lambda: ((tmp_path / "log.000001").open("ab").write(b"d"),
+                                          (tmp_path / "log.000002").write_bytes(b"ef")))  # fmt: skip
+    writer.start()
+    assert stream.readinto(memoryview(got)) == 1 and got[:1] == b"d"  # waited; the rest of the first
+    assert stream.readinto(memoryview(got)) == 2 and got[:2] == b"ef" and not (tmp_path / "log.000001").exists()
+    ended.set()
+    assert stream.readinto(memoryview(got)) == 0 and not (tmp_path / "log.000002").exists()
+    assert stream.bytes == 6 and stream.segments == 2
