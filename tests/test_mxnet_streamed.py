@@ -237,7 +237,7 @@ def test_the_instruments_stop_at_their_cap_and_the_join_says_so(tmp_path: Path) 
     (tmp_path / "mlp.py").write_text(MLP)
     argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
             "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
-    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "20000000,1000000"}
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "20000000,1000000", "FLAMEGRAPH_MXNET_SEGMENTS": "0"}  # one file
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cap = re.search(r"--mxnet: pid \d+: (MXNet's trace|oneDNN's verbose log) neared its (\d+) MB cap \(([0-9.]+) MB\) "
@@ -250,3 +250,23 @@ def test_the_instruments_stop_at_their_cap_and_the_join_says_so(tmp_path: Path) 
     assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
     svg = (tmp_path / "a.svg").read_text()
     assert "MXNet instruments: " in svg and "MXNet after the cap: " in svg
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_segments_read_as_recorded_name_the_whole_run_under_small_caps(tmp_path: Path) -> None:
+    """Caps well below what the 3-epoch MLP writes (8 + 2 MB; it writes ~10 MB of trace and ~2.5 MB of log),
+    the files in segments read as the run goes: no stop, every sample joined, the operators named to the end."""
+    (tmp_path / "mlp.py").write_text(MLP)
+    argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
+            "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "8000000,2000000"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "neared" not in proc.stderr and "came after the instruments" not in proc.stderr, proc.stderr[-3000:]
+    sizes = re.search(r"profiler trace ([0-9.]+) MB \(read in segments as recorded\), oneDNN verbose log ([0-9.]+) MB",
+                      (tmp_path / "a.svg").read_text())  # fmt: skip
+    assert sizes is not None and float(sizes.group(1)) > 8  # more than its cap
+    share = COVERAGE.search(proc.stderr)
+    assert share is not None and float(share.group(1)) >= 90.0, proc.stderr[-3000:]
+    assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
