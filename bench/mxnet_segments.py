@@ -32,7 +32,7 @@ def peak_dir(pattern: str, stop: threading.Event, peak: list[int], pid: list[int
     while not stop.wait(0.02):
         try:  # our process's high-water mark (VmHWM), read while it lives
             with open(f"/proc/{pid[0]}/status") as f:
-                rss[0] = max(rss[0], *(int(line.split()[1]) for line in f if line.startswith("VmHWM:")))
+                rss[0] = max([rss[0], *(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))])
         except (OSError, IndexError, ValueError):
             pass
         total = 0

@@ -10,12 +10,13 @@ import subprocess
 import threading
 from pathlib import Path
 
+from helpers.mxnet_standin import setup, sidecar
+
 from flamegraph.frameworks.mxnet.dnnl import read_verbose
 from flamegraph.frameworks.mxnet.limit import capped_text
 from flamegraph.frameworks.mxnet.profile import read_profile
 from flamegraph.frameworks.mxnet.segment_reader import SegmentReaders, SegmentStream
 from flamegraph.frameworks.mxnet.segments import present
-from tests.test_mxnet_inprocess import setup, sidecar
 
 LINES, SPANS = "20000", "4000"  # ~1.8 MB of verbose lines, ~1 MB of trace
 
