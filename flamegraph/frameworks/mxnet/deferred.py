@@ -38,7 +38,7 @@ from .clock import Alignment
 from .hook import EXECUTE_TEXT, NAIVE_TEXT, Evidence, MxnetHook
 from .instruments import DUMP_FRAME
 from .join import Joiner, thread_of
-from .segment_reader import SegmentReaders
+from .segment_reader import SegmentReaders, memory_budget
 
 SWITCH = b"PERF_RECORD_SWITCH"
 SHOW_SWITCHES = "--show-switch-events"
@@ -158,7 +158,7 @@ class DeferredJoin:
         self.hook = hook
         self.log = SampleLog(root_of)
         if hook.budget is not None and hook.segments is None:
-            hook.segments = SegmentReaders(hook.directory)
+            hook.segments = SegmentReaders(hook.directory, budget=memory_budget(hook.budget))  # (caps: by prepare)
             hook.segments.start()
 
     def stop(self) -> None:

@@ -83,8 +83,9 @@ def read_verbose(path: str) -> VerboseLog:
         return parse_verbose(f)
 
 
-def parse_verbose(lines: Iterable[bytes]) -> VerboseLog:
-    log = VerboseLog()
+def parse_verbose(lines: Iterable[bytes], log: VerboseLog | None = None) -> VerboseLog:
+    """The log's lines read into `log` (a new one by default: a caller's shows the executions held so far)."""
+    log = log if log is not None else VerboseLog()
     garbled = 0
     first_garbled = ""
     for number, line in enumerate(lines, 1):

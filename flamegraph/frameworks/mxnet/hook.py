@@ -279,6 +279,7 @@ class MxnetHook:
         caps = parse_caps({**os.environ, **spec.env, **env}.get(CAPS))
         if self.segments is not None and caps is not None and SEGMENTS not in {*os.environ, *spec.env}:
             env[SEGMENTS] = ",".join(str(size) for size in split_segments(caps))  # read and deleted as written
+            self.segments.caps = caps  # (read while the program runs only as these need)
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
         extra = (*extra, *gate)
@@ -295,7 +296,7 @@ class MxnetHook:
                 )
             for facts in self.processes:
                 self.summary.update(output_facts(facts, self.segments))
-                if (line := cap_line(facts)) is not None:
+                if (line := cap_line(facts, self.segments)) is not None:
                     self.summary["MXNet instruments"] = line
                     self.note(f"flamegraph: --mxnet: pid {facts['pid']}: {line}")
             if self.memory and not any(facts.get("perf_enabled") for facts in self.processes):
@@ -428,11 +429,14 @@ def capped_at(facts: dict[str, Any]) -> float | None:
         return None
 
 
-def cap_line(facts: dict[str, Any]) -> str | None:
-    """What the cap cut (the sidecar's "capped"), with the process's run time; None when nothing was."""
+def cap_line(facts: dict[str, Any], segments: SegmentReaders | None = None) -> str | None:
+    """What the cap cut (the sidecar's "capped"), with the process's run time; None when nothing was. A stop
+    our readers asked for (their memory budget) gets their figures from `segments`."""
     capped = facts.get("capped")
     if not isinstance(capped, dict):
         return None
+    if capped.get("requested") and segments is not None and segments.requested is not None:
+        capped = {**capped, "size": segments.requested[0], "cap": segments.requested[1]}
     start, end = facts.get("clock_start"), facts.get("clock_end")
     try:
         total = float(end[0]) - float(start[0]) if end and start else None  # type: ignore[index]
@@ -464,7 +468,7 @@ def output_facts(facts: dict[str, Any], segments: SegmentReaders | None = None) 
     for key, label in (("profile", "profiler trace"), ("verbose", "oneDNN verbose log")):
         read = segments.read_bytes(str(facts.get(key))) if segments is not None and facts.get("segments") else None
         if read is not None:
-            sizes.append(f"{label} {read / 1e6:.1f} MB (read in segments as recorded)")
+            sizes.append(f"{label} {read[0] / 1e6:.1f} MB (in segments, {read[1] / 1e6:.1f} MB read while it ran)")
             continue
         try:
             sizes.append(f"{label} {os.path.getsize(str(facts.get(key))) / 1e6:.1f} MB")

@@ -50,7 +50,7 @@ from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, Segmented, close_drain
 from .gate import GATE, enable
 from .limit import CAPS, Cap, Limits, parse_caps
 from .pthreads import ThreadWatch
-from .segments import SEGMENTS, parse_segments, segment_name
+from .segments import SEGMENTS, STOP_REQUEST, parse_segments, segment_name
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -263,15 +263,17 @@ def start_profiler(session: Session, mx: Any) -> None:
             [Cap("MXNet's trace", session.facts["profile"], caps["trace"], segmented),
              Cap("oneDNN's verbose log", session.facts["verbose"], caps["verbose"], segmented)],
             lambda cap, size: stop_instruments(session, mx, cap, size),
+            os.path.join(os.path.dirname(session.facts["profile"]), STOP_REQUEST) if segmented else None,
         )  # fmt: skip
         session.limits.start()
     session.write()
 
 
 def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
-    """A file neared its cap (limit.py): the profiler stopped and dumped whole (its trace ends as valid JSON,
-    MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for them is exported),
-    both drainers waited for: the files are complete up to now and grow no more. The moment is in the sidecar."""
+    """A file neared its cap, or flamegraph asked (limit.py): the profiler stopped and dumped whole (its trace
+    ends as valid JSON, MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for
+    them is exported), both drainers waited for: the files are complete up to now and grow no more. The moment
+    is in the sidecar."""
     clocks = read_clocks()
     try:
         mx.profiler.set_state("stop")
@@ -281,7 +283,8 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
     close_drains(session)
     seconds = clocks.monotonic - float(session.facts["clock_start"][0])
     session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
-                               "seconds": round(seconds, 3), "segments": cap.segmented}  # fmt: skip
+                               "seconds": round(seconds, 3), "segments": cap.segmented,
+                               "requested": cap.requested}  # fmt: skip
     try:
         session.write()
     except OSError:

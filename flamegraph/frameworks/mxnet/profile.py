@@ -136,10 +136,11 @@ def parse_profile(data: bytes) -> ProfilerTrace:
     return read_trace(io.BytesIO(data))
 
 
-def read_trace(stream: BinaryIO) -> ProfilerTrace:
-    """The events paired as they are read (events.py): no event is kept but the storage counters'."""
+def read_trace(stream: BinaryIO, pairing: Pairing | None = None) -> ProfilerTrace:
+    """The events paired as they are read (events.py): no event is kept but the storage counters'. A
+    `pairing` of the caller's shows the spans held so far (`Pairing.held`) while the stream is read."""
     trace = ProfilerTrace()
-    pairing = Pairing()
+    pairing = pairing if pairing is not None else Pairing()
     counters = []
     for event in iter_events(stream, trace.problems):
         trace.events += 1
@@ -180,6 +181,10 @@ class Pairing:
         self.open_spans: dict[int, list[tuple[str, float]]] = {}
         self.spans: dict[int, list[Span]] = {}
         self.unmatched_end = self.crossed = self.bad = 0
+
+    def held(self) -> int:
+        """Spans made so far (read from another thread while this one reads: a length per thread)."""
+        return sum(len(items) for items in list(self.spans.values()))
 
     def add(self, event: dict[str, Any]) -> None:
         phase = event.get("ph")

@@ -7,7 +7,9 @@ sits on disk is what has not been read yet:
     profile-9708.json.000001  profile-9708.json.000002 ...     MXNet's trace, cut at any byte
     dnnl-verbose-9708.log.000001 ...                           oneDNN's verbose log, likewise
 A segment is finished once the next one exists, or once its writer has ended. The caps (limit.py) then
-bound the segments present together. Standard library only (it runs in the profiled process too).
+bound the segments present together. flamegraph asks every hooked process to stop its instruments by
+creating STOP_REQUEST in the directory (its readers' memory passed their budget: segment_reader.py); the
+limits' watch looks for it. Standard library only (it runs in the profiled process too).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 SEGMENTS = "FLAMEGRAPH_MXNET_SEGMENTS"  # "TRACE_BYTES,LOG_BYTES"; "0": one file each, as without segments
 PER_CAP = 8  # segments of a cap: the reader is at most a few seconds behind, the disk never holds more than the cap
 DIGITS = 6
+STOP_REQUEST = "stop-instruments"  # its presence is the request (the program may not read our files)
 
 
 def segment_name(base: str, number: int) -> str:
