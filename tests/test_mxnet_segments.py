@@ -134,7 +134,7 @@ def test_the_stream_waits_until_due_while_the_writer_runs(tmp_path: Path) -> Non
 def test_readers_over_their_memory_budget_stop_the_instruments_and_say_so(tmp_path: Path) -> None:
     """What the readers hold passes the budget while the program runs: they ask for the stop, the hooked process
     stops both instruments as at a cap (the profiler stopped and dumped, the sidecar's moment), the line says it."""
-    budget = 1_000_000  # ~6,700 executions of the 20,000
+    budget = 500_000  # ~15,000 executions of the 20,000
     directory, readers, _, _ = run(tmp_path, "3000000,3000000", "60000,50000", read=True, budget=budget)
     facts = sidecar(directory)
     capped = facts["capped"]
@@ -142,7 +142,7 @@ def test_readers_over_their_memory_budget_stop_the_instruments_and_say_so(tmp_pa
     assert isinstance(capped, dict) and capped["requested"] is True, capped
     assert (tmp_path / "log.txt").read_text().splitlines().count("dump") == 1  # dumped at the stop, not again at exit
     line = cap_line(facts, readers)
-    assert line is not None and "flamegraph's readers held" in line and "over their 1 MB budget" in line, line
+    assert line is not None and "flamegraph's readers held" in line and "over their 0.5 MB budget" in line, line
 
 
 def test_a_reader_that_falls_behind_stops_the_instruments_at_the_cap(tmp_path: Path) -> None:

@@ -276,16 +276,17 @@ def test_segments_read_as_recorded_name_the_whole_run_under_small_caps(tmp_path:
 @pytest.mark.perf
 @pytest.mark.mxnet
 def test_readers_over_their_memory_budget_stop_the_instruments_and_name_nothing_after(tmp_path: Path) -> None:
-    """The spans and executions read as the run goes pass the readers' budget (FLAMEGRAPH_MXNET_MEMORY, 1 MB:
-    ~7,000 spans): the instruments stop as at a cap, one line says so, the samples after get no [op] frame."""
+    """The spans and executions read as the run goes pass the readers' budget (FLAMEGRAPH_MXNET_MEMORY, 0.1 MB:
+    ~3,300 spans; the run reads ~15,000): the instruments stop as at a cap, one line says so, the samples after
+    get no [op] frame."""
     (tmp_path / "mlp.py").write_text(MLP)
     argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
             "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
-    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "8000000,2000000", "FLAMEGRAPH_MXNET_MEMORY": "1000000"}
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "8000000,2000000", "FLAMEGRAPH_MXNET_MEMORY": "100000"}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = re.search(r"--mxnet: pid \d+: flamegraph's readers held ([0-9]+) MB of spans and executions, over "
-                     r"their 1 MB budget \(--max-spool\), at [0-9.]+ s of [0-9.]+ s: MXNet's profiler and oneDNN's "
+    line = re.search(r"--mxnet: pid \d+: flamegraph's readers held ([0-9.]+) MB of spans and executions, over "
+                     r"their 0.1 MB budget \(--max-spool\), at [0-9.]+ s of [0-9.]+ s: MXNet's profiler and oneDNN's "
                      r"verbose log stopped; operators and primitives named up to then", proc.stderr)  # fmt: skip
     assert line is not None, proc.stderr[-3000:]
     after = re.search(r"mxnet: ([0-9,]+) of ([0-9,]+) samples came after the instruments were stopped", proc.stderr)

@@ -75,7 +75,7 @@ class ProcessInputs:
 
     @property
     def usable(self) -> bool:
-        return self.alignment is not None and (self.trace.spans > 0 or bool(self.verbose and self.verbose.primitives))
+        return self.alignment is not None and (self.trace.spans > 0 or bool(self.verbose and len(self.verbose)))
 
 
 # The hook's facts file: a few KiB, nested a few levels (the thread map); travels with the recording.
@@ -140,7 +140,7 @@ def load_process(
         inputs.verbose = log if log is not None else read_verbose(verbose)
         inputs.problems.extend(f"{verbose}: {p}" for p in inputs.verbose.problems)
         inputs.verbose.problems = []
-        if not inputs.verbose.primitives:
+        if not len(inputs.verbose):
             inputs.problems.append(
                 f"{verbose}: no primitive executions (DNNL_VERBOSE off, or no oneDNN: no [dnnl] frames)"
             )
@@ -323,7 +323,7 @@ class MxnetHook:
                     "flamegraph: --mxnet: neither a profiler trace nor a verbose log to join: no [op]/[dnnl] frames"
                 )
             return None
-        inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose.primitives) if c.verbose else 0))
+        inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose) if c.verbose else 0))
         assert inputs.alignment is not None
         loaded = time.perf_counter()
         alignment = inputs.alignment

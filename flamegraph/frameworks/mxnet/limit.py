@@ -149,7 +149,9 @@ def capped_text(capped: dict[str, object], total: float | None) -> str:
 
 
 def _mb(value: object) -> str:
-    return f"{value / 1e6:,.0f} MB" if isinstance(value, int | float) else "?"
+    if not isinstance(value, int | float):
+        return "?"
+    return f"{value / 1e6:.1f} MB" if value < 1e6 else f"{value / 1e6:,.0f} MB"  # (a test's small caps: not "0 MB")
 
 
 def _seconds(value: object) -> str:

@@ -45,8 +45,8 @@ READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 LAZY_SHARE = 0.5  # of a cap: while the program runs, segments are read only while more than this is unread
 HEADROOM_TIMES = 2  # the reader begins before twice the limits' headroom is left: they stop the instruments at one
 MEMORY = "FLAMEGRAPH_MXNET_MEMORY"  # BYTES: the readers' budget (default: --max-spool's SIZE, the hook's budget)
-SPAN_BYTES = 130  # a span in memory (profile.Span in its thread's lists; measured: bench/mxnet_segments.py --held)
-EXECUTION_BYTES = 150  # a primitive execution in memory (dnnl.Primitive in the log's lists; likewise)
+SPAN_BYTES = 30  # a span in memory (intervals.py's arrays, sealed; measured: bench/mxnet_segments.py --held)
+EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
 
 
 def memory_budget(default: int | None) -> int | None:
@@ -161,7 +161,7 @@ class Reader:
     def held(self) -> int:
         if self.is_trace:
             return self.pairing.held() * SPAN_BYTES
-        return len(self.log.primitives) * EXECUTION_BYTES
+        return len(self.log) * EXECUTION_BYTES
 
     def _run(self) -> None:
         try:
