@@ -2,9 +2,13 @@
 recording (`--max-spool 0`) and the one-file caps (FLAMEGRAPH_MXNET_SEGMENTS=0), on the MLP (synthetic
 data, tests/helpers/mlp.py) for EPOCHS epochs of 12,800 rows: the --mxnet directory's peak bytes (polled
 every 20 ms), our process's peak RSS and CPU (user+sys, the program's included: perf's children are ours),
-the share of engine-thread samples under an [op] frame, and the samples after a cap.
+the share of engine-thread samples under an [op] frame, the samples after a cap, and how much of the trace
+was read while the program ran (segments are read lazily: only when the unread part nears its cap).
+--held prints instead the bytes a span and a primitive execution take in the readers' memory (tracemalloc,
+200,000 of each, as read and once sealed: segment_reader.SPAN_BYTES and EXECUTION_BYTES).
 
     python bench/mxnet_segments.py --epochs 20 --max-spool 32M [--rounds 2]
+    python bench/mxnet_segments.py --held
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from helpers.mlp import THREE_EPOCHS  # noqa: E402
 
 COVERAGE = re.compile(r"mxnet: ([0-9.]+) % of ([0-9,]+) engine-thread samples under an \[op\] frame")
 AFTER = re.compile(r"mxnet: ([0-9,]+) of ([0-9,]+) samples came after")
+DURING = re.compile(r"profiler trace [0-9.]+ MB \(in segments, ([0-9.]+) MB read while it ran\)")
 
 
 def peak_dir(pattern: str, stop: threading.Event, peak: list[int], pid: list[int], rss: list[int]) -> None:
@@ -81,7 +86,49 @@ def one(label: str, spool: str, env: dict[str, str], script: Path, tmp: Path) ->
         "wall": f"{wall:.1f} s",
         "named": f"{coverage.group(1)} % of {coverage.group(2)}" if coverage else "-",
         "after a cap": cut.group(1) if cut else "0",
+        "trace read while it ran": f"{m.group(1)} MB" if (m := DURING.search(Path(outputs[-1]).read_text())) else "-",
     }
+
+
+def held(count: int = 200_000) -> None:
+    """Bytes per span and per execution in the readers' memory, as read and once sealed (tracemalloc)."""
+    import random
+    import tracemalloc
+
+    from flamegraph.frameworks.mxnet.dnnl import VerboseLog, parse_line
+    from flamegraph.frameworks.mxnet.profile import Pairing, ProfilerTrace
+
+    rng = random.Random(1)
+    events, ts = [], 1795356975007241
+    for i in range(count):  # 40 operator names on 4 threads, as MXNet writes them (B, E)
+        tid, name = 14697135246327494939 + i % 4, f"Op{i % 40}"
+        events.append({"name": name, "cat": "operator", "ph": "B", "ts": ts, "tid": tid})
+        events.append({"name": name, "cat": "operator", "ph": "E", "ts": ts + rng.randint(1, 300), "tid": tid})
+        ts += 400
+    prefix = "exec,cpu,inner_product,x64:gemm:jit,forward_training,src_f32::blocked:ab:f0,,"
+    lines = [f"dnnl_verbose,{1795404596604.382 + i * 0.01:.6f},{prefix},mb64ic{784 + i % 8}oc128,{rng.random():.6f}"
+             .encode() for i in range(count)]  # fmt: skip
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    pairing = Pairing()
+    for event in events:
+        pairing.add(event)
+    read = tracemalloc.get_traced_memory()[0] - base
+    trace = ProfilerTrace()
+    pairing.finish(trace)
+    sealed = tracemalloc.get_traced_memory()[0] - base
+    base = tracemalloc.get_traced_memory()[0]
+    log = VerboseLog()
+    for line in lines:
+        primitive = parse_line(line)
+        assert not isinstance(primitive, str | None)
+        log.add(primitive)
+    log_read = tracemalloc.get_traced_memory()[0] - base
+    log.index()
+    log_sealed = tracemalloc.get_traced_memory()[0] - base
+    assert trace.spans == count and len(log) == count
+    print(f"bytes a span: {read / count:.0f} as read, {sealed / count:.0f} sealed; "
+          f"an execution: {log_read / count:.0f} as read, {log_sealed / count:.0f} sealed")  # fmt: skip
 
 
 def main() -> None:
@@ -89,7 +136,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--max-spool", default="32M")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--held", action="store_true", help="bytes a span and an execution take; no run")
     args = parser.parse_args()
+    if args.held:
+        held()
+        return
     with tempfile.TemporaryDirectory(prefix="mxseg-") as name:
         tmp = Path(name)
         script = tmp / "mlp.py"
