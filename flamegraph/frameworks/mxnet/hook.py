@@ -277,9 +277,10 @@ class MxnetHook:
         if self.budget is not None and CAPS not in {*os.environ, *spec.env}:  # (a user's own split is kept)
             env[CAPS] = ",".join(str(cap) for cap in split_budget(self.budget))
         caps = parse_caps({**os.environ, **spec.env, **env}.get(CAPS))
-        if self.segments is not None and caps is not None and SEGMENTS not in {*os.environ, *spec.env}:
-            env[SEGMENTS] = ",".join(str(size) for size in split_segments(caps))  # read and deleted as written
+        if self.segments is not None and caps is not None:
             self.segments.caps = caps  # (read while the program runs only as these need)
+            if SEGMENTS not in {*os.environ, *spec.env}:
+                env[SEGMENTS] = ",".join(str(size) for size in split_segments(caps))  # read and deleted
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
         extra = (*extra, *gate)
