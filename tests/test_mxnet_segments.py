@@ -35,18 +35,27 @@ def disk_peak(directory: Path, stop: threading.Event, peak: list[int]) -> None:
         peak[0] = max(peak[0], total)
 
 
+WAIT_FOR_STOP = """
+deadline = time.time() + 30
+while time.time() < deadline and "state stop" not in open(os.environ["STANDIN_LOG"]).read():
+    time.sleep(0.05)
+"""
+
+
 def run(
-    tmp_path: Path, caps: str | None, segments: str | None, read: bool, budget: int | None = None
+    tmp_path: Path, caps: str | None, segments: str | None, read: bool, budget: int | None = None,
+    lazy: bool = True, tail: str = "time.sleep(1.5)\n",
 ) -> tuple[Path, SegmentReaders, int, dict[str, int]]:
     """The stand-in run through the hook (caps and segment sizes as "TRACE,LOG"), its segments read by our
-    readers (when `read`) as the disk needs; the readers' `during` figures taken as the program ended."""
+    readers (when `read`) as the disk needs (not `lazy`: as written, the readers not told the caps); the
+    program ends with `tail`; the readers' `during` figures taken as it ended."""
     argv, env, directory = setup(tmp_path)
     env = {**env, "STANDIN_LINES": LINES, "STANDIN_SPANS": SPANS}
     env.update({name: value for name, value in (("FLAMEGRAPH_MXNET_CAPS", caps),
                                                  ("FLAMEGRAPH_MXNET_SEGMENTS", segments)) if value})  # fmt: skip
     program = tmp_path / "train.py"
-    program.write_text(program.read_text() + "time.sleep(1.5)\n")  # the limits' watch polls while it runs
-    readers = SegmentReaders(directory, parse_caps(caps), budget)
+    program.write_text(program.read_text() + tail)  # (the limits' watch polls while it runs)
+    readers = SegmentReaders(directory, parse_caps(caps) if lazy else None, budget)
     if read:
         readers.start()
     stop, peak = threading.Event(), [0]
@@ -65,11 +74,13 @@ def run(
 
 
 def test_segments_are_read_as_written_and_give_the_whole_files(tmp_path: Path) -> None:
+    """Each segment read and deleted as it comes, the spans and executions those of one whole file."""
     whole, _, _, _ = run(tmp_path / "whole", None, None, read=False)
     facts = sidecar(whole)
     expected_trace = read_profile(str(facts["profile"]))
     expected_log = read_verbose(str(facts["verbose"]))
-    directory, readers, peak, during = run(tmp_path / "segments", "3000000,3000000", "60000,50000", read=True)
+    # Read as written (the readers not told the caps), caps far above the files: no stop however loaded the machine.
+    directory, readers, peak, _ = run(tmp_path / "segments", "20000000,20000000", "60000,50000", True, lazy=False)
     facts = sidecar(directory)
     assert facts["segments"] == {"trace": 60000, "verbose": 50000} and facts["capped"] is None
     trace, log = readers.trace(str(facts["profile"])), readers.verbose(str(facts["verbose"]))
@@ -135,7 +146,8 @@ def test_readers_over_their_memory_budget_stop_the_instruments_and_say_so(tmp_pa
     """What the readers hold passes the budget while the program runs: they ask for the stop, the hooked process
     stops both instruments as at a cap (the profiler stopped and dumped, the sidecar's moment), the line says it."""
     budget = 500_000  # ~15,000 executions of the 20,000
-    directory, readers, _, _ = run(tmp_path, "3000000,3000000", "60000,50000", read=True, budget=budget)
+    directory, readers, _, _ = run(tmp_path, "20000000,20000000", "60000,50000", True, budget, lazy=False,
+                                   tail=WAIT_FOR_STOP)  # (the program runs until the stop: a loaded machine too)
     facts = sidecar(directory)
     capped = facts["capped"]
     assert readers.requested is not None and readers.requested[0] > budget and readers.requested[1] == budget
