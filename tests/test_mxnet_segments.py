@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from helpers.mxnet_standin import setup, sidecar
@@ -120,10 +121,10 @@ def test_the_pressure_reads_past_half_the_cap_or_when_growth_leaves_too_little(t
         segment.write_bytes(b"x" * size)
         return pressure.due()
 
-    assert not due(int(cap * LAZY_SHARE) - 50, Pressure(str(tmp_path), "log", cap))
-    assert due(int(cap * LAZY_SHARE) + 50, Pressure(str(tmp_path), "log", cap))
-    fast = Pressure(str(tmp_path), "log", cap)
-    assert not due(0, fast)
+    long_ago = time.monotonic() - 100  # the file began then: it grew slowly
+    assert not due(int(cap * LAZY_SHARE) - 50, Pressure(str(tmp_path), "log", cap, long_ago))
+    assert due(int(cap * LAZY_SHARE) + 50, Pressure(str(tmp_path), "log", cap, long_ago))
+    fast = Pressure(str(tmp_path), "log", cap)  # the file begins now
     assert due(int(cap * LAZY_SHARE) - 50, fast)  # 450 bytes within a second: 1.5 s of that twice leaves nothing
     assert due(1, Pressure(str(tmp_path), "log", None))  # no cap: read as written
 

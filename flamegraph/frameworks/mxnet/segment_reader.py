@@ -59,9 +59,10 @@ class Pressure:
     """Whether the unread segments of one file call for reading now: more than LAZY_SHARE of its cap on disk,
     or too little left under the cap for the file's growth (twice the headroom the limits keep: limit.py)."""
 
-    def __init__(self, directory: str, base: str, cap: int | None) -> None:
+    def __init__(self, directory: str, base: str, cap: int | None, began: float | None = None) -> None:
         self.directory, self.base, self.cap = directory, base, cap
         self.growth = Growth()
+        self.growth.add(time.monotonic() if began is None else began, 0)  # (empty then: a first burst is growth)
 
     def due(self) -> bool:
         if self.cap is None:
