@@ -110,6 +110,7 @@ def test_the_in_process_mxnet_part_imports_only_the_standard_library() -> None:
         "flamegraph.frameworks.mxnet.pthreads",
         "flamegraph.frameworks.mxnet.drain",
         "flamegraph.frameworks.mxnet.limit",
+        "flamegraph.frameworks.mxnet.segments",
         "flamegraph.io.private",
         "flamegraph.io.diagnostics",
     }

@@ -237,7 +237,7 @@ def test_the_instruments_stop_at_their_cap_and_the_join_says_so(tmp_path: Path) 
     (tmp_path / "mlp.py").write_text(MLP)
     argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
             "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
-    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "20000000,1000000"}
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "20000000,1000000", "FLAMEGRAPH_MXNET_SEGMENTS": "0"}  # one file
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cap = re.search(r"--mxnet: pid \d+: (MXNet's trace|oneDNN's verbose log) neared its (\d+) MB cap \(([0-9.]+) MB\) "
@@ -250,3 +250,49 @@ def test_the_instruments_stop_at_their_cap_and_the_join_says_so(tmp_path: Path) 
     assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
     svg = (tmp_path / "a.svg").read_text()
     assert "MXNet instruments: " in svg and "MXNet after the cap: " in svg
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_segments_read_as_recorded_name_the_whole_run_under_small_caps(tmp_path: Path) -> None:
+    """A trace cap below what the 3-epoch MLP writes (8 MB; it writes ~10 MB of trace; the log's 6 MB leaves its
+    ~1.5 MB/s the limits' headroom even when our reader lags a second on a loaded machine),
+    the files in segments read as the run goes: no stop, every sample joined, the operators named to the end."""
+    (tmp_path / "mlp.py").write_text(MLP)
+    argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
+            "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "8000000,6000000"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stopped = re.search(r"--mxnet: pid \d+: .*neared.*", proc.stderr)
+    assert stopped is None and "came after the instruments" not in proc.stderr, (stopped, proc.stderr[-3000:])
+    sizes = re.search(r"profiler trace ([0-9.]+) MB \(in segments, ([0-9.]+) MB read while it ran\)",
+                      (tmp_path / "a.svg").read_text())  # fmt: skip
+    assert sizes is not None and float(sizes.group(1)) > 8  # more than its cap: read while it ran, as it must
+    assert float(sizes.group(2)) > 0, sizes.group(0)
+    share = COVERAGE.search(proc.stderr)
+    assert share is not None and float(share.group(1)) >= 90.0, proc.stderr[-3000:]
+    assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
+
+
+@pytest.mark.perf
+@pytest.mark.mxnet
+def test_readers_over_their_memory_budget_stop_the_instruments_and_name_nothing_after(tmp_path: Path) -> None:
+    """The spans and executions read as the run goes pass the readers' budget (FLAMEGRAPH_MXNET_MEMORY, 0.1 MB:
+    ~3,300 spans; the run reads ~15,000): the instruments stop as at a cap, one line says so, the samples after
+    get no [op] frame."""
+    (tmp_path / "mlp.py").write_text(MLP)
+    argv = [*FLAMEGRAPH, "record", "--mxnet", "--max-spool", "64M", "--folded", str(tmp_path / "a.folded"),
+            "-o", str(tmp_path / "a.svg"), "--", sys.executable, str(tmp_path / "mlp.py")]  # fmt: skip
+    env = {**os.environ, "FLAMEGRAPH_MXNET_CAPS": "8000000,2000000", "FLAMEGRAPH_MXNET_MEMORY": "100000"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = re.search(r"--mxnet: pid \d+: flamegraph's readers held ([0-9.]+) MB of spans and executions, over "
+                     r"their 0.1 MB budget \(--max-spool\), at [0-9.]+ s of [0-9.]+ s: MXNet's profiler and oneDNN's "
+                     r"verbose log stopped; operators and primitives named up to then", proc.stderr)  # fmt: skip
+    assert line is not None, proc.stderr[-3000:]
+    after = re.search(r"mxnet: ([0-9,]+) of ([0-9,]+) samples came after the instruments were stopped", proc.stderr)
+    assert after is not None and int(after.group(1).replace(",", "")) > 0, proc.stderr[-3000:]
+    assert "[op] FullyConnected" in (tmp_path / "a.folded").read_text()
+    svg = (tmp_path / "a.svg").read_text()
+    assert "MXNet instruments: flamegraph" in svg and "readers held" in svg and "MXNet after the cap: " in svg

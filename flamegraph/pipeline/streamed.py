@@ -97,6 +97,8 @@ def record_streamed(
         except BaseException as stopped:
             spool.ended()  # the folder ends too, its perf script killed; what stopped the recording is the error said
             fold.stop()
+            if mxnet is not None:
+                mxnet.stop()
             recorded = spool.chunks or spool.size()  # (a stop before perf began recorded nothing: nothing to say)
             if isinstance(stopped, (KeyboardInterrupt, StopSignal)) and recorded:  # perf killed as it finished
                 status.note(

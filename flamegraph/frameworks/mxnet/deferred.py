@@ -38,6 +38,7 @@ from .clock import Alignment
 from .hook import EXECUTE_TEXT, NAIVE_TEXT, Evidence, MxnetHook
 from .instruments import DUMP_FRAME
 from .join import Joiner, thread_of
+from .segment_reader import SegmentReaders, memory_budget
 
 SWITCH = b"PERF_RECORD_SWITCH"
 SHOW_SWITCHES = "--show-switch-events"
@@ -150,11 +151,20 @@ class SampleLog:
 
 
 class DeferredJoin:
-    """The streamed `--mxnet`: the record hook, the fold's sample hook and chunk folder, the join at the end."""
+    """The streamed `--mxnet`: the record hook, the fold's sample hook and chunk folder, the join at the end.
+    With a budget (--max-spool), the instruments write segments read as the run goes (segment_reader.py)."""
 
     def __init__(self, hook: MxnetHook, root_of: Callable[[bytes], bytes]) -> None:
         self.hook = hook
         self.log = SampleLog(root_of)
+        if hook.budget is not None and hook.segments is None:
+            hook.segments = SegmentReaders(hook.directory, budget=memory_budget(hook.budget))  # (caps: by prepare)
+            hook.segments.start()
+
+    def stop(self) -> None:
+        """The run was abandoned: the segments' readers end (the directory goes with the spool's)."""
+        if self.hook.segments is not None:
+            self.hook.segments.stop()
 
     def fold_chunk(self, collapser: PerfCollapser, path: str, script_args: Sequence[str]) -> None:
         """fold_input's path for a chunk (no window filter, no --jobs: a sample hook folds in order), with the

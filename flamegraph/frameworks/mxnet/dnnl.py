@@ -9,16 +9,16 @@ blocked:ab:f0 diff_undef::undef::f0,,alg:eltwise_relu alpha:0 beta:0,64x128,0.00
     dnnl_verbose,info,oneDNN v2.4.4 (commit 5818c40f07bdb6307f9bc64e929836fe036da644)
 oneDNN 3 spells the prefix `onednn_verbose` and may add a `primitive,` marker; both are read.
 The lines carry no thread id: they are matched to samples by time (see join.py). A long log repeats a few
-dozen primitives: their texts are interned (an execution then costs ~0.15 KB in memory).
+dozen primitives: an execution is kept as two times and a number for its texts (~28 bytes: intervals.py).
 """
 
 from __future__ import annotations
 
 import sys
-from bisect import bisect_right
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
+from .intervals import Intervals
 from .profile import clipped_totals
 
 PREFIXES = (b"dnnl_verbose,", b"onednn_verbose,")
@@ -41,40 +41,53 @@ class Primitive:
         return f"[dnnl] {self.kind} {self.propagation} {self.shape} ({self.implementation})"
 
 
-@dataclass
 class VerboseLog:
-    """Primitive executions sorted by start, and what else the log held."""
+    """Primitive executions sorted by (start, end) (intervals.py: arrays, ~28 bytes each; the label a tab-joined
+    kind, implementation, propagation and shape), and what else the log held. `index` once all are in."""
 
-    primitives: list[Primitive] = field(default_factory=list)
-    version: str = ""  # 'oneDNN v2.4.4 (commit ...)'
-    other_lines: int = 0  # the program's own C-level stdout, caught with the log
-    problems: list[str] = field(default_factory=list)
-    starts: list[float] = field(default_factory=list)
-    reach: list[float] = field(default_factory=list)  # latest end among primitives[0..i]
+    def __init__(self, primitives: Iterable[Primitive] = ()) -> None:
+        self.intervals = Intervals(longest_first=False)
+        self.version = ""  # 'oneDNN v2.4.4 (commit ...)'
+        self.other_lines = 0  # the program's own C-level stdout, caught with the log
+        self.problems: list[str] = []  # one line each, with figures
+        for primitive in primitives:
+            self.add(primitive)
+
+    def add(self, primitive: Primitive) -> None:
+        label = "\t".join((primitive.kind, primitive.implementation, primitive.propagation, primitive.shape))
+        self.intervals.add(primitive.start, primitive.end, label)
+
+    def __len__(self) -> int:
+        return len(self.intervals)
+
+    def __iter__(self) -> Iterator[Primitive]:
+        return (_primitive(start, end, label) for start, end, label in self.intervals)
+
+    @property
+    def primitives(self) -> list[Primitive]:
+        """Every execution as an object (for a few: a long log is iterated instead)."""
+        return list(self)
 
     def index(self) -> None:
-        self.primitives.sort(key=lambda p: (p.start, p.end))
-        self.starts = [p.start for p in self.primitives]
-        self.reach = []
-        latest = float("-inf")
-        for primitive in self.primitives:
-            latest = max(latest, primitive.end)
-            self.reach.append(latest)
+        self.intervals.seal()
 
     def at(self, t: float, within: tuple[float, float] | None = None) -> list[Primitive]:
         """The executions running at t (inside `within`, an operator span, when given)."""
         found = []
-        i = bisect_right(self.starts, t) - 1
-        while i >= 0 and self.reach[i] >= t:
-            primitive = self.primitives[i]
-            if primitive.end >= t and (within is None or within[0] <= primitive.start <= within[1]):
-                found.append(primitive)
-            i -= 1
+        for i in self.intervals.containing(t):
+            start, end, label = self.intervals.triple(i)
+            if within is None or within[0] <= start <= within[1]:
+                found.append(_primitive(start, end, label))
         return found
 
     def aggregate(self, start: float | None = None, end: float | None = None) -> dict[str, tuple[int, float]]:
         """frame -> (executions, microseconds) inside [start, end], clipped at the edges."""
-        return clipped_totals(((p.frame, p.start, p.end) for p in self.primitives), start, end)
+        return clipped_totals(((p.frame, p.start, p.end) for p in self), start, end)
+
+
+def _primitive(start: float, end: float, label: str) -> Primitive:
+    kind, implementation, propagation, shape = label.split("\t")
+    return Primitive(start, end, kind, implementation, propagation, shape)
 
 
 def read_verbose(path: str) -> VerboseLog:
@@ -83,8 +96,9 @@ def read_verbose(path: str) -> VerboseLog:
         return parse_verbose(f)
 
 
-def parse_verbose(lines: Iterable[bytes]) -> VerboseLog:
-    log = VerboseLog()
+def parse_verbose(lines: Iterable[bytes], log: VerboseLog | None = None) -> VerboseLog:
+    """The log's lines read into `log` (a new one by default: a caller's shows the executions held so far)."""
+    log = log if log is not None else VerboseLog()
     garbled = 0
     first_garbled = ""
     for number, line in enumerate(lines, 1):
@@ -94,7 +108,7 @@ def parse_verbose(lines: Iterable[bytes]) -> VerboseLog:
             continue
         parsed = parse_line(line.rstrip(b"\r\n"))
         if isinstance(parsed, Primitive):
-            log.primitives.append(parsed)
+            log.add(parsed)
         elif parsed:
             log.version = log.version or parsed
         elif parsed is None:

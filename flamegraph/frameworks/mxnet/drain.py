@@ -16,8 +16,11 @@ after; it unlinks the name once, at set_config): named `/proc/self/fd/N` of a pi
 copies instead of ext4 writes (43 % of the dump thread's time, docs/record.md), and the unlink fails
 harmlessly (EPERM). Its bursts (a second's events, ~8 MB/s for the MLP) outrun a 1 MB pipe, so that
 drainer polls more often (TRACE_POLL_S): a full pipe only holds up MXNet's dump thread, never an operator.
-With a cap (`record --mxnet` streamed: limit.py), a drainer writes no byte past it and drops the rest
-(spliced to /dev/null): the file's bound holds even when the in-process stop comes late.
+With segments (`record --mxnet` streamed: segments.py), a drainer writes numbered files of a set size, the
+next one begun when one is full; flamegraph reads and deletes the finished ones as the run goes. With a cap
+(limit.py), a drainer writes no byte past it and drops the rest (spliced to /dev/null): with segments the
+cap bounds those still on disk (re-counted at each new segment and when the room runs out); the bound holds
+even when the in-process stop comes late.
 Both drainers are forked before the program imports mxnet: a fork after it would run MXNet's
 pthread_atfork handlers (its engine stopped and restarted) and fork a process full of threads.
 """
@@ -30,6 +33,9 @@ import select
 import signal
 import time
 from dataclasses import dataclass
+
+from ...io.private import create_file
+from .segments import present_bytes, segment_name
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 1 << 20  # ~0.6 s of the MLP's log (1.7 MB/s): the drainer polls far more often than that
@@ -47,15 +53,27 @@ TRACE_STILL_OPEN = (
 
 
 @dataclass(frozen=True)
+class Segmented:
+    """Where a drainer writes its numbered segments (segments.py), and their size."""
+
+    directory: str
+    base: str  # the file's name without the number
+    size: int  # bytes
+
+
+@dataclass(frozen=True)
 class Drain:
     pid: int  # the drainer's (its samples are ours: instruments.py marks them)
     done: int  # the read end of a pipe the drainer holds until it has written everything
 
 
-def start_pipe(target: int, poll: float = POLL_S, cap: int | None = None) -> tuple[Drain, int]:
+def start_pipe(
+    target: int, poll: float = POLL_S, cap: int | None = None, segments: Segmented | None = None
+) -> tuple[Drain, int]:
     """A new pipe whose bytes end up in `target` (an fd opened for writing; closed here): its drainer, and
     the pipe's write end (close-on-exec) for the caller to hand out. With `cap`, no byte beyond the first
-    `cap` is written (the rest is read and dropped: the writer is never held up)."""
+    `cap` is written (the rest is read and dropped: the writer is never held up). With `segments`, `target`
+    is the first segment and the drainer begins the next ones itself; the cap bounds those on disk."""
     source, sink = os.pipe()
     try:
         fcntl.fcntl(sink, F_SETPIPE_SZ, PIPE_BYTES)
@@ -68,7 +86,7 @@ def start_pipe(target: int, poll: float = POLL_S, cap: int | None = None) -> tup
         try:
             if os.fork() == 0:
                 os.write(tell, str(os.getpid()).encode())
-                _run(source, target, keep=(source, target, done_sink), poll=poll, cap=cap)
+                _run(source, target, keep=(source, target, done_sink), poll=poll, cap=cap, segments=segments)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
@@ -80,9 +98,9 @@ def start_pipe(target: int, poll: float = POLL_S, cap: int | None = None) -> tup
     return Drain(int(text or b"0"), done), sink
 
 
-def start_drain(target: int, cap: int | None = None) -> Drain:
+def start_drain(target: int, cap: int | None = None, segments: Segmented | None = None) -> Drain:
     """fd 1 -> a new pipe whose bytes end up in `target` (an fd opened for writing; closed here)."""
-    drain, sink = start_pipe(target, cap=cap)
+    drain, sink = start_pipe(target, cap=cap, segments=segments)
     os.dup2(sink, 1)
     os.close(sink)
     return drain
@@ -107,7 +125,46 @@ def close_drain(drain: Drain, fd: int = 1, still_open: str = STILL_OPEN) -> str 
     return None if ended else still_open
 
 
-def _run(source: int, target: int, keep: tuple[int, ...], poll: float, cap: int | None) -> None:  # pragma: no cover
+class Writer:
+    """Where the drainer's next bytes go: the file (or its current segment), and how many it may still take."""
+
+    def __init__(self, target: int, cap: int | None, segments: Segmented | None) -> None:
+        self.target, self.cap, self.segments = target, cap, segments
+        self.room = cap if cap is not None else -1  # bytes the file(s) may still take (-1: no cap)
+        self.written = 0  # into the current segment
+        self.number = 1
+
+    def next_size(self) -> tuple[int, int]:
+        """(fd, at most how many bytes): the file, or fd 1 (/dev/null) past the cap."""
+        segments = self.segments
+        if segments is not None and self.written >= segments.size:
+            os.close(self.target)
+            self.number += 1
+            self.target = create_file(segments.directory, segment_name(segments.base, self.number))
+            self.written = 0
+            self._recount()
+        if self.room == 0 and segments is not None:
+            self._recount()  # read and deleted meanwhile: room again
+        if self.room == 0:
+            return 1, PIPE_BYTES
+        size = PIPE_BYTES if self.room < 0 else min(self.room, PIPE_BYTES)
+        return self.target, size if segments is None else min(size, segments.size - self.written)
+
+    def wrote(self, into: int, count: int) -> None:
+        if into != self.target:
+            return
+        self.written += count
+        if self.room > 0:
+            self.room -= count
+
+    def _recount(self) -> None:
+        if self.cap is not None and self.segments is not None:
+            self.room = max(self.cap - present_bytes(self.segments.directory, self.segments.base), 0)
+
+
+def _run(
+    source: int, target: int, keep: tuple[int, ...], poll: float, cap: int | None, segments: Segmented | None
+) -> None:  # pragma: no cover
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # it ends when the pipe does, never before the program
     null = os.open(os.devnull, os.O_RDWR)
@@ -120,15 +177,19 @@ def _run(source: int, target: int, keep: tuple[int, ...], poll: float, cap: int 
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
     os.set_blocking(source, False)
     move = getattr(os, "splice", None)  # Python 3.10+: the pipe's pages go to the file without a copy through us
-    room = cap if cap is not None else -1  # bytes the file may still take (-1: no cap)
+    writer = Writer(target, cap, segments)
     while True:
-        into, size = (target, PIPE_BYTES if room < 0 else min(room, PIPE_BYTES)) if room else (1, PIPE_BYTES)
+        try:
+            into, size = writer.next_size()
+        except OSError:
+            into, size = 1, PIPE_BYTES  # no next segment (a full disk, the directory gone): the rest dropped
+            writer.segments, writer.room = None, 0
         try:
             if move is not None:  # (fd 1 is /dev/null here: past the cap the bytes go there)
                 moved = move(source, into, size)
                 if moved == 0:
                     return
-                room = room - moved if room > 0 else room
+                writer.wrote(into, moved)
                 continue
             data = os.read(source, size)
         except BlockingIOError:
@@ -142,12 +203,12 @@ def _run(source: int, target: int, keep: tuple[int, ...], poll: float, cap: int 
             continue
         if not data:
             return
-        if into != target:
+        if into != writer.target:
             continue  # past the cap: dropped
-        room = room - len(data) if room > 0 else room
+        writer.wrote(into, len(data))
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(target, view) :]
+                view = view[os.write(into, view) :]
             except OSError:
                 break  # a full disk: the rest is dropped, the program is never held up by it

@@ -39,8 +39,10 @@ from .gate import RECORDED_FROM, open_gate
 from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, TRACE_DRAIN_B, VERBOSE_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
-from .limit import CAPS, capped_text, split_budget
+from .limit import CAPS, capped_text, parse_caps, split_budget
 from .profile import ProfilerTrace, read_profile
+from .segment_reader import SegmentReaders
+from .segments import SEGMENTS, split_segments
 from .storage import BytesRow, bytes_lines, bytes_rows, check_text
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
 from .switches import off_cpu_intervals
@@ -73,7 +75,7 @@ class ProcessInputs:
 
     @property
     def usable(self) -> bool:
-        return self.alignment is not None and (self.trace.spans > 0 or bool(self.verbose and self.verbose.primitives))
+        return self.alignment is not None and (self.trace.spans > 0 or bool(self.verbose and len(self.verbose)))
 
 
 # The hook's facts file: a few KiB, nested a few levels (the thread map); travels with the recording.
@@ -107,9 +109,13 @@ def resolve(directory: Path | None, path: object) -> str:
     return str(moved) if not os.path.exists(text) and moved.exists() else text
 
 
-def load_process(facts: dict[str, Any], directory: Path | None = None) -> ProcessInputs:
+def load_process(
+    facts: dict[str, Any], directory: Path | None = None, segments: SegmentReaders | None = None
+) -> ProcessInputs:
     """Read the process's trace and verbose log (the files the sidecar names, found beside it if the
-    directory moved); every problem becomes one line, never an error."""
+    directory moved; or, written in segments, what `segments` read of them as the run went); every problem
+    becomes one line, never an error."""
+    segmented = segments if isinstance(facts.get("segments"), dict) else None
     inputs = ProcessInputs(facts["pid"], facts)
     try:
         start = ClockReading.from_list(facts["clock_start"])
@@ -122,17 +128,19 @@ def load_process(facts: dict[str, Any], directory: Path | None = None) -> Proces
     inputs.problems.extend(facts.get("notes") or [])
     profile = resolve(directory, facts.get("profile"))
     try:
-        inputs.trace = read_profile(profile)
+        read = segmented.trace(profile) if segmented is not None else None
+        inputs.trace = read if read is not None else read_profile(profile)
         inputs.problems.extend(f"{profile}: {p}" for p in inputs.trace.problems)
         inputs.trace.problems = []
     except OSError as err:
         inputs.problems.append(f"{profile or 'profile'}: cannot read the profiler's trace: {err.strerror or err}")
     verbose = resolve(directory, facts.get("verbose"))
     try:
-        inputs.verbose = read_verbose(verbose)
+        log = segmented.verbose(verbose) if segmented is not None else None
+        inputs.verbose = log if log is not None else read_verbose(verbose)
         inputs.problems.extend(f"{verbose}: {p}" for p in inputs.verbose.problems)
         inputs.verbose.problems = []
-        if not inputs.verbose.primitives:
+        if not len(inputs.verbose):
             inputs.problems.append(
                 f"{verbose}: no primitive executions (DNNL_VERBOSE off, or no oneDNN: no [dnnl] frames)"
             )
@@ -242,6 +250,7 @@ class MxnetHook:
     timing: str = ""  # what building the joiner cost
     memory: bool = False  # record --memory: the profiler's storage counters on too (the bytes table's check)
     budget: int | None = None  # bytes for the trace and the log together (streamed: --max-spool); None: unbounded
+    segments: SegmentReaders | None = None  # streamed: the files written in segments, read as the run goes
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         if spec.pid is not None:
@@ -267,12 +276,19 @@ class MxnetHook:
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
         if self.budget is not None and CAPS not in {*os.environ, *spec.env}:  # (a user's own split is kept)
             env[CAPS] = ",".join(str(cap) for cap in split_budget(self.budget))
+        caps = parse_caps({**os.environ, **spec.env, **env}.get(CAPS))
+        if self.segments is not None and caps is not None:
+            self.segments.caps = caps  # (read while the program runs only as these need)
+            if SEGMENTS not in {*os.environ, *spec.env}:
+                env[SEGMENTS] = ",".join(str(size) for size in split_segments(caps))  # read and deleted
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
         extra = (*extra, *gate)
         return spec.replace(command=wrapped, env={**spec.env, **env}, options=how.replace(extra_args=extra))
 
     def finish(self, recording: Recording) -> Recording:
+        if self.segments is not None:
+            self.segments.finish()  # the program has ended: the segments' rest read before the sidecar is
         if self.hooked:
             self.processes = read_sidecars(self.directory)
             if not self.processes:
@@ -280,8 +296,8 @@ class MxnetHook:
                     f"flamegraph: --mxnet: the process left no sidecar in {self.directory}: no [op]/[dnnl] frames"
                 )
             for facts in self.processes:
-                self.summary.update(output_facts(facts))
-                if (line := cap_line(facts)) is not None:
+                self.summary.update(output_facts(facts, self.segments))
+                if (line := cap_line(facts, self.segments)) is not None:
                     self.summary["MXNet instruments"] = line
                     self.note(f"flamegraph: --mxnet: pid {facts['pid']}: {line}")
             if self.memory and not any(facts.get("perf_enabled") for facts in self.processes):
@@ -297,7 +313,7 @@ class MxnetHook:
         """The fold's sample hook, or None (with one line saying why) when nothing can be joined. The evidence
         is read in a first `perf script` pass, or `gathered` while a streamed recording was folded."""
         started = time.perf_counter()
-        candidates = [load_process(facts, self.directory) for facts in self.processes]
+        candidates = [load_process(facts, self.directory, self.segments) for facts in self.processes]
         usable = [c for c in candidates if c.usable]
         for inputs in candidates:
             for problem in inputs.problems:
@@ -308,7 +324,7 @@ class MxnetHook:
                     "flamegraph: --mxnet: neither a profiler trace nor a verbose log to join: no [op]/[dnnl] frames"
                 )
             return None
-        inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose.primitives) if c.verbose else 0))
+        inputs = max(usable, key=lambda c: c.trace.spans + (len(c.verbose) if c.verbose else 0))
         assert inputs.alignment is not None
         loaded = time.perf_counter()
         alignment = inputs.alignment
@@ -414,11 +430,14 @@ def capped_at(facts: dict[str, Any]) -> float | None:
         return None
 
 
-def cap_line(facts: dict[str, Any]) -> str | None:
-    """What the cap cut (the sidecar's "capped"), with the process's run time; None when nothing was."""
+def cap_line(facts: dict[str, Any], segments: SegmentReaders | None = None) -> str | None:
+    """What the cap cut (the sidecar's "capped"), with the process's run time; None when nothing was. A stop
+    our readers asked for (their memory budget) gets their figures from `segments`."""
     capped = facts.get("capped")
     if not isinstance(capped, dict):
         return None
+    if capped.get("requested") and segments is not None and segments.requested is not None:
+        capped = {**capped, "size": segments.requested[0], "cap": segments.requested[1]}
     start, end = facts.get("clock_start"), facts.get("clock_end")
     try:
         total = float(end[0]) - float(start[0]) if end and start else None  # type: ignore[index]
@@ -444,10 +463,14 @@ def _assignments(settings: dict[str, str]) -> str:
     return " ".join(f"{name}={value}" for name, value in sorted(settings.items()))
 
 
-def output_facts(facts: dict[str, Any]) -> dict[str, str]:
+def output_facts(facts: dict[str, Any], segments: SegmentReaders | None = None) -> dict[str, str]:
     """What the profilers wrote and cost after the run, for the header."""
     sizes = []
     for key, label in (("profile", "profiler trace"), ("verbose", "oneDNN verbose log")):
+        read = segments.read_bytes(str(facts.get(key))) if segments is not None and facts.get("segments") else None
+        if read is not None:
+            sizes.append(f"{label} {read[0] / 1e6:.1f} MB (in segments, {read[1] / 1e6:.1f} MB read while it ran)")
+            continue
         try:
             sizes.append(f"{label} {os.path.getsize(str(facts.get(key))) / 1e6:.1f} MB")
         except (OSError, TypeError):

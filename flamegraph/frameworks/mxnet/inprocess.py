@@ -46,10 +46,11 @@ from typing import Any
 
 from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
-from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, close_drain, start_drain, start_pipe
+from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, Segmented, close_drain, start_drain, start_pipe
 from .gate import GATE, enable
 from .limit import CAPS, Cap, Limits, parse_caps
 from .pthreads import ThreadWatch
+from .segments import SEGMENTS, STOP_REQUEST, parse_segments, segment_name
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -130,6 +131,7 @@ class Session:
             "trace_drain": None,  # the PID of the process that writes the profiler's trace (drain.py)
             "trace_written_as": None,  # the name MXNet writes the trace to: /proc/self/fd/N (a pipe), or the file
             "caps": None,  # {"trace": bytes, "verbose": bytes}: the files' caps (limit.py), None: unbounded
+            "segments": None,  # {"trace": bytes, "verbose": bytes}: written in numbered segments (segments.py)
             "capped": None,  # when a file neared its cap and both instruments were stopped (stop_instruments)
             "notes": [],
         }
@@ -143,12 +145,21 @@ class Session:
         self.facts["notes"].append(text)
 
 
-def redirect_c_stdout(path: str, cap: int | None = None) -> Drain:
+def first_file(path: str, segment: int | None) -> tuple[int, Segmented | None]:
+    """The file a drainer begins with (ours, exclusive): `path`, or its first segment (segments.py)."""
+    directory, base = os.path.dirname(path), os.path.basename(path)
+    if segment is None:
+        return create_file(directory, base), None
+    return create_file(directory, segment_name(base, 1)), Segmented(directory, base, segment)
+
+
+def redirect_c_stdout(path: str, cap: int | None = None, segment: int | None = None) -> Drain:
     """fd 1 -> a pipe emptied into `path` (oneDNN prints there: drain.py says why a pipe); sys.stdout keeps
     writing to the original stdout."""
     sys.stdout.flush()
     original = os.dup(1)
-    pipe = start_drain(create_file(os.path.dirname(path), os.path.basename(path)), cap=cap)
+    target, segments = first_file(path, segment)
+    pipe = start_drain(target, cap=cap, segments=segments)
     old = sys.stdout
     stream = os.fdopen(original, "w", encoding=old.encoding, errors=old.errors, closefd=True)
     stream.reconfigure(line_buffering=bool(old.line_buffering))
@@ -158,14 +169,14 @@ def redirect_c_stdout(path: str, cap: int | None = None) -> Drain:
     return pipe
 
 
-def open_trace_pipe(path: str, cap: int | None = None) -> tuple[Drain, int] | None:
-    """The trace's file created (ours, exclusive) and a pipe drained into it (drain.py says why), or None
-    where /proc/self/fd does not name our descriptors (MXNet then writes the file itself, as before)."""
-    target = create_file(os.path.dirname(path), os.path.basename(path))
+def open_trace_pipe(path: str, cap: int | None = None, segment: int | None = None) -> tuple[Drain, int] | None:
+    """The trace's file (or first segment) created (ours, exclusive) and a pipe drained into it (drain.py says
+    why), or None where /proc/self/fd does not name our descriptors (MXNet then writes the file itself)."""
     if not os.path.isdir("/proc/self/fd"):
-        os.close(target)
+        os.close(create_file(os.path.dirname(path), os.path.basename(path)))
         return None
-    return start_pipe(target, poll=TRACE_POLL_S, cap=cap)
+    target, segments = first_file(path, segment)
+    return start_pipe(target, poll=TRACE_POLL_S, cap=cap, segments=segments)
 
 
 def trace_name(session: Session) -> str:
@@ -247,19 +258,22 @@ def start_profiler(session: Session, mx: Any) -> None:
     atexit.register(dump_profiler, session, mx, watch)
     if session.facts["caps"] is not None:
         caps = session.facts["caps"]
+        segmented = session.facts["segments"] is not None
         session.limits = Limits(
-            [Cap("MXNet's trace", session.facts["profile"], caps["trace"]),
-             Cap("oneDNN's verbose log", session.facts["verbose"], caps["verbose"])],
+            [Cap("MXNet's trace", session.facts["profile"], caps["trace"], segmented),
+             Cap("oneDNN's verbose log", session.facts["verbose"], caps["verbose"], segmented)],
             lambda cap, size: stop_instruments(session, mx, cap, size),
+            os.path.join(os.path.dirname(session.facts["profile"]), STOP_REQUEST) if segmented else None,
         )  # fmt: skip
         session.limits.start()
     session.write()
 
 
 def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
-    """A file neared its cap (limit.py): the profiler stopped and dumped whole (its trace ends as valid JSON,
-    MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for them is exported),
-    both drainers waited for: the files are complete up to now and grow no more. The moment is in the sidecar."""
+    """A file neared its cap, or flamegraph asked (limit.py): the profiler stopped and dumped whole (its trace
+    ends as valid JSON, MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for
+    them is exported), both drainers waited for: the files are complete up to now and grow no more. The moment
+    is in the sidecar."""
     clocks = read_clocks()
     try:
         mx.profiler.set_state("stop")
@@ -269,7 +283,8 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
     close_drains(session)
     seconds = clocks.monotonic - float(session.facts["clock_start"][0])
     session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
-                               "seconds": round(seconds, 3)}  # fmt: skip
+                               "seconds": round(seconds, 3), "segments": cap.segmented,
+                               "requested": cap.requested}  # fmt: skip
     try:
         session.write()
     except OSError:
@@ -326,10 +341,17 @@ def install(directory: str) -> Session:
     caps = parse_caps(os.environ.get(CAPS))
     if caps is not None:
         session.facts["caps"] = {"trace": caps[0], "verbose": caps[1]}
-    session.drain = redirect_c_stdout(session.facts["verbose"], caps[1] if caps else None)
+    segments = parse_segments(os.environ.get(SEGMENTS))
+    if segments is not None and os.environ.get(TRACE_BY_NAME) != "file":
+        session.facts["segments"] = {"trace": segments[0], "verbose": segments[1]}
+    else:
+        segments = None  # (MXNet writing its trace itself, by name, writes one file)
+    session.drain = redirect_c_stdout(session.facts["verbose"], caps[1] if caps else None,
+                                      segments[1] if segments else None)  # fmt: skip
     session.facts["verbose_drain"] = session.drain.pid
     if os.environ.get(TRACE_BY_NAME) != "file":  # forked now: before mxnet's threads exist
-        session.trace = open_trace_pipe(session.facts["profile"], caps[0] if caps else None)
+        session.trace = open_trace_pipe(session.facts["profile"], caps[0] if caps else None,
+                                        segments[0] if segments else None)  # fmt: skip
     session.facts["trace_drain"] = session.trace[0].pid if session.trace is not None else None
     session.facts["trace_written_as"] = trace_name(session)
     os.register_at_fork(after_in_child=lambda: _forget_trace(session))

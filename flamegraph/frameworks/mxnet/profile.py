@@ -13,22 +13,22 @@ as the increases they show:
     {"name": "Memory: cpu/0", "cat": "Device Storage", "ph": "C", "ts": 1795722207591307,
      "args": {"Memory: cpu/0": 512}, "pid": 9785678402843609691, "tid": 8985424698992349153}
 
-The file is read as a stream (events.py) and each event paired as it comes: memory holds the spans
-(~0.13 KB each, ~300,000 in a 224 MB trace), not the file nor a dict per event. A file cut short (the
-process was killed while dumping, or the trace reached its cap: inprocess.py) or garbled is read as far
-as it goes: every complete event object is recovered and the damage is reported, never raised.
+The file is read as a stream (events.py) and each event paired as it comes: memory holds the spans (~28
+bytes each in arrays: intervals.py; ~300,000 in a 224 MB trace), not the file nor a dict per event. A file
+cut short (the process was killed while dumping, or the trace reached its cap: inprocess.py) or garbled is
+read as far as it goes: every complete event object is recovered and the damage is reported, never raised.
 """
 
 from __future__ import annotations
 
 import io
 import sys
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .events import iter_events
+from .intervals import Intervals
 
 OPERATOR = "operator"
 STORAGE = "Device Storage"
@@ -44,48 +44,46 @@ class Span:
 
 
 class SpanIndex:
-    """The spans of one thread, sorted, with the innermost span at a time found by bisection."""
+    """The spans of one thread, sorted (intervals.py: arrays, ~28 bytes a span), with the innermost span at a
+    time found by bisection."""
 
-    def __init__(self, spans: Iterable[Span]) -> None:
-        self.spans = sorted(spans, key=lambda s: (s.start, -s.end))
-        self.starts = [s.start for s in self.spans]
-        # reach[i]: the latest end among spans[0..i]; a span before i can contain t only if reach >= t.
-        self.reach: list[float] = []
-        latest = float("-inf")
-        for span in self.spans:
-            latest = max(latest, span.end)
-            self.reach.append(latest)
+    def __init__(self, spans: Iterable[Span] = (), intervals: Intervals | None = None) -> None:
+        if intervals is None:
+            intervals = Intervals(longest_first=True)
+            for span in spans:
+                intervals.add(span.start, span.end, span.name)
+        intervals.seal()
+        self.intervals = intervals
 
     def __len__(self) -> int:
-        return len(self.spans)
+        return len(self.intervals)
+
+    def __iter__(self) -> Iterator[Span]:
+        return (Span(start, end, name) for start, end, name in self.intervals)
+
+    @property
+    def spans(self) -> list[Span]:
+        """Every span as an object (for a few: a long trace's thread is iterated instead)."""
+        return list(self)
+
+    def _span(self, i: int | None) -> Span | None:
+        return None if i is None else Span(*self.intervals.triple(i))
 
     def at(self, t: float) -> Span | None:
         """The innermost (latest-starting) span with start <= t <= end, or None."""
-        i = bisect_right(self.starts, t) - 1
-        while i >= 0 and self.reach[i] >= t:
-            span = self.spans[i]
-            if span.end >= t:
-                return span
-            i -= 1
-        return None
+        return self._span(next(self.intervals.containing(t), None))
 
     def ended_before(self, t: float) -> Span | None:
         """The span that ended last at or before t (one thread runs its operators one after another)."""
-        i = bisect_right(self.starts, t) - 1
-        while i >= 0:
-            span = self.spans[i]
-            if span.end <= t:
-                return span
-            i -= 1
-        return None
+        return self._span(self.intervals.ended_before(t))
 
     @property
     def first(self) -> float:
-        return self.starts[0] if self.spans else 0.0
+        return self.intervals.starts[0] if len(self) else 0.0
 
     @property
     def last(self) -> float:
-        return self.reach[-1] if self.spans else 0.0
+        return self.intervals.reach[-1] if len(self) else 0.0
 
 
 @dataclass
@@ -104,7 +102,7 @@ class ProfilerTrace:
     def aggregate(self, start: float | None = None, end: float | None = None) -> dict[str, tuple[int, float]]:
         """name -> (calls, microseconds) of spans inside [start, end] (clipped at the edges): the
         profiler's own time per operator, as `mx.profiler.dumps()` sums it, over the same window."""
-        spans = ((span.name, span.start, span.end) for index in self.threads.values() for span in index.spans)
+        spans = ((name, start, end) for index in self.threads.values() for start, end, name in index.intervals)
         return clipped_totals(spans, start, end)
 
 
@@ -136,10 +134,11 @@ def parse_profile(data: bytes) -> ProfilerTrace:
     return read_trace(io.BytesIO(data))
 
 
-def read_trace(stream: BinaryIO) -> ProfilerTrace:
-    """The events paired as they are read (events.py): no event is kept but the storage counters'."""
+def read_trace(stream: BinaryIO, pairing: Pairing | None = None) -> ProfilerTrace:
+    """The events paired as they are read (events.py): no event is kept but the storage counters'. A
+    `pairing` of the caller's shows the spans held so far (`Pairing.held`) while the stream is read."""
     trace = ProfilerTrace()
-    pairing = Pairing()
+    pairing = pairing if pairing is not None else Pairing()
     counters = []
     for event in iter_events(stream, trace.problems):
         trace.events += 1
@@ -178,8 +177,13 @@ class Pairing:
 
     def __init__(self) -> None:
         self.open_spans: dict[int, list[tuple[str, float]]] = {}
-        self.spans: dict[int, list[Span]] = {}
+        self.names: list[str] = []  # every thread's spans number their names in this one list
+        self.spans: dict[int, Intervals] = {}
         self.unmatched_end = self.crossed = self.bad = 0
+
+    def held(self) -> int:
+        """Spans made so far (read from another thread while this one reads: a length per thread)."""
+        return sum(len(intervals) for intervals in list(self.spans.values()))
 
     def add(self, event: dict[str, Any]) -> None:
         phase = event.get("ph")
@@ -194,7 +198,7 @@ class Pairing:
             if not isinstance(dur, int | float) or dur < 0:
                 self.bad += 1
                 return
-            self.spans.setdefault(tid, []).append(Span(float(ts), float(ts + dur), sys.intern(name)))
+            self._thread(tid).add(float(ts), float(ts + dur), name)
             return
         stack = self.open_spans.setdefault(tid, [])
         if phase == "B":
@@ -213,11 +217,17 @@ class Pairing:
         if ts < start:
             self.bad += 1
             return
-        self.spans.setdefault(tid, []).append(Span(start, float(ts), open_name))
+        self._thread(tid).add(start, float(ts), open_name)
+
+    def _thread(self, tid: int) -> Intervals:
+        found = self.spans.get(tid)
+        if found is None:
+            found = self.spans[tid] = Intervals(longest_first=True, labels=self.names)
+        return found
 
     def finish(self, trace: ProfilerTrace) -> None:
         never_ended = sum(len(stack) for stack in self.open_spans.values())
-        trace.threads = {tid: SpanIndex(items) for tid, items in self.spans.items()}
+        trace.threads = {tid: SpanIndex(intervals=intervals) for tid, intervals in self.spans.items()}
         self.spans = {}
         for count, what in (
             (never_ended, "operator spans never ended (cut short?)"),
@@ -234,11 +244,10 @@ def _overlaps(threads: dict[int, SpanIndex]) -> Iterator[str]:
     """Spans on one thread that overlap without nesting: one thread cannot run two operators."""
     for tid, index in threads.items():
         count, worst = 0, 0.0
-        spans = index.spans
-        for i in range(1, len(spans)):
-            previous, span = spans[i - 1], spans[i]
-            if previous.start < span.start < previous.end < span.end:
+        starts, ends = index.intervals.starts, index.intervals.ends
+        for i in range(1, len(starts)):
+            if starts[i - 1] < starts[i] < ends[i - 1] < ends[i]:
                 count += 1
-                worst = max(worst, previous.end - span.start)
+                worst = max(worst, ends[i - 1] - starts[i])
         if count:
             yield f"profiler thread {tid}: {count:,} spans overlap without nesting (up to {worst:,.0f} µs)"

@@ -84,7 +84,8 @@ def summarize(joiner: Joiner) -> JoinSummary:
     summary.completions = counts.completions
     summary.alignment = joiner.alignment
     summary.threads = joiner.threads.describe()
-    summary.problems = list(joiner.trace.problems) + (list(joiner.verbose.problems) if joiner.verbose else [])
+    verbose_problems = list(joiner.verbose.problems) if joiner.verbose is not None else []
+    summary.problems = list(joiner.trace.problems) + verbose_problems
     if counts.no_time:
         summary.problems.append(f"{counts.no_time:,} samples without a readable time: no frames added")
     first, last = counts.first, counts.last
@@ -119,11 +120,11 @@ def operator_times(joiner: Joiner, first: float, last: float) -> dict[str, tuple
         if index is None:
             continue
         off = joiner.off_cpu.get(tid) if joiner.off_cpu else None
-        for span in index.spans:
-            start, end = max(span.start, first), min(span.end, last)
+        for span_start, span_end, name in index.intervals:
+            start, end = max(span_start, first), min(span_end, last)
             if end < start:
                 continue
-            frame = op_frame(span.name)
+            frame = op_frame(name)
             calls, time, on = timed.get(frame, (0, 0.0, 0.0 if joiner.off_cpu else None))
             if on is not None:
                 on += (end - start) - (off.off_between(start, end) if off is not None else 0.0)

@@ -160,12 +160,12 @@ class ThreadMap:
 def union(index: SpanIndex) -> list[tuple[float, float]]:
     """The spans merged into disjoint intervals."""
     merged: list[tuple[float, float]] = []
-    for span in index.spans:
-        if merged and span.start <= merged[-1][1]:
-            if span.end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], span.end)
+    for start, end in zip(index.intervals.starts, index.intervals.ends, strict=True):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
         else:
-            merged.append((span.start, span.end))
+            merged.append((start, end))
     return merged
 
 

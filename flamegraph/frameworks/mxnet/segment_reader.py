@@ -1,0 +1,259 @@
+"""`record --mxnet` streamed: the instruments' segments read while the program runs only when the disk needs
+it, each deleted once read.
+
+The drainers write MXNet's trace and oneDNN's verbose log in numbered segments (segments.py). A thread of
+ours watches the directory; for each segmented file a reader thread reads its segments in order as one
+stream (`SegmentStream`: a finished segment is read to its end and deleted, the next waited for) through
+the same readers as a whole file (profile.read_trace: events paired as they come; dnnl.parse_verbose), so
+the result is the whole file's. **Lazily**: while the program runs, a reader reads only while the bytes not
+read yet (the segments on disk) are above its file's threshold (`Pressure`: half its cap, lower when the
+file grows so fast that the limits' headroom would otherwise stop the instruments first), so a run that
+fits in half its caps is read only after it ends (no CPU taken from the program) and a long one as the
+disk requires. The stream ends once the run has ended (`finish`) and the last segment is read.
+
+    readers = SegmentReaders(directory, caps, budget)   # started before the program runs
+    ...                                                 # the program runs; segments come and go
+    readers.finish()                                    # after it has ended: the rest read
+    trace = readers.trace(path)                         # ProfilerTrace of profile-PID.json's segments, or None
+
+Memory is what those readers keep: the spans and the executions (SPAN_BYTES, EXECUTION_BYTES each), not
+the files. With a `budget`, once they hold more than it while the program runs, the watch asks the hooked
+processes to stop their instruments (segments.STOP_REQUEST; limit.py stops them as at a cap): operators and
+primitives are then named up to that moment, and what is held stays within the budget plus what the
+segments then on disk hold.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ...io.private import create_file
+from .dnnl import VerboseLog, parse_verbose
+from .limit import Growth, headroom
+from .profile import Pairing, ProfilerTrace, read_trace
+from .segments import STOP_REQUEST, present_bytes, segment_name
+
+POLL_S = 0.1  # the directory and a segment's end are looked at this often (a segment holds seconds of data)
+FIRST = re.compile(r"^((?:profile-\d+\.json)|(?:dnnl-verbose-\d+\.log))\.0*1$")
+READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+LAZY_SHARE = 0.5  # of a cap: while the program runs, segments are read only while more than this is unread
+HEADROOM_TIMES = 2  # the reader begins before twice the limits' headroom is left: they stop the instruments at one
+MEMORY = "FLAMEGRAPH_MXNET_MEMORY"  # BYTES: the readers' budget (default: --max-spool's SIZE, the hook's budget)
+SPAN_BYTES = 30  # a span in memory (intervals.py's arrays, sealed; measured: bench/mxnet_segments.py --held)
+EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
+
+
+def memory_budget(default: int | None) -> int | None:
+    """The readers' memory budget: MEMORY's bytes when set to a positive number, else `default`."""
+    text = os.environ.get(MEMORY, "")
+    return int(text) if text.isdigit() and int(text) > 0 else default
+
+
+class Pressure:
+    """Whether the unread segments of one file call for reading now: more than LAZY_SHARE of its cap on disk,
+    or too little left under the cap for the file's growth (twice the headroom the limits keep: limit.py)."""
+
+    def __init__(self, directory: str, base: str, cap: int | None, began: float | None = None) -> None:
+        self.directory, self.base, self.cap = directory, base, cap
+        self.growth = Growth()
+        self.growth.add(time.monotonic() if began is None else began, 0)  # (empty then: a first burst is growth)
+
+    def due(self) -> bool:
+        if self.cap is None:
+            return True  # no cap: nothing says when, read as written
+        unread = present_bytes(self.directory, self.base)
+        rate = self.growth.add(time.monotonic(), unread)
+        return unread > min(self.cap * LAZY_SHARE, self.cap - HEADROOM_TIMES * headroom(rate))
+
+
+class SegmentStream(io.RawIOBase):
+    """The segments of `base` in `directory` as one stream: each read to its end once the next exists (or the
+    writer has ended: `ended`), then deleted; a read waits while the last segment is still being written, and
+    while the writer runs, until `due()` says the disk needs the reading."""
+
+    def __init__(
+        self, directory: str, base: str, ended: threading.Event, due: Callable[[], bool] = lambda: True
+    ) -> None:
+        super().__init__()
+        self.directory, self.base, self.ended, self.due = directory, base, ended, due
+        self.number = 1
+        self.fd: int | None = None
+        self.bytes = 0  # read so far
+        self.during = 0  # of those, read before the run ended
+        self.segments = 0  # read to their end and deleted
+
+    def readable(self) -> bool:
+        return True
+
+    def _path(self, number: int) -> str:
+        return os.path.join(self.directory, segment_name(self.base, number))
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while True:
+            if not self.ended.is_set() and not self.due():
+                self.ended.wait(POLL_S)
+                continue
+            if self.fd is None:
+                try:
+                    self.fd = os.open(self._path(self.number), READ)
+                except FileNotFoundError:
+                    if self.ended.is_set():
+                        return 0
+                    self.ended.wait(POLL_S)
+                    continue
+            count = self._read(buffer)
+            if count:
+                return count
+            ended = self.ended.is_set()  # (read before looking for the next: a writer that ended wrote no more)
+            if os.path.exists(self._path(self.number + 1)) or ended:
+                count = self._read(buffer)  # what came between the read and the look
+                if count:
+                    return count
+                self._done()
+                if ended and not os.path.exists(self._path(self.number)):
+                    return 0
+                continue
+            self.ended.wait(POLL_S)
+
+    def _read(self, buffer: memoryview) -> int:
+        assert self.fd is not None
+        count = os.readv(self.fd, [buffer])
+        self.bytes += count
+        if not self.ended.is_set():
+            self.during += count
+        return count
+
+    def _done(self) -> None:
+        assert self.fd is not None
+        os.close(self.fd)
+        self.fd = None
+        try:
+            os.unlink(self._path(self.number))
+        except FileNotFoundError:
+            pass
+        self.number += 1
+        self.segments += 1
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        super().close()
+
+
+class Reader:
+    """One segmented file read in a thread of its own; `result` once the stream has ended; `held()`, the
+    bytes its spans or executions take so far."""
+
+    def __init__(self, directory: str, base: str, ended: threading.Event, cap: int | None) -> None:
+        self.stream = SegmentStream(directory, base, ended, Pressure(directory, base, cap).due)
+        self.is_trace = base.startswith("profile-")
+        self.pairing, self.log = Pairing(), VerboseLog()  # what is read so far: one of them used
+        self.result: ProfilerTrace | VerboseLog | None = None
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, name=f"mxnet-segments-{base}", daemon=True)
+
+    def held(self) -> int:
+        if self.is_trace:
+            return self.pairing.held() * SPAN_BYTES
+        return len(self.log) * EXECUTION_BYTES
+
+    def _run(self) -> None:
+        try:
+            with io.BufferedReader(self.stream, 1 << 20) as stream:
+                self.result = read_trace(stream, self.pairing) if self.is_trace else parse_verbose(stream, self.log)
+        except (OSError, ValueError) as err:  # the directory removed under us (a stopped run): nothing to keep
+            self.error = f"cannot read its segments: {err}"
+
+
+class SegmentReaders:
+    """Every segmented file of the hooked processes in `directory`, each read by a `Reader` as the disk
+    needs (`caps`: the (trace, log) caps; None: as written); with a `budget` of bytes for what they hold,
+    the instruments are asked to stop once it is passed during the run (`requested`: (held, budget, when))."""
+
+    def __init__(self, directory: Path, caps: tuple[int, int] | None = None, budget: int | None = None) -> None:
+        self.directory = str(directory)
+        self.caps, self.budget = caps, budget
+        self.ended = threading.Event()
+        self.readers: dict[str, Reader] = {}  # base name -> its reader
+        self.requested: tuple[int, int, float] | None = None  # (bytes held, budget, time.monotonic())
+        self._thread = threading.Thread(target=self._watch, name="mxnet-segments", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self.ended.wait(POLL_S):
+            self._look()
+            if self.budget is not None and self.requested is None and (held := self.held()) > self.budget:
+                self._request(held, self.budget)
+
+    def held(self) -> int:
+        """Bytes the readers' spans and executions take so far (estimated per object: SPAN_BYTES, ...)."""
+        return sum(reader.held() for reader in list(self.readers.values()))
+
+    def _request(self, held: int, budget: int) -> None:
+        """The stop asked of every hooked process (limit.py sees the file within its poll), once."""
+        self.requested = (held, budget, time.monotonic())
+        try:
+            os.close(create_file(self.directory, STOP_REQUEST))
+        except OSError:
+            pass  # there already (the program made it: its own stop) or the directory gone: nothing to ask
+
+    def _look(self) -> None:
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return  # not made yet (the hook makes it as perf starts), or removed
+        for name in names:
+            found = FIRST.match(name)
+            if found is not None and found.group(1) not in self.readers:
+                base = found.group(1)
+                cap = None if self.caps is None else self.caps[0 if base.startswith("profile-") else 1]
+                reader = self.readers[base] = Reader(self.directory, base, self.ended, cap)
+                reader.thread.start()
+
+    def finish(self) -> None:
+        """The run has ended: the rest of every file read (its readers waited for)."""
+        self._look()
+        self.ended.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._look()  # (a file first seen now is read to its end at once)
+        for reader in self.readers.values():
+            reader.thread.join()
+
+    def stop(self) -> None:
+        """The run was abandoned: the readers end at their next look (daemon threads, never waited for)."""
+        self.ended.set()
+
+    def _reader(self, path: str) -> Reader | None:
+        return self.readers.get(os.path.basename(path))
+
+    def trace(self, path: str) -> ProfilerTrace | None:
+        """The trace of `path`'s segments (problems included), or None when none were read."""
+        reader = self._reader(path)
+        if reader is None:
+            return None
+        if reader.error is not None or not isinstance(reader.result, ProfilerTrace):
+            raise OSError(reader.error or "its segments were not read")
+        return reader.result
+
+    def verbose(self, path: str) -> VerboseLog | None:
+        reader = self._reader(path)
+        if reader is None:
+            return None
+        if reader.error is not None or not isinstance(reader.result, VerboseLog):
+            raise OSError(reader.error or "its segments were not read")
+        return reader.result
+
+    def read_bytes(self, path: str) -> tuple[int, int] | None:
+        """(bytes read of `path`'s segments, of those read while the program ran), or None."""
+        reader = self._reader(path)
+        return (reader.stream.bytes, reader.stream.during) if reader is not None else None
