@@ -232,7 +232,7 @@ def test_record_facts_travel_with_the_folded_file(tmp_path: Path) -> None:
 def test_one_sample_is_singular() -> None:
     drawn = run("render", "-", stdin=b"main;a 1\nmain;b 1\nmain;b;c 2\n").stdout
     titles = {f.name: f.title for f in frames(drawn)}
-    assert titles["b"] == "b (3 samples, 75.00%; self 1 sample, 25.00%)"
+    assert titles["b"] == "b (3 samples, 75.00%; self 1, 25.00%)"  # the unit said once; the page adds it back
     assert titles["a"] == "a (1 sample, 25.00%; all self)"  # a leaf: the page spells the numbers out again
     assert titles["c"] == "c (2 samples, 50.00%; all self)"
     assert titles["main"] == "main (4 samples, 100.00%)"  # no self time: not said (the page says "self 0")
