@@ -15,10 +15,10 @@ from helpers.mxnet_standin import setup, sidecar
 
 from flamegraph.frameworks.mxnet.dnnl import read_verbose
 from flamegraph.frameworks.mxnet.hook import cap_line
-from flamegraph.frameworks.mxnet.limit import capped_text, parse_caps
+from flamegraph.frameworks.mxnet.limit import capped_text
 from flamegraph.frameworks.mxnet.profile import read_profile
 from flamegraph.frameworks.mxnet.segment_reader import LAZY_SHARE, Pressure, SegmentReaders, SegmentStream
-from flamegraph.frameworks.mxnet.segments import present
+from flamegraph.frameworks.mxnet.segments import parse_byte_pair, present
 
 LINES, SPANS = "20000", "4000"  # ~1.8 MB of verbose lines, ~1 MB of trace
 
@@ -56,7 +56,7 @@ def run(
                                                  ("FLAMEGRAPH_MXNET_SEGMENTS", segments)) if value})  # fmt: skip
     program = tmp_path / "train.py"
     program.write_text(program.read_text() + tail)  # (the limits' watch polls while it runs)
-    readers = SegmentReaders(directory, parse_caps(caps) if lazy else None, budget)
+    readers = SegmentReaders(directory, parse_byte_pair(caps) if lazy else None, budget)
     if read:
         readers.start()
     stop, peak = threading.Event(), [0]

@@ -39,10 +39,10 @@ from .gate import RECORDED_FROM, open_gate
 from .inprocess import PROFILE_MEMORY, bulk_settings, environment_to_set
 from .instruments import DUMP_FRAME, PROFILER_THREAD_B, TRACE_DRAIN_B, VERBOSE_B, WATCH_B, instrumentation_shares
 from .join import Joiner, thread_of
-from .limit import CAPS, capped_text, parse_caps, split_budget
+from .limit import CAPS, capped_text, split_budget
 from .profile import ProfilerTrace, read_profile
 from .segment_reader import SegmentReaders
-from .segments import SEGMENTS, split_segments
+from .segments import SEGMENTS, parse_byte_pair, split_segments
 from .storage import BytesRow, bytes_lines, bytes_rows, check_text
 from .summary import JoinSummary, summarize, summary_lines, summary_metadata
 from .switches import off_cpu_intervals
@@ -276,7 +276,7 @@ class MxnetHook:
         self.note(bulk_line(bulk_settings({**os.environ, **spec.env, **env})))
         if self.budget is not None and CAPS not in {*os.environ, *spec.env}:  # (a user's own split is kept)
             env[CAPS] = ",".join(str(cap) for cap in split_budget(self.budget))
-        caps = parse_caps({**os.environ, **spec.env, **env}.get(CAPS))
+        caps = parse_byte_pair({**os.environ, **spec.env, **env}.get(CAPS))
         if self.segments is not None and caps is not None:
             self.segments.caps = caps  # (read while the program runs only as these need)
             if SEGMENTS not in {*os.environ, *spec.env}:

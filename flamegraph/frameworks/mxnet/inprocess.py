@@ -48,9 +48,9 @@ from ...io.private import create_file, private_dir, replace_file
 from .clock import read_clocks
 from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, Segmented, close_drain, start_drain, start_pipe
 from .gate import GATE, enable
-from .limit import CAPS, Cap, Limits, parse_caps
+from .limit import CAPS, Cap, Limits
 from .pthreads import ThreadWatch
-from .segments import SEGMENTS, STOP_REQUEST, parse_segments, segment_name
+from .segments import SEGMENTS, STOP_REQUEST, parse_byte_pair, segment_name
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -338,10 +338,10 @@ def install(directory: str) -> Session:
     private_dir(directory)
     os.environ.update(environment_to_set(os.environ))
     session = Session(directory)
-    caps = parse_caps(os.environ.get(CAPS))
+    caps = parse_byte_pair(os.environ.get(CAPS))
     if caps is not None:
         session.facts["caps"] = {"trace": caps[0], "verbose": caps[1]}
-    segments = parse_segments(os.environ.get(SEGMENTS))
+    segments = parse_byte_pair(os.environ.get(SEGMENTS))
     if segments is not None and os.environ.get(TRACE_BY_NAME) != "file":
         session.facts["segments"] = {"trace": segments[0], "verbose": segments[1]}
     else:

@@ -44,14 +44,6 @@ class Cap:
         return os.stat(self.path).st_size
 
 
-def parse_caps(text: str | None) -> tuple[int, int] | None:
-    """(trace, log) bytes from the variable's text; None when unset or unreadable (no caps)."""
-    try:
-        trace, log = (int(part) for part in (text or "").split(","))
-    except ValueError:
-        return None
-    return (trace, log) if trace > 0 and log > 0 else None
-
 
 def headroom(rate: float) -> float:
     """Bytes kept free under a cap for a file growing at up to `rate` bytes a second."""

@@ -32,8 +32,9 @@ def segment_pattern(base: str) -> re.Pattern[str]:
     return re.compile(re.escape(base) + r"\.(\d{" + str(DIGITS) + r"})$")
 
 
-def parse_segments(text: str | None) -> tuple[int, int] | None:
-    """(trace, log) segment bytes from the variable's text; None when unset, "0" or unreadable (one file each)."""
+def parse_byte_pair(text: str | None) -> tuple[int, int] | None:
+    """(trace, log) bytes from a variable's "TRACE,LOG" (CAPS, SEGMENTS); None when unset, "0" or unreadable
+    (no caps; one file each)."""
     try:
         trace, log = (int(part) for part in (text or "").split(","))
     except ValueError:
