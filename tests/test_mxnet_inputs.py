@@ -296,3 +296,12 @@ def test_the_streamed_reader_never_raises_and_says_any_damage_in_one_line(data: 
         monkeypatch.setattr(reader, "BLOCK", 16)
         got = list(reader.iter_events(io.BytesIO(data), problems))
     assert all(isinstance(e, dict) for e in got) and len(problems) <= 1
+
+
+def test_a_verbose_line_with_a_tab_is_garbled_not_a_crash_of_the_join() -> None:
+    """The log also catches the program's own stdout; a tab would split the stored label wrongly."""
+    line = b"dnnl_verbose,1000.0,exec,cpu,inner\tproduct,gemm:jit,forward_training,src_f32,,,mb64ic784oc128,0.5\n"
+    log = parse_verbose([V2 + b"\n", line])
+    assert len(log) == 1 and log.problems == ["1 verbose lines not understood (first: line 2)"]
+    assert [p.kind for p in log.at(log.primitives[0].start)] == [log.primitives[0].kind]
+    assert log.aggregate()

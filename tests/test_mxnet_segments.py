@@ -187,3 +187,29 @@ def test_the_stream_reads_segments_in_order_and_waits_for_the_next(tmp_path: Pat
     ended.set()
     assert stream.readinto(memoryview(got)) == 0 and not (tmp_path / "log.000002").exists()
     assert stream.bytes == 6 and stream.segments == 2
+
+
+def test_a_writer_that_dropped_bytes_at_its_cap_writes_no_more_even_when_room_comes_back(tmp_path: Path) -> None:
+    """A hole in the middle would read as whole (two log lines glued, a span lost before the cap's moment):
+    once bytes went to /dev/null, the segments are final, whatever the reader deletes later."""
+    from flamegraph.frameworks.mxnet.drain import Segmented, Writer
+    from flamegraph.frameworks.mxnet.segments import segment_name
+    from flamegraph.io.private import create_file
+
+    base = "dnnl-verbose-1.log"
+    writer = Writer(create_file(str(tmp_path), segment_name(base, 1)), 100, Segmented(str(tmp_path), base, 50))
+
+    def push(data: bytes) -> None:
+        into, size = writer.next_size()
+        assert size >= len(data) or into == 1
+        written = os.write(into, data[:size]) if into != 1 else len(data)
+        writer.wrote(into, written)
+
+    push(b"a" * 50)
+    push(b"b" * 50)
+    push(b"c" * 30)  # past the cap: dropped
+    os.unlink(tmp_path / segment_name(base, 1))  # the reader read and deleted the first segment
+    push(b"d" * 30)
+    assert writer.next_size()[0] == 1
+    kept = b"".join((tmp_path / name).read_bytes() for name in sorted(os.listdir(tmp_path)))
+    assert kept == b"b" * 50

@@ -127,6 +127,8 @@ def parse_line(line: bytes) -> Primitive | str | None:
         text = line.decode()
     except UnicodeDecodeError:
         return None
+    if "\t" in text:
+        return None  # never in oneDNN's lines (the log also catches the program's stdout); VerboseLog joins with it
     parts = text.split(",")
     if len(parts) < 3:
         return None

@@ -133,6 +133,7 @@ class Writer:
         self.room = cap if cap is not None else -1  # bytes the file(s) may still take (-1: no cap)
         self.written = 0  # into the current segment
         self.number = 1
+        self.dropped = False  # bytes went to /dev/null: nothing more is written (a hole would read as whole)
 
     def next_size(self) -> tuple[int, int]:
         """(fd, at most how many bytes): the file, or fd 1 (/dev/null) past the cap."""
@@ -143,8 +144,8 @@ class Writer:
             self.target = create_file(segments.directory, segment_name(segments.base, self.number))
             self.written = 0
             self._recount()
-        if self.room == 0 and segments is not None:
-            self._recount()  # read and deleted meanwhile: room again
+        if self.room == 0 and segments is not None and not self.dropped:
+            self._recount()  # read and deleted meanwhile: room again, unless bytes were dropped already
         if self.room == 0:
             return 1, PIPE_BYTES
         size = PIPE_BYTES if self.room < 0 else min(self.room, PIPE_BYTES)
@@ -152,6 +153,7 @@ class Writer:
 
     def wrote(self, into: int, count: int) -> None:
         if into != self.target:
+            self.dropped = self.dropped or count > 0
             return
         self.written += count
         if self.room > 0:
@@ -203,12 +205,13 @@ def _run(
             continue
         if not data:
             return
+        writer.wrote(into, len(data))
         if into != writer.target:
             continue  # past the cap: dropped
-        writer.wrote(into, len(data))
         view = memoryview(data)
         while view:
             try:
                 view = view[os.write(into, view) :]
-            except OSError:
-                break  # a full disk: the rest is dropped, the program is never held up by it
+            except OSError:  # a full disk: the rest is dropped, the program is never held up by it
+                writer.room, writer.dropped = 0, True
+                break

@@ -88,6 +88,8 @@ class Text:
                 if len(self.text) - self.at < MAX_EVENT and self.more():
                     continue
                 raise Broken(err.msg, self.base + err.pos) from None
+            except RecursionError:  # a value nested thousands deep: garbled, as json.loads would not read it
+                raise Broken("nested too deep", self.base + self.at) from None
             if self._may_go_on(found, end) and self.more():  # a number the block's end cut: read it whole
                 continue
             self.at = end

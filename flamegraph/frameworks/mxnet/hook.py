@@ -281,6 +281,8 @@ class MxnetHook:
             self.segments.caps = caps  # (read while the program runs only as these need)
             if SEGMENTS not in {*os.environ, *spec.env}:
                 env[SEGMENTS] = ",".join(str(size) for size in split_segments(caps))  # read and deleted
+        if self.segments is None:
+            env[SEGMENTS] = "0"  # nothing here reads segments (recorded whole): one file each, whatever is inherited
         how = spec.options
         extra = how.extra_args if SWITCH_EVENTS in how.extra_args else (*how.extra_args, SWITCH_EVENTS)
         extra = (*extra, *gate)

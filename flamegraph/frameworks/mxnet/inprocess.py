@@ -260,7 +260,7 @@ def start_profiler(session: Session, mx: Any) -> None:
         caps = session.facts["caps"]
         segmented = session.facts["segments"] is not None
         session.limits = Limits(
-            [Cap("MXNet's trace", session.facts["profile"], caps["trace"], segmented),
+            [Cap("MXNet's trace", session.facts["profile"], caps["trace"], segmented and session.trace is not None),
              Cap("oneDNN's verbose log", session.facts["verbose"], caps["verbose"], segmented)],
             lambda cap, size: stop_instruments(session, mx, cap, size),
             os.path.join(os.path.dirname(session.facts["profile"]), STOP_REQUEST) if segmented else None,

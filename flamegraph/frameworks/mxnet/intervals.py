@@ -23,26 +23,34 @@ from itertools import accumulate
 NEAR_END = 64  # an interval out of order this close to the end is inserted; further back: sorted at seal
 
 
+class Labels(list[str]):
+    """Distinct labels numbered in the order first seen; one may be shared by several `Intervals` (every
+    thread of a trace numbers its operator names in one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numbers: dict[str, int] = {}
+
+    def number(self, label: str) -> int:
+        found = self.numbers.get(label)
+        if found is None:
+            found = self.numbers[label] = len(self)
+            self.append(label)
+        return found
+
+
 class Intervals:
     """(start, end, label) triples; `add` as they come, `seal` once all are in, then `at` and `ended_before`."""
 
-    def __init__(self, longest_first: bool, labels: list[str] | None = None) -> None:
+    def __init__(self, longest_first: bool, labels: Labels | None = None) -> None:
         self.longest_first = longest_first
         self.starts, self.ends, self.ids = array("d"), array("d"), array("I")
-        self.labels = labels if labels is not None else []  # (shareable: every thread of a trace uses one)
-        self._numbers = {label: number for number, label in enumerate(self.labels)}
+        self.labels = labels if labels is not None else Labels()
         self.reach = array("d")
         self.in_order = True
 
     def __len__(self) -> int:
         return len(self.starts)
-
-    def number(self, label: str) -> int:
-        found = self._numbers.get(label)
-        if found is None:
-            found = self._numbers[label] = len(self.labels)
-            self.labels.append(label)
-        return found
 
     def _before(self, start: float, end: float, i: int) -> bool:
         """Whether (start, end) sorts before the interval at i."""
@@ -52,7 +60,7 @@ class Intervals:
         return end > self.ends[i] if self.longest_first else end < self.ends[i]
 
     def add(self, start: float, end: float, label: str) -> None:
-        number = self.number(label)
+        number = self.labels.number(label)
         count = len(self.starts)
         if not count or not self._before(start, end, count - 1):
             position = count  # in order: the common case

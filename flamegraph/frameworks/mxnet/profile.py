@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .events import iter_events
-from .intervals import Intervals
+from .intervals import Intervals, Labels
 
 OPERATOR = "operator"
 STORAGE = "Device Storage"
@@ -177,7 +177,7 @@ class Pairing:
 
     def __init__(self) -> None:
         self.open_spans: dict[int, list[tuple[str, float]]] = {}
-        self.names: list[str] = []  # every thread's spans number their names in this one list
+        self.names = Labels()  # every thread's spans number their names in this one
         self.spans: dict[int, Intervals] = {}
         self.unmatched_end = self.crossed = self.bad = 0
 

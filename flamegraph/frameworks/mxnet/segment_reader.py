@@ -52,7 +52,11 @@ EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
 def memory_budget(default: int | None) -> int | None:
     """The readers' memory budget: MEMORY's bytes when set to a positive number, else `default`."""
     text = os.environ.get(MEMORY, "")
-    return int(text) if text.isdigit() and int(text) > 0 else default
+    try:
+        budget = int(text) if text.isascii() else 0
+    except ValueError:
+        return default
+    return budget if budget > 0 else default
 
 
 class Pressure:
