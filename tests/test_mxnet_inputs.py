@@ -305,3 +305,17 @@ def test_a_verbose_line_with_a_tab_is_garbled_not_a_crash_of_the_join() -> None:
     assert len(log) == 1 and log.problems == ["1 verbose lines not understood (first: line 2)"]
     assert [p.kind for p in log.at(log.primitives[0].start)] == [log.primitives[0].kind]
     assert log.aggregate()
+
+
+def test_storage_counters_are_held_compactly_and_counted_in_what_the_readers_hold() -> None:
+    """profile_memory=True writes a counter event per allocation: kept as arrays, counted against the budget."""
+    from flamegraph.frameworks.mxnet.profile import Pairing
+
+    pairing = Pairing()
+    counter = {"ph": "C", "cat": "Device Storage", "name": "Memory: cpu/0", "pid": 0, "tid": 7}
+    for ts, value in [(110, 4096), (120, 6144), (140, 2048)]:
+        pairing.add({**counter, "ts": ts, "args": {"Memory: cpu/0": value}})
+    pairing.add({**counter, "ts": 150, "args": {"Memory: cpu/0": "garbled"}})
+    pairing.add({"ph": "B", "cat": "operator", "name": "FullyConnected", "ts": 100, "pid": 0, "tid": 7})
+    pairing.add({"ph": "E", "cat": "operator", "name": "FullyConnected", "ts": 130, "pid": 0, "tid": 7})
+    assert len(pairing.counters) == 3 and pairing.held() == 4

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import sys
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -139,31 +140,48 @@ def read_trace(stream: BinaryIO, pairing: Pairing | None = None) -> ProfilerTrac
     `pairing` of the caller's shows the spans held so far (`Pairing.held`) while the stream is read."""
     trace = ProfilerTrace()
     pairing = pairing if pairing is not None else Pairing()
-    counters = []
     for event in iter_events(stream, trace.problems):
         trace.events += 1
         pairing.add(event)
-        if event.get("ph") == "C":
-            counters.append(event)
     pairing.finish(trace)
-    trace.storage = storage_increases(counters)
+    trace.storage = storage_increases(pairing.counters)
     return trace
 
 
-def storage_increases(events: Iterable[dict[str, Any]]) -> dict[int, list[tuple[float, float]]]:
-    """tid -> (ts, increase) of each storage counter event that rose (each counter by itself, in time order)."""
-    counters = [e for e in events if e.get("ph") == "C" and e.get("cat") == STORAGE and _number(e.get("ts"))]
-    before: dict[str, float] = {}
-    rises: dict[int, list[tuple[float, float]]] = {}
-    for event in sorted(counters, key=lambda e: e["ts"]):
-        name, args, tid = event.get("name"), event.get("args"), event.get("tid")
+class Counters:
+    """The storage counters' values as they come (profile_memory=True: one event per allocation), compactly:
+    arrays of ts, value, name number and tid (~28 bytes each, as a span), no event kept."""
+
+    def __init__(self) -> None:
+        self.ts, self.values, self.names, self.tids = array("d"), array("d"), array("I"), array("Q")
+        self.labels = Labels()
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def add(self, event: dict[str, Any]) -> None:
+        name, args, tid, ts = event.get("name"), event.get("args"), event.get("tid"), event.get("ts")
         value = args.get(name) if isinstance(args, dict) and isinstance(name, str) else None
-        if not isinstance(name, str) or not isinstance(value, int | float) or not isinstance(tid, int):
-            continue
+        if not isinstance(name, str) or not _number(value) or not _number(ts) or not isinstance(tid, int):
+            return
+        if not 0 <= tid < 1 << 64:
+            return  # not a profiler tid (a 64-bit hash)
+        self.ts.append(float(ts))  # type: ignore[arg-type]
+        self.values.append(float(value))  # type: ignore[arg-type]
+        self.names.append(self.labels.number(name))
+        self.tids.append(tid)
+
+
+def storage_increases(counters: Counters) -> dict[int, list[tuple[float, float]]]:
+    """tid -> (ts, increase) of each storage counter event that rose (each counter by itself, in time order)."""
+    before: dict[int, float] = {}
+    rises: dict[int, list[tuple[float, float]]] = {}
+    for i in sorted(range(len(counters)), key=counters.ts.__getitem__):
+        name, value = counters.names[i], counters.values[i]
         rise = value - before.get(name, 0.0)
         before[name] = value
         if rise > 0:
-            rises.setdefault(tid, []).append((float(event["ts"]), float(rise)))
+            rises.setdefault(counters.tids[i], []).append((counters.ts[i], rise))
     return rises
 
 
@@ -179,14 +197,19 @@ class Pairing:
         self.open_spans: dict[int, list[tuple[str, float]]] = {}
         self.names = Labels()  # every thread's spans number their names in this one
         self.spans: dict[int, Intervals] = {}
+        self.counters = Counters()  # the storage counters' values (profile_memory)
         self.unmatched_end = self.crossed = self.bad = 0
 
     def held(self) -> int:
-        """Spans made so far (read from another thread while this one reads: a length per thread)."""
-        return sum(len(intervals) for intervals in list(self.spans.values()))
+        """Spans and counter values held so far, each about a span's bytes (read from another thread while
+        this one reads: a length per thread)."""
+        return sum(len(intervals) for intervals in list(self.spans.values())) + len(self.counters)
 
     def add(self, event: dict[str, Any]) -> None:
         phase = event.get("ph")
+        if phase == "C" and event.get("cat") == STORAGE:
+            self.counters.add(event)
+            return
         if phase not in ("B", "E", "X") or event.get("cat") != OPERATOR:
             return
         tid, ts, name = event.get("tid"), event.get("ts"), event.get("name")
