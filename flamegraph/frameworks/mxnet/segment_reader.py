@@ -16,11 +16,11 @@ disk requires. The stream ends once the run has ended (`finish`) and the last se
     readers.finish()                                    # after it has ended: the rest read
     trace = readers.trace(path)                         # ProfilerTrace of profile-PID.json's segments, or None
 
-Memory is what those readers keep: the spans and the storage counters' values (SPAN_BYTES each) and the executions (EXECUTION_BYTES), not
-the files. With a `budget`, once they hold more than it while the program runs, the watch asks the hooked
-processes to stop their instruments (segments.STOP_REQUEST; limit.py stops them as at a cap): operators and
-primitives are then named up to that moment, and what is held stays within the budget plus what the
-segments then on disk hold.
+Memory is what those readers keep: the spans and the storage counters' values (SPAN_BYTES each) and the
+executions (EXECUTION_BYTES), not the files. With a `budget`, once they hold more than it while the
+program runs, the watch asks the hooked processes to stop their instruments (segments.STOP_REQUEST;
+limit.py stops them as at a cap): operators and primitives are then named up to that moment, and what is
+held stays within the budget plus what the segments then on disk hold.
 """
 
 from __future__ import annotations
