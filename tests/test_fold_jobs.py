@@ -62,7 +62,7 @@ def test_a_failing_worker_fails_the_fold_and_leaves_no_process(tmp_path: Path, m
 
 def _pieces_taken(monkeypatch: pytest.MonkeyPatch, record: Path) -> Path:
     """Make every claim of a piece leave a line in `record`: 'F 3' (this process) or 'B 7' (the worker)."""
-    for kind in (parallel.Claims, parallel.FixedClaims):
+    for kind in (parallel.SharedClaims, parallel.FixedClaims):
 
         def logged(self: parallel.Claims, from_back: bool, take=kind.take) -> int | None:  # type: ignore[no-untyped-def]
             taken = take(self, from_back)

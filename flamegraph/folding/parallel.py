@@ -20,7 +20,7 @@ import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ..io.diagnostics import Diagnostics, Problem
 from ..io.folded import decode
@@ -122,7 +122,15 @@ def piece_points(path: str, end: int, count: int) -> list[int]:
     return points
 
 
-class Claims:
+class Claims(Protocol):
+    """Who takes which piece of the shared front: each once, from the front (this process) or the back."""
+
+    def take(self, from_back: bool) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class SharedClaims:
     """Pieces 0..count-1 taken from the front (this process) and from the back (one worker), each
     once. The state (next front piece, end of the back) lives in a memory file under a POSIX lock,
     which the kernel releases if its holder dies (a killed worker cannot stop this process)."""
@@ -153,7 +161,7 @@ class Claims:
         os.close(self.fd)
 
 
-class FixedClaims(Claims):
+class FixedClaims:
     """Where no memory file can be shared: the front piece here, the other one there."""
 
     def __init__(self, count: int) -> None:
@@ -173,7 +181,7 @@ def _share_front(path: str, end: int) -> tuple[list[int], Claims]:
     if hasattr(os, "memfd_create"):
         pieces = piece_points(path, end, max(1, min(PIECES, end // max(1, MIN_CHUNK // 8))))
         try:
-            return pieces, Claims(len(pieces) - 1)
+            return pieces, SharedClaims(len(pieces) - 1)
         except OSError:
             pass
     pieces = piece_points(path, end, 2)
