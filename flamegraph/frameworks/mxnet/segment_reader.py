@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ...io.private import create_file
 from .dnnl import VerboseLog, parse_verbose
@@ -39,6 +40,7 @@ from .limit import Growth, headroom
 from .profile import Pairing, ProfilerTrace, read_trace
 from .segments import STOP_REQUEST, present_bytes, segment_name
 
+Read = TypeVar("Read", ProfilerTrace, VerboseLog)  # what a reader gives back
 POLL_S = 0.1  # the directory and a segment's end are looked at this often (a segment holds seconds of data)
 FIRST = re.compile(r"^((?:profile-\d+\.json)|(?:dnnl-verbose-\d+\.log))\.0*1$")
 READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -242,18 +244,17 @@ class SegmentReaders:
 
     def trace(self, path: str) -> ProfilerTrace | None:
         """The trace of `path`'s segments (problems included), or None when none were read."""
-        reader = self._reader(path)
-        if reader is None:
-            return None
-        if reader.error is not None or not isinstance(reader.result, ProfilerTrace):
-            raise OSError(reader.error or "its segments were not read")
-        return reader.result
+        return self._result(path, ProfilerTrace)
 
     def verbose(self, path: str) -> VerboseLog | None:
+        """The verbose log of `path`'s segments (problems included), or None when none were read."""
+        return self._result(path, VerboseLog)
+
+    def _result(self, path: str, kind: type[Read]) -> Read | None:
         reader = self._reader(path)
         if reader is None:
             return None
-        if reader.error is not None or not isinstance(reader.result, VerboseLog):
+        if reader.error is not None or not isinstance(reader.result, kind):
             raise OSError(reader.error or "its segments were not read")
         return reader.result
 
