@@ -330,9 +330,13 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
     # (sleep is a libc wrapper: main blocked)
     # the waker is drawn with its thread: its name, never an interrupted bystander's
     assert any(";--;writer-" in stack for stack in counts)
-    assert "woken by: " in proc.stderr and "[timer]" in proc.stderr
+    # the summary and the page say what the folded stacks say, whichever way this run's timer wakeups went
+    woken_by = next(line for line in proc.stderr.splitlines() if line.startswith("woken by: "))
     page = svg.read_text()
-    assert "writer_sends" in page and "[timer]" in page
+    assert "writer-" in woken_by and "writer_sends" in page
+    for waker, share_of_sleeps in (("[timer]", by_timer), ("[waker not recorded]", unrecorded)):
+        if share_of_sleeps > 0:
+            assert waker in woken_by and waker in page, woken_by
 
 
 # --- the page in a real browser ------------------------------------------------------------------------
