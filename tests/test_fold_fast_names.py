@@ -58,10 +58,15 @@ def test_batches_keyed_without_address_and_offset_name_as_one_by_one(
     lines = list(dict.fromkeys(lines))
     alone = FrameNames(FoldOptions())
     expected = {line: alone.name(line, java) for line in lines}
-    batched = FrameNames(FoldOptions())
     size = max(1, len(lines) // batches)
-    for start in range(0, len(lines), size):
-        batched.name_all(lines[start : start + size], java)
-    table = batched.table(java)
-    got = {line: table[line] if line in table else batched.name(line, java) for line in lines}
-    assert got == expected
+    for given_joined in (False, True):
+        batched = FrameNames(FoldOptions())
+        for start in range(0, len(lines), size):
+            batch = lines[start : start + size]
+            joined = b"\n" + b"\n".join(batch)
+            # the fold's batches come joined when every line is tab-indented (`perf_blocks._add_waiting`)
+            checked = given_joined and joined.count(b"\n\t") == len(batch) == joined.count(b"\n")
+            batched.name_all(batch, java, joined if checked else None)
+        table = batched.table(java)
+        got = {line: table[line] if line in table else batched.name(line, java) for line in lines}
+        assert got == expected

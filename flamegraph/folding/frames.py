@@ -83,7 +83,7 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
     joined by ';', caller first, as perf lists them ('outer->inner'). A line with its source line
     joined to it (`script.join_srclines`, --srcline) is named with ':file:line' after the frame."""
     source = b""
-    if b"\n" in line:
+    if line.find(b"\n") >= 0:  # find, not `in`: see perf_blocks._add_waiting
         line, _, src = line.partition(b"\n")
         source = srcline_suffix(src) if options.srcline else b""
     parts = split_frame(line, options.compat)
@@ -109,11 +109,11 @@ def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes |
             name = b"[" + name + (b" <" + pc + b">" if options.addrs else b"") + b"]"
         name = tidy.tidy_name(name, java, options.compat)
         if i > 0 or (dso == b"inlined" and not options.compat):
-            if b"_[i]" not in name:
+            if name.find(b"_[i]") < 0:
                 name += b"_[i]"
         elif options.annotate_kernel and tidy.is_kernel_dso(dso, options.compat):
             name += b"_[k]"
-        elif options.annotate_jit and tidy.is_jit_dso(dso, options.compat) and b"_[j]" not in name:
+        elif options.annotate_jit and tidy.is_jit_dso(dso, options.compat) and name.find(b"_[j]") < 0:
             name += b"_[j]"
         names.append(name)
     if source:  # the reference reads one source line per inlined piece: the first piece takes it
@@ -167,13 +167,15 @@ class FrameNames:
     def table(self, java: bool) -> dict[bytes, bytes]:
         return self.java if java else self.plain
 
-    def name_all(self, lines: list[bytes], java: bool = False) -> None:
+    def name_all(self, lines: list[bytes], java: bool = False, joined: bytes | None = None) -> None:
         """Name new frame lines (without line ends, none held yet, no two alike) as `name` does, into
         the table; a malformed line stays out of it.
 
         A system-wide recording sees a new line in most records (the same function at another address
         in each process, at another offset in it), so this is the hot part of its fold: lines whose
-        rest past the address (and offset) was named before are added by C loops, no Python step each."""
+        rest past the address (and offset) was named before are added by C loops, no Python step each.
+        `joined`: b'\\n' + b'\\n'.join(lines), from a caller that found every line tab-indented (each
+        check is a pass over the batch)."""
         rests = self._rests
         if not lines:
             return
@@ -181,8 +183,12 @@ class FrameNames:
             for line in lines:
                 self.name(line, java)
             return
-        joined = b"\n" + b"\n".join(lines)
-        if joined.count(b"\n\t") != len(lines) or joined.count(b"\n") != len(lines):
+        if joined is None:
+            joined = b"\n" + b"\n".join(lines)
+            checked = joined.count(b"\n\t") == len(lines) and joined.count(b"\n") == len(lines)
+        else:
+            checked = True
+        if not checked:
             for line in lines:  # a line without a tab head could be taken for a rest (or holds a b'\n')
                 self.name(line, java)
             return
@@ -200,8 +206,9 @@ class FrameNames:
             if name is None:
                 name = by_key.get(key)  # named by a line before it in this batch
                 if name is None:
-                    name = self.name(line, java)
-                    if name is not None and key[:1] != b"\t":
+                    usual = key[:1] != b"\t"
+                    name = self.name(line, java, keyed=usual)
+                    if name is not None and usual:
                         by_key[key] = name
                     continue
                 if name:
@@ -209,14 +216,17 @@ class FrameNames:
                     continue
             self._dropped.add(line)
 
-    def name(self, line: bytes, java: bool = False) -> bytes | None:
-        """Name a line the table does not hold yet: b'' for frames to drop, None if malformed."""
+    def name(self, line: bytes, java: bool = False, keyed: bool = False) -> bytes | None:
+        """Name a line the table does not hold yet: b'' for frames to drop, None if malformed.
+
+        `keyed`: the caller keys its names by the line's rest already (`name_all`), so the second
+        cache below would only cost its key (a tenth of naming a new function)."""
         if line in self._dropped:
             return b""
         options = self.options
         # Lines differing only in address and offset ("7f01 work+0x34 (/t)", "7f09 work+0x3c (/t)")
         # fold to the same name: key a second cache by what is left.
-        key = symbol_key(line, java, options.addrs, options.frame_hook is not None)
+        key = None if keyed else symbol_key(line, java, options.addrs, options.frame_hook is not None)
         name = self._symbols.get(key) if key is not None else None
         if name is None:
             if self.drop_kernel:

@@ -164,14 +164,15 @@ def _add_waiting(collapser: PerfCollapser, waiting: list[Waiting], new: list[byt
     # formats a TypeError for a non-int before it searches), 10 % of a system-wide fold one line at a time.
     distinct = list(dict.fromkeys(new))
     new.clear()
-    joined = b"\n".join(distinct)
-    if joined[:1] == b"\t" and joined.count(b"\n") == joined.count(b"\n\t") and not _unusual(joined):
-        usual = distinct  # every line tab-indented, none with ': ' or a non-sample record's mark
+    text = b"\n" + b"\n".join(distinct)  # lines hold no b'\n' (split on it)
+    joined: bytes | None = None
+    if text.count(b"\n\t") == len(distinct) and not _unusual(text):
+        usual, joined = distinct, text  # every line tab-indented, none with ': ' or a non-sample record's mark
     else:
         usual = [line for line in distinct if line[:1] == b"\t" and not _unusual(line)]
     tables = {id(facts.frames): facts.frames for _, _, facts, _ in waiting}
     if len(tables) == 1:
-        frames.name_all(usual, next(iter(tables.values())) is frames.java)
+        frames.name_all(usual, next(iter(tables.values())) is frames.java, joined)
     else:  # Java and other processes in one block: a line is named by each table that misses it
         for table in tables.values():
             frames.name_all([line for line in usual if line not in table], table is frames.java)
