@@ -24,6 +24,7 @@ from flamegraph.record.spool import Spool
 
 class Queue:
     waiting = 0
+    perf_ended = False
 
 
 def policy(pid: int) -> int:
@@ -57,6 +58,23 @@ def test_a_script_idles_while_the_spool_has_room_and_goes_normal_when_it_falls_b
     assert seen == [os.SCHED_IDLE]
     assert priority.raised == 1
     assert priority._pid is None  # ended: its pid is no longer touched
+
+
+def test_once_perf_has_ended_the_running_script_and_the_next_ones_go_normal() -> None:
+    """Nothing is recorded any more: the user waits for the fold. Idle, the last chunk's script starved behind
+    any busy process (a --pid target still running: 12 s at 1 % CPU for a 2 s recording beside two busy loops)."""
+    queue = Queue()
+    priority = FoldPriority(queue, mode="idle")
+    with priority.watching():
+        with stream_script([sys.executable, "-c", "import time; time.sleep(2)"], "test"):
+            pid = priority._pid
+            assert pid is not None and policy(pid) == os.SCHED_IDLE
+            queue.perf_ended = True
+            time.sleep(POLL_SECONDS * 4)
+            assert policy(pid) == os.SCHED_OTHER
+        with stream_script([sys.executable, "-c", "import time; time.sleep(0.5)"], "test"):
+            assert priority._pid is not None and policy(priority._pid) == os.SCHED_OTHER
+    assert priority.raised == 0  # not behind: the folding was not late, the recording was over
 
 
 def test_a_script_started_while_behind_runs_at_normal_priority() -> None:
@@ -93,6 +111,9 @@ def test_the_spool_counts_its_waiting_chunks(tmp_path: Path) -> None:
     assert spool.waiting == 2
     chunk = spool.next_chunk(timeout=0)
     assert chunk is not None and spool.waiting == 1  # the one being folded is not waiting
+    assert not spool.perf_ended
+    spool.ended()
+    assert spool.perf_ended
 
 
 @pytest.mark.perf

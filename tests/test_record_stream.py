@@ -463,8 +463,7 @@ def test_record_streams_by_default_and_max_spool_0_records_whole(phases: Path, t
     assert load(tmp_path / "w.folded").total > 0 and load(tmp_path / "s.folded").total > 0
 
 
-@pytest.mark.perf
-@pytest.mark.serial  # passes beside two busy loops, but takes 36 s there (4.5 s alone): alone
+@pytest.mark.perf  # beside two busy loops: 9 s (36 s while the last chunk's perf script stayed idle behind the target)
 def test_pid_streams_and_leaves_the_process_running(phases: Path, tmp_path: Path) -> None:
     """--pid with the spool: the process's samples folded as recorded, the process left running."""
     target = subprocess.Popen([str(phases), "100"])

@@ -1,12 +1,15 @@
 """The streamed folder's `perf script` runs at idle priority while the spool has room, at normal priority
-when it falls behind.
+when it falls behind or once perf has ended.
 
 Folding while perf records takes CPU from the program recorded: on two cores, `perf script` unwinding
 64 KB DWARF stacks is a third of the fold's CPU and competes with a program that keeps both busy. Run
 as SCHED_IDLE it only takes CPU no one else wants; the spool's cap is its slack (a chunk is a sixth of
 `--max-spool`, a chunk is dropped when four wait). Once a finished chunk waits behind the one being
 folded, the running script and the next ones go back to normal priority (SCHED_OTHER), so that a busy
-machine slows the program rather than lose its samples; idle again once it has caught up. Our own
+machine slows the program rather than lose its samples; idle again once it has caught up. Once perf has
+ended nothing is recorded any more and the user waits for the folding: the last scripts run at normal
+priority (idle, they starved behind any busy process, such as a --pid target still running: seen, 12 s
+at 1 % CPU to fold a 2 s recording beside two busy loops on two cores). Our own
 process keeps its priority: a descheduled thread holding the GIL would stall the spool's watcher
 (measured: nice +10 for the whole fold thread switched chunks late, past the cap).
 
@@ -36,6 +39,9 @@ class Waiting(Protocol):
     @property
     def waiting(self) -> int: ...
 
+    @property
+    def perf_ended(self) -> bool: ...
+
 
 def priority_mode(environ: dict[str, str] | None = None) -> str:
     """idle (the default: idle while the spool has room) or normal, from FLAMEGRAPH_FOLD_PRIORITY."""
@@ -50,7 +56,7 @@ class FoldPriority:
 
     def __init__(self, spool: Waiting, mode: str | None = None) -> None:
         self.mode = mode if mode is not None else priority_mode()
-        self.raised = 0  # times a script went from idle to normal (the folding was behind)
+        self.raised = 0  # times a script went from idle to normal because the folding was behind
         self._spool = spool
         self._lock = threading.Lock()
         self._pid: int | None = None
@@ -89,7 +95,8 @@ class FoldPriority:
     def _apply(self) -> None:
         if self._pid is None:
             return
-        idle = self._spool.waiting < URGENT_WAITING
+        behind = self._spool.waiting >= URGENT_WAITING
+        idle = not behind and not self._spool.perf_ended  # ended: the user waits for the fold, not the program
         if idle == self._idle:
             return
         policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
@@ -100,6 +107,6 @@ class FoldPriority:
         except ProcessLookupError:
             self._pid = None
             return
-        if self._idle and not idle:
+        if self._idle and behind:
             self.raised += 1
         self._idle = idle

@@ -192,6 +192,12 @@ class Spool:
         with self._ready:
             return sum(1 for chunk in self._queue if not chunk.dropped)
 
+    @property
+    def perf_ended(self) -> bool:
+        """perf has exited (`ended`): nothing is recorded any more, only the queued chunks are left to fold."""
+        with self._ready:
+            return self._ended
+
     def started(self, pid: int) -> None:
         """perf runs as `pid`: the watcher starts."""
         self._pid = pid
