@@ -30,6 +30,7 @@ def _no_child_outlives_the_test() -> Iterator[None]:
     with watchdog(LIMIT):
         yield
 
+
 FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
 SPIN = ["sh", "-c", "while :; do :; done"]  # on-CPU until ended: SIGTERM from perf ends it
 
@@ -99,7 +100,14 @@ def test_sighup_of_a_terminal_that_is_gone_still_draws(tmp_path: Path) -> None:
     folded = tmp_path / "h.folded"
     args = ["record", "--no-svg", "--folded", str(folded), "--", *SPIN]
     proc = tracked(
-        subprocess.Popen([*FLAMEGRAPH, *args], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        subprocess.Popen(
+            [*FLAMEGRAPH, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=interruptible,
+        )  # fmt: skip
     )
     os.close(slave)
     seen = b""

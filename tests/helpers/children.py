@@ -22,8 +22,10 @@ def interruptible() -> None:
     """preexec_fn of a child a test sends SIGINT (or Ctrl-C on a pty): it starts with SIGINT at its default.
     A pytest-xdist worker or a background job (`(pytest &)`) ignores SIGINT, a child inherits SIG_IGN and
     keeps it (Python installs no KeyboardInterrupt handler then, `sh` cannot even trap it), and the test
-    that expects a user's Ctrl-C to stop it fails or hangs."""
+    that expects a user's Ctrl-C to stop it fails or hangs. SIGHUP likewise: under `nohup make test` every
+    child inherits it ignored, and flamegraph rightly keeps it ignored (as `nohup` asked)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def session_members(session: int) -> list[str]:
