@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO))
 
 from collectors.mlp_log import parse_log  # noqa: E402
 from collectors.mnist import prepare_mnist  # noqa: E402
-from flamegraph.frameworks.mxnet.instruments import PREFIX, VERBOSE  # noqa: E402
+from flamegraph.frameworks.mxnet.instruments import VERBOSE  # noqa: E402
+from flamegraph.model import INSTRUMENTATION  # noqa: E402
 
 DRAINER = "oneDNN verbose log: the drainer (its own process)"
 
@@ -40,8 +41,8 @@ def tally(folded: Path) -> Counter[tuple[str, bool]]:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             frames = stack.split(";")
             for i, frame in enumerate(frames):
-                if frame.startswith(PREFIX):
-                    name = DRAINER if frame == VERBOSE and i == 1 else frame[len(PREFIX) :]
+                if frame.startswith(INSTRUMENTATION):
+                    name = DRAINER if frame == VERBOSE and i == 1 else frame[len(INSTRUMENTATION) :]
                     found[(name, any(f.endswith("_[k]") for f in frames[i + 1 :]))] += int(count)
                     break
     return found

@@ -12,6 +12,11 @@ Stack = tuple[Frame, ...]  # root first
 # stages: the interpreter folding (collapse.python) and the `python` palette and preset (color) read it.
 PYTHON_FUNCTION = r"^[^ ;]+ \((?:[^()]*\.py|<[^()]*>)\)$"
 
+# The tool's own instruments (frameworks/mxnet/instruments.py) are drawn under frames so named; an
+# instrument *thread*'s label goes first, right below the thread name, where its thread root would be:
+# the attribution report looks past it (analysis.report).
+INSTRUMENTATION = "[instrumentation] "
+
 
 class FoldedProfile:
     """Weight per distinct stack: the contract between collapse and render.

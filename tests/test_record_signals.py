@@ -107,7 +107,7 @@ def test_sighup_of_a_terminal_that_is_gone_still_draws(tmp_path: Path) -> None:
             stderr=slave,
             start_new_session=True,
             preexec_fn=interruptible,
-        )  # fmt: skip
+        )
     )
     os.close(slave)
     seen = b""

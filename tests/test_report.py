@@ -211,3 +211,22 @@ def test_fold_report_prints_to_stderr(tmp_path: Path, jobs: str) -> None:
     plain = fold_cli("--no-group-unknown")
     assert f"[{QUADMATH.name}]" in plain.stdout and "attribution" not in plain.stderr
     assert plain.stderr == ""
+
+
+def test_an_instrument_threads_label_is_not_taken_for_a_cut_stack() -> None:
+    """--mxnet draws an instrument thread's stacks under its label, right below the thread name: the
+    thread's own root follows it (a make flamegraph run counted ~5 % of its stacks as cut for this)."""
+    from flamegraph.frameworks.mxnet.instruments import PROFILER, PROFILER_THREAD, TRACE_DRAIN, WATCH
+
+    profile = FoldedProfile(
+        counts={
+            f"python;{PROFILER_THREAD};clone3;start_thread;mxnet::profiler::Profiler::DumpProfile": 5,
+            f"python;{WATCH};_start;main;poll": 2,
+            f"python;{TRACE_DRAIN};_start;splice": 1,
+            f"python;clone3;start_thread;{PROFILER};mxnet::profiler::ProfileOperator::stop": 1,
+            f"python;{PROFILER_THREAD};[unknown]": 3,  # really cut: its frames stop short of a root
+        }
+    )
+    figures = attribute(profile)
+    assert figures.reach_root == 9 and figures.samples == 12
+    assert sum(figures.cut_ends.values()) == 3

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..color import strip_annotation
-from ..model import FoldedProfile
+from ..model import INSTRUMENTATION, FoldedProfile
 from ..naming.observer import FrameObserver
 
 ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
@@ -85,10 +85,12 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
         result.samples += weight
         result.depth_total += weight * len(frames)
         result.short += weight if len(frames) <= 2 else 0
-        reached = bool(flags) and bool(flags[0] & ROOT)
+        # an instrument thread's label sits where its root would be: the stack's own frames start after it
+        outer = 1 if frames and frames[0].startswith(INSTRUMENTATION) else 0
+        reached = len(flags) > outer and bool(flags[outer] & ROOT)
         result.reach_root += weight if reached else 0
         if not reached:
-            result.cut_ends[_end_kind(flags[0], frames[0]) if flags else "empty"] += weight
+            result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
         if any(f & UNKNOWN for f in flags):
             result.any_unknown += weight
             if any(f & UNKNOWN and not f & GROUPED for f in flags):

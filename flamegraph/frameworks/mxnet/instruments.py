@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-PREFIX = "[instrumentation] "
-PROFILER = PREFIX + "MXNet profiler"
-PROFILER_THREAD = PREFIX + "MXNet profiler thread"
-VERBOSE = PREFIX + "oneDNN verbose log"
-WATCH = PREFIX + "flamegraph thread map"
-TRACE_DRAIN = PREFIX + "MXNet profiler trace's drainer"
+from ...model import INSTRUMENTATION
+
+PROFILER = INSTRUMENTATION + "MXNet profiler"
+PROFILER_THREAD = INSTRUMENTATION + "MXNet profiler thread"
+VERBOSE = INSTRUMENTATION + "oneDNN verbose log"
+WATCH = INSTRUMENTATION + "flamegraph thread map"
+TRACE_DRAIN = INSTRUMENTATION + "MXNet profiler trace's drainer"
 PROFILER_FRAME = b"mxnet::profiler::"
 DUMP_FRAME = b"mxnet::profiler::Profiler::DumpProfile"
 # C stdout's print functions as perf names them (glibc 2.36: printf, the _chk variants, puts...).
@@ -85,7 +86,7 @@ class Shares:
     def text(self, what: str) -> str:
         """`3.9 % of samples (MXNet profiler 2.7 %, oneDNN verbose log 1.2 %)`."""
         parts = ", ".join(
-            f"{label.removeprefix(PREFIX)} {self.percent(w):.1f} %"
+            f"{label.removeprefix(INSTRUMENTATION)} {self.percent(w):.1f} %"
             for label, w in sorted(self.by_label.items(), key=lambda item: (-item[1], item[0]))
         )
         return f"{self.percent(self.weight):.1f} % of {what}" + (f" ({parts})" if parts else "")
@@ -97,7 +98,7 @@ def instrumentation_shares(counts: Mapping[str, float]) -> Shares:
     total = 0.0
     for stack, weight in counts.items():
         total += weight
-        at = stack.find(PREFIX)
+        at = stack.find(INSTRUMENTATION)
         if at < 0 or (at > 0 and stack[at - 1] != ";"):
             continue
         label = stack[at:].split(";", 1)[0]
