@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 APT_PACKAGES := linux-perf chromium chromium-driver libcairo2
 
 .DEFAULT_GOAL := help
-.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost mxnet-instruments memory memory-cost
+.PHONY: screenshots help venv workload-venv system-deps interop-deps interop test test-quick lint fuzz bench bench-deps clean flamegraph diff sample-data perf-deps offcpu offcpu-cost render-bench long-bench python-cost record-cost stack-copy mxnet-instruments memory memory-cost
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -163,6 +163,10 @@ long-bench: venv perf-deps ## LONG_SECONDS (600; 60 in make test) of --every 60 
 COST_ROUNDS ?= 3
 record-cost: venv perf-deps ## make flamegraph's recording cost, part by part (stack copy size, rate, profiler, verbose log, JIT hook), interleaved
 	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/record_cost.py --rounds $(COST_ROUNDS) --epochs 2
+
+STACK_ROUNDS ?= 2
+stack-copy: venv perf-deps workload-venv ## how much DWARF stack copy --jit --mxnet needs: rooted stacks, JIT, [op]/[dnnl] coverage, MB/sample, perf's and the trainer's CPU per size, 3.11 threaded + 3.12 naive, interleaved
+	$(PY) bench/stack_copy.py --rounds $(STACK_ROUNDS) --epochs 2 --trainer "3.11 threaded=$(abspath $(VENV))/bin/python" --trainer "3.12 naive=$(abspath $(VENV312))/bin/python"
 
 mxnet-instruments: venv perf-deps ## --mxnet's instruments (profiler, its dump thread, verbose log, thread map) in samples, per instrument
 	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/mxnet_instruments.py --runs 2 --epochs 2

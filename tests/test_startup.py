@@ -168,6 +168,17 @@ def test_help_is_unchanged(command: str) -> None:
     check_golden(result.stdout, GOLDEN / "help" / f"{command.replace(' ', '-') or 'flamegraph'}.txt")
 
 
+def test_record_help_says_the_call_graph_jit_records_with() -> None:
+    """`record --help` states --jit's call graph as a literal (help imports no stage): it must be the one
+    `record --jit` uses (JIT_CALL_GRAPH; chosen by `make stack-copy`, docs/record.md)."""
+    from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH
+
+    args = [sys.executable, "-m", "flamegraph", "record", "--help"]
+    result = subprocess.run(args, capture_output=True, text=True, env={**_env(), "COLUMNS": "400"})
+    assert result.returncode == 0, result.stderr
+    assert f"the call graph default becomes {JIT_CALL_GRAPH})" in " ".join(result.stdout.split())
+
+
 @pytest.mark.parametrize("package", [flamegraph, flamegraph.record])
 def test_lazy_exports_resolve(package: object) -> None:
     """Every public name of a lazy facade (flamegraph.lazy) imports; other names are errors, as before."""

@@ -40,7 +40,9 @@ def _module_file(name: str) -> Path:
 
 
 HOOK = _module_file("flamegraph.frameworks.launcher")  # named as a module, so it is found wherever the layout puts it
-JIT_CALL_GRAPH = "dwarf,65528"  # the gemm kernels' frames are 12-16 KB: smaller copies cut their stacks
+# The gemm kernels' frames are 12-16 KB: smaller copies cut their stacks. MXNet's naive engine on 3.12 (Python
+# frames above the kernels) needs 48 KB for the MLP and more for deeper programs (docs/record.md, make stack-copy).
+JIT_CALL_GRAPH = "dwarf,65528"
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 OPTION_WITH_VALUE = ("-X", "-W")
 
