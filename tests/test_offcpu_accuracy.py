@@ -34,6 +34,7 @@ never_read, never_written = os.pipe()  # the spinner's last wait: until the proc
 reader_tid, spinner_tid = [], []
 sleeper_done = threading.Event()
 spinner_life = []  # CLOCK_MONOTONIC ns: before the thread was created, when it stopped running
+spinner_first = []  # its run_delay (ns) when it first ran: its first wait in the run queue, never switched out
 
 
 def schedstat(tid):
@@ -74,8 +75,9 @@ def blocked_in_read(tid):
 
 
 def spinner():
-    libc.prctl(15, ctypes.c_char_p(b"spinner"), 0, 0, 0)
     spinner_tid.append(threading.get_native_id())
+    spinner_first.append(schedstat(spinner_tid[0])[1])
+    libc.prctl(15, ctypes.c_char_p(b"spinner"), 0, 0, 0)
     while not reader_tid or not blocked_in_read(reader_tid[0]):
         pass
     deadline = time.monotonic() + 0.3  # the reader has been blocked since just before now
@@ -103,7 +105,7 @@ while len(spinner_life) < 2 or not blocked_in_read(spinner_tid[0]):
     time.sleep(0.001)
 on_cpu, run_delay = schedstat(spinner_tid[0])
 life = spinner_life[1] - spinner_life[0]
-os.write(1, f"SCHED spinner {spinner_tid[0]} {run_delay} {on_cpu} {life} {main_delay}\n".encode())
+os.write(1, f"SCHED spinner {spinner_tid[0]} {run_delay} {on_cpu} {life} {main_delay} {spinner_first[0]}\n".encode())
 """
 
 
@@ -120,7 +122,7 @@ def run_known_waits(tmp_path: Path) -> tuple[dict[str, float], dict[str, tuple[i
     with folded.open("rb") as lines:
         counts = read_folded(lines, str(folded), Diagnostics(echo=False)).counts
     sched = {}  # name -> tid, run_delay ns, then the sleeper's and reader's waits by the clock (ns); the spinner's
-    # CPU time, its life and main's run_delay while it created it (ns)
+    # CPU time, its life, main's run_delay while it created it and its own first wait to run (ns)
     for line in proc.stdout.splitlines():
         if line.startswith("SCHED "):
             _, name, *figures = line.split()
@@ -130,6 +132,7 @@ def run_known_waits(tmp_path: Path) -> tuple[dict[str, float], dict[str, tuple[i
 
 
 NANOSLEEP = frozenset({"hrtimer_nanosleep", "do_nanosleep"})
+FUTEX = frozenset({"futex_wait", "do_futex"})  # the GIL's condition variable and mutex
 READ = frozenset({"ksys_read", "vfs_read"})  # pipe_read was renamed anon_pipe_read in 6.x kernels
 
 
@@ -152,8 +155,11 @@ def test_known_waits_are_measured_within_5_percent(tmp_path: Path) -> None:
     # the spinner's last wait (blocked reading until the process exits) is after its figures were read
     voluntary = total(counts, spinner, states="SD") - total(counts, spinner, containing=READ, states="SD")
     preempted = total(counts, spinner, states="R")  # its first waits are under its old comm, python
-    run_delay_us, on_cpu_us, life_us, main_delay_us = (ns / 1000 for ns in sched["spinner"][1:])
-    off_cpu_us = life_us - on_cpu_us  # the kernel's: all of its life it did not run
+    run_delay_us, on_cpu_us, life_us, main_delay_us, first_us = (ns / 1000 for ns in sched["spinner"][1:])
+    # A new thread waits in the run queue before it first runs: never switched out, that wait is no
+    # off-CPU wait perf can draw, and it is in the kernel's figures: taken out of both.
+    run_delay_us -= first_us
+    off_cpu_us = life_us - on_cpu_us - first_us  # the kernel's: all of its life it did not run
     print(f"nanosleep {nanosleep:.0f} µs (clock {sched['sleeper'][2] / 1000:.0f}), pipe read {pipe:.0f} µs "
           f"(clock {sched['reader'][2] / 1000:.0f}), spinner: {voluntary:.0f} µs waiting, "
           f"{preempted:.0f} µs preempted; the kernel's: {off_cpu_us:.0f} µs off-CPU, run_delay {run_delay_us:.0f} µs "
@@ -174,10 +180,16 @@ def test_known_waits_are_measured_within_5_percent(tmp_path: Path) -> None:
     # The spinner: every µs the kernel kept it off-CPU is drawn, as a wait (for the GIL) or a preemption.
     # `off_cpu_us` can only be more: its life is timed from just before main created it (main preempted
     # there, seen once: 9 ms beside two busy loops, did not keep the spinner waiting), and its CPU time
-    # leaves out interrupts and the time the VM's host ran something else (seen: 1.2 ms of 214 ms short).
+    # leaves out interrupts and the time the VM's host ran something else (seen: 1.2 ms of 214 ms short,
+    # 6.3 ms of 550 ms at load 2: 1.15 %; no per-thread steal figure exists to subtract, hence 3 %).
     drawn = voluntary + preempted
     figures = (drawn, off_cpu_us, main_delay_us, life_us)
-    assert off_cpu_us - main_delay_us - 0.01 * life_us - 1_000 <= drawn <= off_cpu_us + 1_000, figures
+    assert off_cpu_us - main_delay_us - 0.03 * life_us - 1_000 <= drawn <= off_cpu_us + 1_000, figures
     # A preemption is time runnable but not running: within run_delay, which also holds the time each GIL
     # wait spent in the run queue once woken (µs on a quiet machine): the rest of run_delay is in those waits.
-    assert run_delay_us - voluntary - 1_000 <= preempted <= run_delay_us + 1_000
+    # (2 ms: per switch a few µs between the tracepoint and the run queue's own accounting; measured short
+    # by 0.5-0.7 ms at load 2 with the first wait still counted)
+    assert run_delay_us - voluntary - 2_000 <= preempted <= run_delay_us + 1_000, (preempted, run_delay_us, voluntary)
+    # Its waits of its own accord are for the GIL (a futex) or the pipe: a preemption drawn as a sleep
+    # would carry the spin loop's interrupted stack instead, and fail here whatever the load.
+    assert total(counts, spinner, containing=FUTEX | READ, states="SD") == total(counts, spinner, states="SD")
