@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from flamegraph.record.fold_priority import (
     POLL_SECONDS,
     URGENT_WAITING,
     FoldPriority,
+    can_leave_idle,
     priority_mode,
 )
 from flamegraph.record.spool import Spool
@@ -156,3 +158,24 @@ def _descendants(pid: int) -> list[int]:
         found += children
         todo += children
     return found
+
+
+def test_a_user_who_cannot_raise_a_script_again_folds_at_normal_priority(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sched(7): without CAP_SYS_NICE, SCHED_IDLE -> SCHED_OTHER needs RLIMIT_NICE >= 20; an idle script that
+    can never be raised would starve when the folding falls behind (found in review: EPERM as nobody)."""
+    assert can_leave_idle()  # root here: CAP_SYS_NICE
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nCapEff:\t0000000000000000\n")
+    said = []
+    for limit in (0, 19, 20):
+        monkeypatch.setattr("resource.getrlimit", lambda _which, limit=limit: (limit, limit))
+        said.append(can_leave_idle(str(status)))
+    monkeypatch.undo()
+    assert said == [False, False, True]
+    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    assert can_leave_idle(str(tmp_path / "absent")) is (soft == resource.RLIM_INFINITY or soft >= 20)  # no /proc
+    # then the folder never goes idle
+    monkeypatch.setattr("flamegraph.record.fold_priority.can_leave_idle", lambda: False)
+    assert FoldPriority(Queue(), mode="idle").mode == NORMAL

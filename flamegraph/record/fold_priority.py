@@ -11,7 +11,9 @@ ended nothing is recorded any more and the user waits for the folding: the last 
 priority (idle, they starved behind any busy process, such as a --pid target still running: seen, 12 s
 at 1 % CPU to fold a 2 s recording beside two busy loops on two cores). Our own
 process keeps its priority: a descheduled thread holding the GIL would stall the spool's watcher
-(measured: nice +10 for the whole fold thread switched chunks late, past the cap).
+(measured: nice +10 for the whole fold thread switched chunks late, past the cap). A user who may not
+set a script back (no CAP_SYS_NICE and an RLIMIT_NICE below 20: sched(7)) gets normal priority
+throughout: an idle script that can never be raised would starve behind a busy machine and lose chunks.
 
     priority = FoldPriority(spool)           # FLAMEGRAPH_FOLD_PRIORITY=normal: never idle
     with priority.watching():                # the folder thread: its perf scripts are watched
@@ -21,6 +23,7 @@ process keeps its priority: a descheduled thread holding the GIL would stall the
 from __future__ import annotations
 
 import os
+import resource
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +36,7 @@ PRIORITY_VARIABLE = "FLAMEGRAPH_FOLD_PRIORITY"
 IDLE, NORMAL = "idle", "normal"
 URGENT_WAITING = 1  # a chunk waiting: behind; three more before a drop (flamegraph.record.spool)
 POLL_SECONDS = 0.1
+CAP_SYS_NICE = 23  # linux/capability.h
 
 
 class Waiting(Protocol):
@@ -51,11 +55,27 @@ def priority_mode(environ: dict[str, str] | None = None) -> str:
     return value
 
 
+def can_leave_idle(status: str = "/proc/self/status") -> bool:
+    """Whether a perf script of ours, once SCHED_IDLE, may be set back to SCHED_OTHER: with CAP_SYS_NICE,
+    or where RLIMIT_NICE allows nice 0 (a limit of 20 or more; sched(7), Linux 2.6.39 and later)."""
+    try:
+        with open(status) as lines:
+            effective = next((line.split()[1] for line in lines if line.startswith("CapEff:")), "0")
+        if int(effective, 16) >> CAP_SYS_NICE & 1:
+            return True
+    except (OSError, ValueError):
+        pass  # no /proc: the limit decides
+    soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
+    return soft == resource.RLIM_INFINITY or soft >= 20
+
+
 class FoldPriority:
     """Sets each watched `perf script`'s scheduling policy from the spool's queue (see the module's doc)."""
 
     def __init__(self, spool: Waiting, mode: str | None = None) -> None:
         self.mode = mode if mode is not None else priority_mode()
+        if self.mode == IDLE and not can_leave_idle():
+            self.mode = NORMAL  # an idle script could never be raised when the folding falls behind
         self.raised = 0  # times a script went from idle to normal because the folding was behind
         self._spool = spool
         self._lock = threading.Lock()
