@@ -82,11 +82,11 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
             if value is None:
                 value = known[frame] = frame_flags(frame, observer)
             flags.append(value)
-        result.samples += weight
-        result.depth_total += weight * len(frames)
-        result.short += weight if len(frames) <= 2 else 0
         # an instrument thread's label sits where its root would be: the stack's own frames start after it
         outer = 1 if frames and frames[0].startswith(INSTRUMENTATION) else 0
+        result.samples += weight
+        result.depth_total += weight * (len(frames) - outer)
+        result.short += weight if len(frames) - outer <= 2 else 0
         reached = len(flags) > outer and bool(flags[outer] & ROOT)
         result.reach_root += weight if reached else 0
         if not reached:
