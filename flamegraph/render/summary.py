@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
+from .page import LegendItem
 from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
 
 if TYPE_CHECKING:
@@ -116,6 +117,26 @@ def class_shares(stacks: Iterable[tuple[str, float]], highlighter: Highlighter) 
                 if frames[-1] in names:
                     own[index] += weight
     return list(zip(inclusive, own, strict=True))
+
+
+def legend_shares(
+    highlighter: Highlighter | None, stacks: Iterable[tuple[str, float]], total: float
+) -> list[LegendItem]:
+    """Each class that matches something: its name and shares; its regular expression in the tooltip."""
+    if highlighter is None:
+        return []
+    legend = []
+    shares = class_shares(stacks, highlighter)
+    for index, (rule, (inclusive, own)) in enumerate(zip(highlighter.rules, shares, strict=True)):
+        if not inclusive:
+            continue  # a class that matches nothing says nothing
+        text = f"{rule.label} {format_percent(inclusive, total)} % (self {format_percent(own, total)} %)"
+        tooltip = (
+            f"{rule.label}: /{rule.pattern}/ · {format_percent(inclusive, total)} % of all (stacks through a "
+            f"matching frame), {format_percent(own, total)} % self (stacks ending in one)"
+        )
+        legend.append(LegendItem(highlighter.swatch(index), text, tooltip))
+    return legend
 
 
 def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
