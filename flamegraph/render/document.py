@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from ..color import SEARCH_COLOR, background
-from .drawing import LABEL_MIN_PX, Drawing, labels_markup
+from .drawing import ALL_SELF, LABEL_MIN_PX, Drawing, labels_markup
 from .facts import Table
 from .layout import Layout, min_weight_for
 from .options import RenderOptions
 from .page import XPAD, LegendItem, Page, PageText, build_page
 from .text import MIN_PREFIX, SINGULAR, display_name, display_text, format_number
-from .titles import ALL_SELF
 
 if TYPE_CHECKING:
     from .precompiled import Renderable

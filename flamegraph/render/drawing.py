@@ -2,7 +2,9 @@
 
 Frames live in a nested <svg> whose viewBox is in the profile's unit: a rect's x and width are
 exact sample counts (over `divisor`), zooming is one viewBox change, and the checks can read
-counts back from the geometry. Labels are in pixels, outside it.
+counts back from the geometry. Labels are in pixels, outside it. A title reads "name (N samples,
+P%; self M, Q%)"; the page completes the short forms the file keeps (ALL_SELF, a self count
+without its unit) when it shows one.
 """
 
 from __future__ import annotations
@@ -17,13 +19,26 @@ from ..color import strip_annotation
 from .layout import Layout, Rect
 from .options import RenderOptions
 from .page import XPAD, Page
-from .text import MIN_PREFIX, display_name, fit_label, format_number
+from .text import (
+    MIN_PREFIX,
+    count_text,
+    display_name,
+    fit_label,
+    format_bytes,
+    format_count,
+    format_duration_us,
+    format_number,
+    format_percent,
+)
 
 LABEL_MIN_PX = 12  # narrower frames get no label
 # Browsers clamp SVG coordinates near 2**25 (Chromium draws a 5e9-wide rect 7 px wide), so large
 # totals (off-CPU microseconds) are drawn in units of 10**k; sample counts below this stay exact.
 MAX_COORDINATE = 1e7
 ROOT_TITLE = "all"
+# How a title says that all of a frame's time is its own (a leaf: 2 frames in 5): flamegraph.js writes
+# "; self N samples, P%)" back for the reader, copying the numbers before it.
+ALL_SELF = "; all self)"
 
 
 def coordinate_divisor(total: float, grain: int = 1) -> int:
@@ -40,6 +55,39 @@ def weight_grain(weights: Sequence[float]) -> int:
     if not all(map(float.is_integer, map(float, weights))):
         return 0
     return math.gcd(*map(int, weights)) or 1
+
+
+def frame_details(total: float, count_name: str, factor: float, durations: bool, sizes: bool) -> Callable[[Rect], str]:
+    """A frame's title after its name: its amount and share, then its self amount and share.
+    `durations`: amounts are off-CPU microseconds, said as durations; `sizes`: bytes, said in KiB..."""
+
+    def amount(weight: float) -> str:
+        if sizes:
+            return format_bytes(weight)
+        return format_duration_us(weight) if durations else count_text(weight * factor, count_name)
+
+    def own_amount(weight: float) -> str:
+        """A count's unit is said once per title, with the total: the page adds it back to the self count."""
+        if sizes or durations:
+            return amount(weight)
+        value = weight * factor
+        text = format_count(value)
+        return text if (text == "1") == (value == 1) else count_text(value, count_name)  # the page: "1" is singular
+
+    def details(frame: Rect) -> str:  # made once per (width, self width): draw's by_widths
+        """Escaped: the count's name may hold '&' or '<'. The file stays small: no self time is not said
+        (the page says "self 0"), all of it (a leaf) is said as ALL_SELF (the page spells it out), and
+        the self count has no unit (the page adds it)."""
+        width, self_width = frame.width, frame.self_width
+        percent = "100" if frame.depth == 0 else format_percent(width, total)
+        if not self_width:
+            return str(escape(f" ({amount(width)}, {percent}%)"))
+        if self_width == width and frame.depth:
+            return str(escape(f" ({amount(width)}, {percent}%{ALL_SELF}"))
+        own = f"self {own_amount(self_width)}, {format_percent(self_width, total)}%"
+        return str(escape(f" ({amount(width)}, {percent}%; {own})"))
+
+    return details
 
 
 @dataclass

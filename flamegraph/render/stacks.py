@@ -80,6 +80,18 @@ def drawing_holds_stacks(layout: Layout) -> bool:
     return sum(map(_self_width, layout.frames)) == layout.total
 
 
+def drawn_leaf_weights(layout: Layout) -> dict[str, float]:
+    """What `encode` adds up as `leaf_weights` (per frame as written: the weight of the stacks ending in
+    it), read from a drawing that holds every stack of positive weight (`drawing_holds_stacks`): a frame's
+    self width is the weight of the stack ending there. One step per frame, none per stack."""
+    leaves: dict[str, float] = {}
+    weight_of = leaves.get
+    for name, _, _, _, own, _, _, _ in layout.frames[1:]:  # the root ends no stack
+        if own:
+            leaves[name] = weight_of(name, 0) + own
+    return leaves
+
+
 def encode(texts: Sequence[str], weights: Sequence[float]) -> Encoded:
     """The loop is the render's only pass over every stack besides the layout's: it keeps the
     previous stack's prefixes ("a;", "a;b;") and pops them until the next stack starts with one,

@@ -1,4 +1,4 @@
-"""What the SVG says without JavaScript: capture facts, highlight-class shares, top self time."""
+"""What the SVG says without JavaScript: capture facts, highlight-class shares, top self time (and its amounts)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,19 @@ from typing import TYPE_CHECKING
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
 from .page import LegendItem
-from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
+from .text import (
+    count_text,
+    format_bytes,
+    format_count,
+    format_duration_us,
+    format_percent,
+    format_seconds,
+    format_signed,
+)
 
 if TYPE_CHECKING:
     from ..analysis.views import Applied, Step
+    from .options import RenderOptions
 
 SEP = ";"
 
@@ -166,6 +175,15 @@ def rank_self(weights: Mapping[str, float], limit: int) -> list[tuple[str, float
     """The `limit` largest self weights, ties by name."""
     ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:limit]
+
+
+def table_amount(value: float, profile: FoldedProfile, options: RenderOptions) -> str:
+    """A table's amount: a duration for off-CPU microseconds, else the count."""
+    if profile.unit == "microseconds" and options.count_name is None and options.factor == 1:
+        return format_duration_us(value)
+    if profile.unit == "bytes" and options.count_name is None and options.factor == 1:
+        return format_bytes(value)
+    return format_count(value)
 
 
 def top_changes(

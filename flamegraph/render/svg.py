@@ -1,7 +1,7 @@
 """Folded profiles -> one self-contained, interactive SVG (flame graph, icicle, chart or diff).
 
 The steps, each in its module: the stacks to draw (here: the off-CPU view, the chain and wall
-marks) -> `layout` (merge, prune) -> the page's texts (`summary`, `titles`) and its geometry
+marks) -> `layout` (merge, prune) -> the page's texts (`summary`) and its geometry
 (`page`) -> the frames' markup (`drawing`) -> the stacks the page's views need (`stacks`, unless
 the frames hold them all) -> the document (`document`: template, script, settings).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from markupsafe import escape
@@ -19,13 +20,13 @@ from ..io.diagnostics import BadCounts, BadOption, NoSamples
 from ..io.folded import check_total
 from ..model import FoldedProfile
 from .document import HERE, page_for, prepare, render_document
-from .drawing import draw, weight_grain
+from .drawing import coordinate_divisor, draw, frame_details, weight_grain
 from .facts import Table
 from .layout import Columns, Layout, Rect, layout_stacks, min_weight_for, order_stacks
 from .options import RenderOptions
 from .page import XPAD, PageText
 from .search import search_examples
-from .stacks import Encoded, drawing_holds_stacks, encode
+from .stacks import Encoded, drawing_holds_stacks, drawn_leaf_weights, encode
 from .summary import (
     by_function,
     change_text,
@@ -34,18 +35,17 @@ from .summary import (
     metadata_lines,
     profile_facts,
     rank_self,
+    table_amount,
     top_changes,
     top_self,
     views_line,
 )
 from .text import count_text, display_name, format_count, format_percent, format_signed
-from .titles import frame_details, table_amount
 
 if TYPE_CHECKING:
-    from .drawing import Drawing
     from .offcpu import OffCpuView
 
-Stacks = Mapping[str, float] | Sequence[tuple[str, float]]  # (text, weight) pairs, or a profile's counts
+    Stacks = Mapping[str, float] | Sequence[tuple[str, float]]  # (text, weight) pairs, or a profile's counts
 
 
 def render_svg(
@@ -70,10 +70,12 @@ def render_svg(
     durations = view is not None and amounts_are  # off-CPU µs: as a duration
     sizes = profile.unit == "bytes" and amounts_are  # bytes: KiB, MiB, GiB
     details = frame_details(total, count_name, options.factor, durations, sizes)
-    encoded = encode(texts, weights)  # the page's views; the leaves' weights for the table
     grain = weight_grain(weights)
-    del texts, weights
-    ranked, table = _top_table(profile, options, view, encoded, items, total, count_name)
+    may_hold = _may_hold_stacks(layout, grain, options)
+    # The encoded stacks give the page's views and the table's leaf weights. A drawing that may hold every
+    # stack (each of some weight) gives the weights instead; the stacks are then encoded only if it does not.
+    encoded = encode(texts, weights) if not (may_hold and min(weights) > 0) else None
+    ranked, table = _top_table(profile, options, view, encoded, layout, items, total, count_name)
     text = PageText(
         summary=_summary(profile, options, view, count_name, by_thread),
         legend=legend_shares(highlighter, items, total),
@@ -84,7 +86,10 @@ def render_svg(
     page = page_for(options, layout, text)
     drawing = draw(layout, options, page, details, lambda _: painter.fill(""), name_fill, grain or 1, by_widths=True)
     drawn_colors = dict(painter.cache)  # the palette file keeps the drawn frames' colours, not every name's
-    stacks_drawn = _stacks_drawn(layout, drawing, grain, options)
+    stacks_drawn = may_hold and drawing.apart  # no two frames alike: the page tells every frame apart
+    if encoded is None and not stacks_drawn:
+        encoded = encode(texts, weights)
+    del texts, weights
     svg = render_document(
         options,
         page,
@@ -94,7 +99,7 @@ def render_svg(
         count_name,
         diff=False,
         examples=search_examples([name for name, _ in ranked], view is not None),
-        stacks=None if stacks_drawn else _stacks_data(encoded, layout, name_fill),
+        stacks=_stacks_data(encoded, layout, name_fill) if encoded is not None and not stacks_drawn else None,
         durations=durations,
         sizes=sizes,
         stacks_drawn=stacks_drawn,
@@ -181,7 +186,8 @@ def _top_table(
     profile: FoldedProfile,
     options: RenderOptions,
     view: OffCpuView | None,
-    encoded: Encoded,
+    encoded: Encoded | None,
+    layout: Layout,
     items: Iterable[tuple[str, float]],
     total: float,
     count_name: str,
@@ -193,9 +199,12 @@ def _top_table(
 
         ranked = blocked_in(view.counts, options.top, is_wall(profile.event))
         heading = f"Top {len(ranked)} functions that blocked, by off-CPU time (the caller of the wait; its state)"
-    else:  # the leaves' weights, added up by the encoding (reversed stacks end in their roots)
-        leaves = encoded.leaf_weights if not options.reverse else None
-        ranked = rank_self(by_function(leaves), options.top) if leaves is not None else top_self(items, options.top)
+    else:
+        if options.reverse:  # reversed stacks end in their roots
+            ranked = top_self(items, options.top)
+        else:  # the leaves' weights, added up by the encoding or read from the frames
+            leaves = encoded.leaf_weights if encoded is not None else drawn_leaf_weights(layout)
+            ranked = rank_self(by_function(leaves), options.top)
         heading = f"Top {len(ranked)} functions by self {count_name}"
     rows = [
         (f"{format_percent(weight, total)}%", table_amount(weight * options.factor, profile, options), name)
@@ -204,24 +213,26 @@ def _top_table(
     return ranked, Table(heading, rows=rows) if rows else None
 
 
-def _stacks_drawn(layout: Layout, drawing: Drawing, grain: int, options: RenderOptions) -> bool:
-    """The drawing holds every stack, exactly (integer coordinates, no frame pruned, no two frames alike):
-    the page reads them back from it, and nothing more is embedded."""
+def _may_hold_stacks(layout: Layout, grain: int, options: RenderOptions) -> bool:
+    """The drawing may hold every stack, exactly (integer coordinates, no frame pruned): the page then
+    reads them back from it if no two frames are drawn alike (`Drawing.apart`), and nothing more is embedded."""
     return (
         grain > 0
-        and drawing.divisor == grain
+        and coordinate_divisor(layout.total, grain) == grain  # the drawing's divisor
         and not options.flamechart
         and drawing_holds_stacks(layout)
-        and drawing.apart
     )
+
+
+_name = itemgetter(0)  # Rect.name, in C
 
 
 def _stacks_data(encoded: Encoded, layout: Layout, name_fill: Callable[[str], str]) -> dict[str, object]:
     """The stacks embedded for the page's views; a name the drawing shows is written as where it shows it."""
-    shown_at: dict[str, int] = {}  # frame -> the first drawn frame showing it: the page reads its name there
-    for index, frame in enumerate(layout.frames):
-        if frame.depth and frame.name not in shown_at:
-            shown_at[frame.name] = index
+    names = list(map(_name, layout.frames))
+    # frame -> the first drawn frame showing it: the page reads its name there. Last to first, so that a
+    # name's first frame is the one kept, and the root (index 0, last) left out by the shorter range; in C.
+    shown_at = dict(zip(reversed(names), range(len(names) - 1, 0, -1), strict=False))
     return encoded.data(strip_annotation, name_fill, shown_at)
 
 
