@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
 from flamegraph.render.layout import Columns, layout_stacks, order_stacks
-from flamegraph.render.stacks import drawing_holds_stacks, drawn_leaf_weights, encode, encode_stacks
+from flamegraph.render.stacks import BASE36, base36, drawing_holds_stacks, drawn_leaf_weights, encode, encode_stacks
 from flamegraph.render.text import display_name
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -46,6 +46,14 @@ def test_known_answer() -> None:
     data = encode_stacks(texts, weights, lambda name: name, lambda name: "#000000")
     assert data["names"] == ["main", "compute", "gemm", "relu", "io", "read"]
     assert data["stacks"] == "0,0,1,2,40 2,3,10 1,4,5,12"
+
+
+def test_frame_codes_are_base_36_without_leading_zeros() -> None:
+    assert BASE36 == [base36(value) for value in range(36 * 36)]
+    assert [base36(value) for value in (0, 35, 36, 1295, 1296, 46655, 46656)] == [
+        "0", "z", "10", "zz", "100", "zzz", "1000"
+    ]  # fmt: skip
+    assert all(int(base36(value), 36) == value for value in range(0, 3_000_000, 997))
 
 
 def test_a_name_that_extends_another_and_a_repeated_stack() -> None:

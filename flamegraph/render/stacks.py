@@ -161,16 +161,16 @@ def _new_code(codes: dict[str, str], frame: str) -> str:
 
 
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+# The codes of 0 .. 36**2 - 1 ("0".."z", "10".."zz"): joined in one comprehension at import, not made
+# one division at a time (that cost 0.3 M instructions at each start).
+BASE36 = [*DIGITS, *(high + low for high in DIGITS[1:] for low in DIGITS)]
 
 
 def base36(value: int) -> str:
-    out = ""
-    while True:
-        value, digit = divmod(value, 36)
-        out = DIGITS[digit] + out
-        if not value:
-            return out
+    if value < len(BASE36):
+        return BASE36[value]
+    high, digit = divmod(value, 36)
+    return base36(high) + DIGITS[digit]
 
 
-BASE36 = [base36(value) for value in range(36 * 36)]
 DEPTHS = [f"{depth}," for depth in range(256)]
