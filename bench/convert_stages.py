@@ -70,9 +70,10 @@ def read_then_wrap(*args, **kwargs):
     import flamegraph.render.svg as svg
     cpu["renderer imported (after the fold)"] = 1000 * (time.process_time() - begin)
     timed(svg, "layout_stacks", "draw: layout")
-    timed(svg, "_draw", "draw: frames")
+    for frames, document in (("_draw", "_document"), ("draw", "render_document")):  # before, after the split
+        timed(svg, frames, "draw: frames")
+        timed(svg, document, "draw: document")
     timed(svg, "encode", "draw: stacks of the views")
-    timed(svg, "_document", "draw: document")
     timed(render, "render_svg", "draw (all)")
     timed(convert_run, "write_bytes", "write")
     return got

@@ -10,7 +10,7 @@ import jinja2
 import pytest
 
 from flamegraph.model import FoldedProfile
-from flamegraph.render import RenderOptions, precompiled, render_diff, render_svg, svg, svg_template
+from flamegraph.render import RenderOptions, document, precompiled, render_diff, render_svg, svg_template
 
 
 def _profile() -> FoldedProfile:
@@ -57,14 +57,14 @@ def test_the_precompiled_template_draws_the_bytes_the_template_draws(monkeypatch
     def draw() -> bytes:  # every part of the template: notes, legend, table, facts, stacks, diff
         return render_svg(_profile(), options) + render_diff(before, _profile(), options)
 
-    svg._template.cache_clear()
+    document._template.cache_clear()
     fast = draw()
     monkeypatch.setattr(svg_template, "SOURCE_CRC32", -1)  # as after an edit of the template
-    svg._template.cache_clear()
+    document._template.cache_clear()
     try:
         slow = draw()
-        assert isinstance(svg._template(), jinja2.Template)  # compiled from the text, run by Jinja2
+        assert isinstance(document._template(), jinja2.Template)  # compiled from the text, run by Jinja2
     finally:
-        svg._template.cache_clear()
+        document._template.cache_clear()
     assert fast == slow
     assert b"std::vector&lt;int&gt;::push_back" in fast and b"a&amp;b" in fast

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
 from helpers.svg import frames, settings, stacks_data
 from hypothesis import given
 from hypothesis import strategies as st
 
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_svg
-from flamegraph.render.layout import order_stacks
-from flamegraph.render.stacks import encode_stacks
+from flamegraph.render.layout import Columns, layout_stacks, order_stacks
+from flamegraph.render.stacks import BASE36, base36, drawing_holds_stacks, drawn_leaf_weights, encode, encode_stacks
 from flamegraph.render.text import display_name
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -45,6 +46,14 @@ def test_known_answer() -> None:
     data = encode_stacks(texts, weights, lambda name: name, lambda name: "#000000")
     assert data["names"] == ["main", "compute", "gemm", "relu", "io", "read"]
     assert data["stacks"] == "0,0,1,2,40 2,3,10 1,4,5,12"
+
+
+def test_frame_codes_are_base_36_without_leading_zeros() -> None:
+    assert BASE36 == [base36(value) for value in range(36 * 36)]
+    assert [base36(value) for value in (0, 35, 36, 1295, 1296, 46655, 46656)] == [
+        "0", "z", "10", "zz", "100", "zzz", "1000"
+    ]  # fmt: skip
+    assert all(int(base36(value), 36) == value for value in range(0, 3_000_000, 997))
 
 
 def test_a_name_that_extends_another_and_a_repeated_stack() -> None:
@@ -146,3 +155,32 @@ def test_the_stacks_are_embedded_when_the_drawing_cannot_give_them_back_exactly(
     apart = render_svg(FoldedProfile({"a;f": 1, "a;f_[k]": 1}), RenderOptions())  # the kernel's f in its colour
     assert settings(apart)["stacksDrawn"] is True
     assert sorted(decode(stacks_data(apart))) == [(("a", "f"), 1.0), (("a", "f"), 1.0)]
+
+
+@given(st.lists(st.tuples(st.lists(frame_names, min_size=1, max_size=6), st.integers(1, 10**12)), min_size=1))
+def test_a_drawing_that_holds_every_stack_gives_the_leaf_weights_the_encoding_adds_up(
+    stacks: list[tuple[list[str], int]],
+) -> None:
+    texts, weights = order_stacks([(";".join(frames), weight) for frames, weight in stacks])
+    layout = layout_stacks(texts, Columns(weights))
+    assert drawing_holds_stacks(layout)
+    assert drawn_leaf_weights(layout) == encode(texts, weights).leaf_weights
+
+
+def test_a_page_that_draws_every_stack_encodes_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stacks are encoded for #stacks (and the table's leaf weights) only when the frames cannot
+    give them back; the table is the same either way."""
+    import flamegraph.render.svg as svg
+
+    counts = {"main;a;b": 5, "main;a": 2, "main;c": 3, "main;c;b": 4}
+    drawn = render_svg(FoldedProfile(counts), RenderOptions())
+
+    def refused(texts: object, weights: object) -> None:
+        raise AssertionError("encoded although the drawing holds every stack")
+
+    monkeypatch.setattr(svg, "encode", refused)
+    assert render_svg(FoldedProfile(counts), RenderOptions()) == drawn
+    assert settings(drawn)["stacksDrawn"] is True
+    top = ET.fromstring(drawn).find(f".//{SVG}g[@id='top']")
+    cells = [text.text for text in top.iter(f"{SVG}text")] if top is not None else []
+    assert cells[1:4] == ["64.29%", "9", "b"]  # b ends two stacks: 9 of 14

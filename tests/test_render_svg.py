@@ -370,7 +370,7 @@ def test_weights_with_a_common_period_draw_short_integer_coordinates() -> None:
 
 def test_the_page_carries_the_script_and_styles_verbatim() -> None:
     """House style: the script and the stylesheet are inlined as their files are, comments included."""
-    from flamegraph.render.svg import HERE
+    from flamegraph.render.document import HERE
 
     page = render_svg(FoldedProfile({"a;b": 1}, "samples"), RenderOptions()).decode()
     for name in ("flamegraph.js", "flamegraph.css"):

@@ -1,4 +1,4 @@
-"""What the SVG says without JavaScript: capture facts, highlight-class shares, top self time."""
+"""What the SVG says without JavaScript: capture facts, highlight-class shares, top self time (and its amounts)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,20 @@ from typing import TYPE_CHECKING
 
 from ..color import Highlighter, strip_annotation
 from ..model import FoldedProfile
-from .text import count_text, format_bytes, format_count, format_percent, format_seconds, format_signed
+from .page import LegendItem
+from .text import (
+    count_text,
+    format_bytes,
+    format_count,
+    format_duration_us,
+    format_percent,
+    format_seconds,
+    format_signed,
+)
 
 if TYPE_CHECKING:
     from ..analysis.views import Applied, Step
+    from .options import RenderOptions
 
 SEP = ";"
 
@@ -118,6 +128,26 @@ def class_shares(stacks: Iterable[tuple[str, float]], highlighter: Highlighter) 
     return list(zip(inclusive, own, strict=True))
 
 
+def legend_shares(
+    highlighter: Highlighter | None, stacks: Iterable[tuple[str, float]], total: float
+) -> list[LegendItem]:
+    """Each class that matches something: its name and shares; its regular expression in the tooltip."""
+    if highlighter is None:
+        return []
+    legend = []
+    shares = class_shares(stacks, highlighter)
+    for index, (rule, (inclusive, own)) in enumerate(zip(highlighter.rules, shares, strict=True)):
+        if not inclusive:
+            continue  # a class that matches nothing says nothing
+        text = f"{rule.label} {format_percent(inclusive, total)} % (self {format_percent(own, total)} %)"
+        tooltip = (
+            f"{rule.label}: /{rule.pattern}/ · {format_percent(inclusive, total)} % of all (stacks through a "
+            f"matching frame), {format_percent(own, total)} % self (stacks ending in one)"
+        )
+        legend.append(LegendItem(highlighter.swatch(index), text, tooltip))
+    return legend
+
+
 def self_weights(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
     """Self weight per function (the leaf of each stack), annotations stripped."""
     leaves: dict[str, float] = {}
@@ -145,6 +175,15 @@ def rank_self(weights: Mapping[str, float], limit: int) -> list[tuple[str, float
     """The `limit` largest self weights, ties by name."""
     ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:limit]
+
+
+def table_amount(value: float, profile: FoldedProfile, options: RenderOptions) -> str:
+    """A table's amount: a duration for off-CPU microseconds, else the count."""
+    if profile.unit == "microseconds" and options.count_name is None and options.factor == 1:
+        return format_duration_us(value)
+    if profile.unit == "bytes" and options.count_name is None and options.factor == 1:
+        return format_bytes(value)
+    return format_count(value)
 
 
 def top_changes(
