@@ -156,10 +156,11 @@ def test_known_waits_are_measured_within_5_percent(tmp_path: Path) -> None:
     voluntary = total(counts, spinner, states="SD") - total(counts, spinner, containing=READ, states="SD")
     preempted = total(counts, spinner, states="R")  # its first waits are under its old comm, python
     run_delay_us, on_cpu_us, life_us, main_delay_us, first_us = (ns / 1000 for ns in sched["spinner"][1:])
+    off_cpu_us = life_us - on_cpu_us  # the kernel's: all of its life it did not run
     # A new thread waits in the run queue before it first runs: never switched out, that wait is no
-    # off-CPU wait perf can draw, and it is in the kernel's figures: taken out of both.
-    run_delay_us -= first_us
-    off_cpu_us = life_us - on_cpu_us - first_us  # the kernel's: all of its life it did not run
+    # off-CPU wait perf can draw, yet it is in the kernel's figures. `first_us` (run_delay when it first
+    # read it) holds it, and under load also drawn waits before that read (its first GIL wait's tail):
+    # an allowance for the lower bounds only.
     print(f"nanosleep {nanosleep:.0f} µs (clock {sched['sleeper'][2] / 1000:.0f}), pipe read {pipe:.0f} µs "
           f"(clock {sched['reader'][2] / 1000:.0f}), spinner: {voluntary:.0f} µs waiting, "
           f"{preempted:.0f} µs preempted; the kernel's: {off_cpu_us:.0f} µs off-CPU, run_delay {run_delay_us:.0f} µs "
@@ -183,13 +184,14 @@ def test_known_waits_are_measured_within_5_percent(tmp_path: Path) -> None:
     # leaves out interrupts and the time the VM's host ran something else (seen: 1.2 ms of 214 ms short,
     # 6.3 ms of 550 ms at load 2: 1.15 %; no per-thread steal figure exists to subtract, hence 3 %).
     drawn = voluntary + preempted
-    figures = (drawn, off_cpu_us, main_delay_us, life_us)
-    assert off_cpu_us - main_delay_us - 0.03 * life_us - 1_000 <= drawn <= off_cpu_us + 1_000, figures
+    figures = (drawn, off_cpu_us, first_us, main_delay_us, life_us)
+    assert off_cpu_us - first_us - main_delay_us - 0.03 * life_us - 1_000 <= drawn <= off_cpu_us + 1_000, figures
     # A preemption is time runnable but not running: within run_delay, which also holds the time each GIL
     # wait spent in the run queue once woken (µs on a quiet machine): the rest of run_delay is in those waits.
     # (2 ms: per switch a few µs between the tracepoint and the run queue's own accounting; measured short
     # by 0.5-0.7 ms at load 2 with the first wait still counted)
-    assert run_delay_us - voluntary - 2_000 <= preempted <= run_delay_us + 1_000, (preempted, run_delay_us, voluntary)
+    lowest = run_delay_us - first_us - voluntary - 2_000
+    assert lowest <= preempted <= run_delay_us + 1_000, (preempted, run_delay_us, first_us, voluntary)
     # Its waits of its own accord are for the GIL (a futex) or the pipe: a preemption drawn as a sleep
     # would carry the spin loop's interrupted stack instead, and fail here whatever the load.
     assert total(counts, spinner, containing=FUTEX | READ, states="SD") == total(counts, spinner, states="SD")
