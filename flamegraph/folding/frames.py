@@ -185,13 +185,10 @@ class FrameNames:
             return
         if joined is None:
             joined = b"\n" + b"\n".join(lines)
-            checked = joined.count(b"\n\t") == len(lines) and joined.count(b"\n") == len(lines)
-        else:
-            checked = True
-        if not checked:
-            for line in lines:  # a line without a tab head could be taken for a rest (or holds a b'\n')
-                self.name(line, java)
-            return
+            if joined.count(b"\n\t") != len(lines) or joined.count(b"\n") != len(lines):
+                for line in lines:  # a line without a tab head could be taken for a rest (or holds a b'\n')
+                    self.name(line, java)
+                return
         # A line of another shape keeps its head (a tab): it is its own key, never a rest's, never kept.
         joined = SYMBOL_OFFSET.sub(b"", LINE_ADDRESS.sub(b"\n", joined))
         keys = joined.split(b"\n")
