@@ -22,7 +22,8 @@ text, and `--post-process` hands us its folded output (it must print something f
 
 Each case first runs every command once untimed: caches warm, peak RSS measured (under GNU time), and
 the outputs compared: `-j2` with one process byte for byte, inferno with ours `--no-group-unknown`
-(the extra it lacks) stack by stack, perl with our `--compat` byte for byte. Then the timed rounds,
+(the extra it lacks) stack by stack, perl with our `--compat` byte for byte (for perf.data, on the text the
+peers fold: their `perf script` prints each sample's period, which they sum, where ours counts samples). Then the timed rounds,
 interleaved (ours, perl, inferno, ours, perl, inferno, ...) because this machine is noisy. The last
 lines are a markdown table for the README.
 
@@ -130,6 +131,7 @@ class Case:
     contenders: list[Contender]
     checks: list[str] = field(default_factory=list)  # what the output comparison found
     end_to_end: bool = False  # text -> SVG: times and SVG sizes, no folded outputs to compare
+    perf_data: Path | None = None  # perf.data -> folded: the recording the peers script with its periods
 
     def get(self, name: str) -> Contender | None:
         return next((c for c in self.contenders if c.name == name), None)
@@ -215,7 +217,7 @@ class Bench:
             contenders.append(Contender(PERL, command, self.tmp / f"{key}.perl.folded"))
         if (inferno := self.inferno_on(key, path, None)) is not None:
             contenders.append(inferno)
-        self.cases.append(Case(label, path.stat().st_size, None, contenders))
+        self.cases.append(Case(label, path.stat().st_size, None, contenders, perf_data=path))
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -268,20 +270,36 @@ class Bench:
             if other is not ours and other.name.startswith("ours") and other.output is not None:
                 same = other.output.read_bytes() == mine
                 found.append(f"{other.name}: {'identical to' if same else 'DIFFERENT from'} one process")
+        # From perf.data, ours counts samples while the peers' `perf script` prints each sample's period
+        # (ns of cpu-clock), which they sum: compared on the text they fold, ours folds what they fold.
+        text = self.peer_text(case.perf_data) if case.perf_data is not None else None
+        on_text = " (on the peers' `perf script` text)" if text is not None else ""
         inferno = case.get(INFERNO)
         if inferno is not None and inferno.output is not None:
-            plain = self.ours_with(ours, "--no-group-unknown")
-            found.append(f"{INFERNO} vs ours --no-group-unknown: {compare_totals(plain, inferno.output.read_bytes())}")
+            plain = self.ours_with(ours, "--no-group-unknown", text)
+            totals = compare_totals(plain, inferno.output.read_bytes())
+            found.append(f"{INFERNO} vs ours --no-group-unknown{on_text}: {totals}")
         perl = case.get(PERL)
         if self.compat_check and perl is not None and perl.output is not None:
-            same = self.ours_with(ours, "--compat") == perl.output.read_bytes()
-            found.append(f"{PERL} vs ours --compat: {'byte-identical' if same else 'DIFFERENT'}")
+            same = self.ours_with(ours, "--compat", text) == perl.output.read_bytes()
+            found.append(f"{PERL} vs ours --compat{on_text}: {'byte-identical' if same else 'DIFFERENT'}")
         return found
 
+    def peer_text(self, perf_data: Path) -> Path:
+        """What `perf script -i FILE --no-inline` prints: the text the peers fold (periods included)."""
+        text = self.tmp / f"{perf_data.name}.peers.perf.txt"
+        with open(text, "wb") as sink:
+            command = ["perf", "script", "-i", str(perf_data), "--no-inline"]
+            subprocess.run(command, stdout=sink, stderr=subprocess.DEVNULL, check=True)
+        return text
+
     @staticmethod
-    def ours_with(ours: Contender, option: str) -> bytes:
-        """Our folded output for the same input with one more option (an untimed run)."""
-        result = subprocess.run([*ours.command[:2], option, *ours.command[2:]], capture_output=True)
+    def ours_with(ours: Contender, option: str, text: Path | None = None) -> bytes:
+        """Our folded output with one more option (an untimed run), on the same input or on `text`."""
+        command = [*ours.command[:2], option, *ours.command[2:]]
+        if text is not None:
+            command[-1] = str(text)
+        result = subprocess.run(command, capture_output=True)
         if result.returncode != 0:
             raise SystemExit(f"failed: {shlex.join(ours.command)} {option}: {result.stderr.decode()[-300:]}")
         return result.stdout
