@@ -23,8 +23,9 @@ text, and `--post-process` hands us its folded output (it must print something f
 Each case first runs every command once untimed: caches warm, peak RSS measured (under GNU time), and
 the outputs compared: `-j2` with one process byte for byte, inferno with ours `--no-group-unknown`
 (the extra it lacks) stack by stack, perl with our `--compat` byte for byte (for perf.data, on the text the
-peers fold: their `perf script` prints each sample's period, which they sum, where ours counts samples). Then the timed rounds,
-interleaved (ours, perl, inferno, ours, perl, inferno, ...) because this machine is noisy. The last
+peers fold: their `perf script` prints each sample's period, which they sum, where ours counts samples).
+Then the timed rounds, interleaved (ours, perl, inferno, ours, perl, inferno, ...) because this machine
+is noisy. The last
 lines are a markdown table for the README.
 
 stackcollapse-perf.pl is found in $FLAMEGRAPH_DIR (default ../shared/peer-tests/flamegraph-pl/bin),
