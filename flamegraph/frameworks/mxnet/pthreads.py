@@ -20,7 +20,9 @@ new thread an ended one's cached stack, so its pthread_t) and, in every anonymou
 from its end at which a struct pthread was seen (glibc puts it at the same place in every stack it
 allocates). Only when a live task is still unmapped does it search the mappings' tops (3): ~10 ms of
 CPU with MXNet loaded (a bytes search that meets every pointer into the same 64 KiB), against ~1 ms for
-the probe. Either way a probed word is checked exactly as a searched one, so the map is the same.
+the probe. Either way a probed word is checked exactly as a searched one, so the map is the same. The
+watcher thread starts before the first scan, so even that one knows where glibc puts a struct pthread (the
+MLP: 4 scans, none searched, 9 ms of CPU in all, calibration included, where 4 searches took 88 ms).
 Standard library only: this runs inside the user's program, before and beside mxnet.
 
 The sidecar gets `ThreadWatch.facts()`:
@@ -256,9 +258,9 @@ class ThreadWatch:
             return
         finally:
             self.cpu_seconds += time.thread_time() - started
-        self.rescan()
         self._thread = threading.Thread(target=self._watch, name="flamegraph-threads", daemon=True)
         self._thread.start()
+        self.rescan()  # (the watcher first: a Python thread on a stack glibc allocated shows the probe where to look)
 
     def rescan(self) -> None:
         with self._lock:
