@@ -195,3 +195,94 @@ def test_a_forked_child_does_not_read_its_parents_memory_as_its_own() -> None:
     watch.stop()
     assert os.waitstatus_to_exitcode(status) == 0
     assert watch.scans == scans + 1  # the parent's last scan still runs
+
+
+PROT_NONE, PROT_RW = 0, 3
+MAP_PRIVATE_ANONYMOUS = 0x02 | 0x20
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@contextmanager
+def thread_on_own_stack(above: int) -> Iterator[tuple[int, int]]:
+    """A C thread on a stack the caller allocated (pthread_attr_setstack), `above` bytes below the end of its
+    anonymous mapping (a PROT_NONE page above keeps the kernel from merging it with a neighbour): glibc puts its
+    struct pthread at the stack's top, so at a distance from the mapping's end no glibc-allocated stack has."""
+    mmap, mprotect, munmap = LIBC.mmap, LIBC.mprotect, LIBC.munmap
+    mmap.restype, mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                                    ctypes.c_int, ctypes.c_long]  # fmt: skip
+    mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    stack = 256 * 1024
+    size = stack + above + PAGE
+    base = mmap(None, size, PROT_RW, MAP_PRIVATE_ANONYMOUS, -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    assert mprotect(base + size - PAGE, PAGE, PROT_NONE) == 0
+    attr = ctypes.create_string_buffer(64)  # pthread_attr_t: 56 bytes on x86-64
+    assert LIBC.pthread_attr_init(attr) == 0
+    assert LIBC.pthread_attr_setstack(attr, ctypes.c_void_p(base), ctypes.c_size_t(stack)) == 0
+    before = live_tasks()
+    handle = ctypes.c_ulong()
+    assert LIBC.pthread_create(ctypes.byref(handle), attr, ctypes.cast(LIBC.pause, ctypes.c_void_p), None) == 0
+    try:
+        wait_for(lambda: live_tasks() - before)
+        (tid,) = live_tasks() - before
+        yield handle.value, tid
+    finally:
+        LIBC.pthread_cancel(handle)
+        LIBC.pthread_join(handle, None)
+        LIBC.pthread_attr_destroy(attr)
+        munmap(base, size)
+
+
+def test_a_new_thread_on_a_stack_glibc_allocated_is_probed_not_searched() -> None:
+    watch = ThreadWatch(60.0)  # rescanned by hand
+    watch.start()
+    try:
+        searches = watch.searches
+        for _ in range(2):  # the second one on the first one's cached stack (then the same pthread_t)
+            with c_thread() as (pthread, tid):
+                watch.rescan()
+                assert tid in watch.pthreads.get(pthread, set())
+        assert watch.searches == searches  # found where glibc puts a struct pthread: no memory searched
+        assert watch.facts()["searches"] == searches
+    finally:
+        watch.stop()
+
+
+def test_a_thread_the_probe_misses_is_searched_for_and_kept() -> None:
+    watch = ThreadWatch(60.0)
+    watch.start()
+    try:
+        searches = watch.searches
+        with thread_on_own_stack(above=5 * PAGE) as (pthread, tid):
+            memory = Memory()
+            try:
+                assert scan_memory(memory, calibrate(memory)).get(pthread) == tid  # a search finds it
+            finally:
+                memory.close()
+            watch.rescan()
+            assert watch.searches == searches + 1
+            assert tid in watch.pthreads.get(pthread, set())  # not lost to the probe
+        with c_thread() as (other, other_tid):
+            watch.rescan()  # that thread has ended: nothing live is left unmapped, the probe answers
+            assert other_tid in watch.pthreads.get(other, set())
+        assert watch.searches == searches + 1
+    finally:
+        watch.stop()
+    assert watch.facts()["map"][str(thread_hash(pthread))] == [tid]
+
+
+def test_the_watch_maps_what_a_search_maps() -> None:
+    watch = ThreadWatch(0.05)
+    watch.start()
+    memory = Memory()
+    try:
+        offset = calibrate(memory)
+        with python_threads(4), c_thread(), c_thread(), thread_on_own_stack(above=2 * PAGE):
+            searched = scan_memory(memory, offset)
+            watch.rescan()
+            for pthread, tid in searched.items():
+                assert tid in watch.pthreads.get(pthread, set()), tid
+    finally:
+        memory.close()
+        watch.stop()

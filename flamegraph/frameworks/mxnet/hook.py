@@ -485,5 +485,6 @@ def output_facts(facts: dict[str, Any], segments: SegmentReaders | None = None) 
         text += f"; dumped in {dumped:.2f} s at exit"
     threads = facts.get("threads")
     if isinstance(threads, dict) and isinstance(threads.get("cpu_seconds"), int | float):
-        text += f"; threads read from memory: {threads['cpu_seconds']:.3f} s CPU ({threads.get('scans')} scans)"
+        scans = f"{threads.get('scans')} scans, {threads.get('searches', '?')} searched memory"
+        text += f"; threads read from memory: {threads['cpu_seconds']:.3f} s CPU ({scans})"
     return {"MXNet profiler": text}

@@ -15,26 +15,36 @@ So the profiler tid -> TID map is a fact of the process, found by:
        two words later, whose TID is a live task of /proc/self/task.
 Memory is read through /proc/self/mem (an unmapped page is an OSError, never a segfault). A thread
 that exited before the last scan cannot be found: `ThreadWatch` rescans whenever a new task appears.
+A rescan first probes where threads are found (`probe`): each known struct pthread again (glibc gives a
+new thread an ended one's cached stack, so its pthread_t) and, in every anonymous mapping, the distances
+from its end at which a struct pthread was seen (glibc puts it at the same place in every stack it
+allocates). Only when a live task is still unmapped does it search the mappings' tops (3): ~10 ms of
+CPU with MXNet loaded (a bytes search that meets every pointer into the same 64 KiB), against ~1 ms for
+the probe. Either way a probed word is checked exactly as a searched one, so the map is the same. The
+watcher thread starts before the first scan, so even that one knows where glibc puts a struct pthread (the
+MLP: 4 scans, none searched, 9 ms of CPU in all, calibration included, where 4 searches took 88 ms).
 Standard library only: this runs inside the user's program, before and beside mxnet.
 
 The sidecar gets `ThreadWatch.facts()`:
-    {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "cpu_seconds": 0.012,
-     "problem": null, "watch": 15003}
+    {"map": {"14697135246327494939": [15022], ...}, "python": [15001], "scans": 3, "searches": 1,
+     "cpu_seconds": 0.012, "problem": null, "watch": 15003}
 "map" is keyed by the profiler tid as its trace prints it (decimal), each with its Linux TIDs (two
 or more when glibc gave a later thread the memory of one that ended: the same pthread_t, so the
 same profiler tid, at different times); "python" lists the TIDs of Python threads; "problem" says
-in one line why there is no map (then "map" is empty); "watch" is the TID of the watcher itself
+in one line why there is no map (then "map" is empty); "searches" counts the scans that had to search
+memory (the others were answered by the probe); "watch" is the TID of the watcher itself
 (its stacks are drawn as the tool's instrumentation, instruments.py).
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 SEED = 0xC70F6907  # libstdc++'s std::_Hash_impl seed: std::hash of a thread id hashes its 8 bytes with it
@@ -156,13 +166,18 @@ def python_threads() -> dict[int, int]:
     return {t.ident: t.native_id for t in threading.enumerate() if t.ident is not None and t.native_id is not None}
 
 
-def scan_memory(memory: Memory, tid_offset: int) -> dict[int, int]:
-    """pthread_t -> TID of every live thread whose struct pthread tops an anonymous rw mapping."""
-    found: dict[int, int] = {}
-    alive = live_tasks()
+def read_mappings() -> list[tuple[int, int]]:
     with open("/proc/self/maps", "rb") as f:
-        maps = f.read()
-    for start, end in anonymous_mappings(maps):
+        return list(anonymous_mappings(f.read()))
+
+
+def scan_memory(
+    memory: Memory, tid_offset: int, mappings: list[tuple[int, int]] | None = None, alive: set[int] | None = None
+) -> dict[int, int]:
+    """pthread_t -> TID of every live thread whose struct pthread tops an anonymous rw mapping (searched)."""
+    found: dict[int, int] = {}
+    alive = live_tasks() if alive is None else alive
+    for start, end in read_mappings() if mappings is None else mappings:
         low = max(start, end - SCAN_BYTES)
         try:
             data = memory.read(low, end - low)
@@ -178,6 +193,37 @@ def scan_memory(memory: Memory, tid_offset: int) -> dict[int, int]:
     return found
 
 
+def probe(memory: Memory, tid_offset: int, candidates: set[int], alive: set[int]) -> dict[int, int]:
+    """pthread_t -> TID of the candidate addresses that hold a struct pthread of a live thread: the same
+    checks as the search (the TCB header pointing at itself twice, the TID a live task), one read each."""
+    found: dict[int, int] = {}
+    size = max(24, tid_offset + 4)
+    for pthread in candidates:
+        try:
+            data = memory.read(pthread, size)
+        except OSError:
+            continue
+        if len(data) < size:
+            continue
+        word, _, again = struct.unpack_from("<3Q", data)
+        (tid,) = struct.unpack_from("<i", data, tid_offset)
+        if word == pthread == again and tid in alive:
+            found[pthread] = tid
+    return found
+
+
+def distances(mappings: list[tuple[int, int]], pthreads: Iterable[int]) -> set[int]:
+    """How far below the end of its mapping each struct pthread sits (within the searched top)."""
+    ordered = sorted(mappings)
+    starts = [start for start, _ in ordered]
+    found: set[int] = set()
+    for pthread in pthreads:
+        at = bisect.bisect_right(starts, pthread) - 1
+        if at >= 0 and ordered[at][0] <= pthread < ordered[at][1] and ordered[at][1] - pthread <= SCAN_BYTES:
+            found.add(ordered[at][1] - pthread)
+    return found
+
+
 class ThreadWatch:
     """The profiler tid -> TID map of this process, kept up to date from `start()` to `stop()`: a
     daemon thread lists /proc/self/task every `period` seconds and rescans when a task it has not
@@ -190,9 +236,11 @@ class ThreadWatch:
         self.pthreads: dict[int, set[int]] = {}
         self.python: set[int] = set()  # TIDs of Python threads (their other samples are Python's)
         self.scans = 0
+        self.searches = 0  # scans the probe could not answer: memory searched
         self.cpu_seconds = 0.0  # spent calibrating and scanning (CPU time of the threads that did it)
         self.problem: str | None = None
         self._tasks: set[int] = set()  # tasks alive at some scan: only a new one calls for another
+        self._distances: set[int] = set()  # from a mapping's end down to the struct pthread found in it
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._memory: Memory | None = None
@@ -210,9 +258,9 @@ class ThreadWatch:
             return
         finally:
             self.cpu_seconds += time.thread_time() - started
-        self.rescan()
         self._thread = threading.Thread(target=self._watch, name="flamegraph-threads", daemon=True)
         self._thread.start()
+        self.rescan()  # (the watcher first: a Python thread on a stack glibc allocated shows the probe where to look)
 
     def rescan(self) -> None:
         with self._lock:
@@ -220,15 +268,31 @@ class ThreadWatch:
                 return  # a forked child: the /proc/self/mem opened at start is its parent's memory
             started = time.thread_time()
             try:
-                self._tasks |= live_tasks()
+                alive = live_tasks()
+                self._tasks |= alive
                 known = python_threads()
-                for pthread, tid in {**scan_memory(self._memory, self._tid_offset), **known}.items():
+                for pthread, tid in {**self._find(alive, known), **known}.items():
                     self.pthreads.setdefault(pthread, set()).add(tid)
                 self.python.update(known.values())
             except OSError as err:
                 self._fail(err)
             self.scans += 1
             self.cpu_seconds += time.thread_time() - started
+
+    def _find(self, alive: set[int], known: dict[int, int]) -> dict[int, int]:
+        """pthread_t -> TID of the live threads: probed where threads were found before; searched when the
+        probe leaves a live task unmapped (a thread on a stack glibc did not allocate, a race with clone)."""
+        assert self._memory is not None
+        mappings = read_mappings()
+        self._distances |= distances(mappings, known)
+        tops = {end - d for start, end in mappings for d in self._distances if end - d >= start}
+        found = probe(self._memory, self._tid_offset, (set(self.pthreads) | tops) - set(known), alive)
+        if alive <= set(found.values()) | set(known.values()):  # (each checked now: a TID the kernel reused is not)
+            return found
+        self.searches += 1
+        found = scan_memory(self._memory, self._tid_offset, mappings, alive)
+        self._distances |= distances(mappings, found)
+        return found
 
     def _watch(self) -> None:
         while not self._stopping.wait(self.period):
@@ -262,6 +326,7 @@ class ThreadWatch:
             "map": mapped,
             "python": sorted(self.python),
             "scans": self.scans,
+            "searches": self.searches,
             "cpu_seconds": round(self.cpu_seconds, 4),
             "problem": self.problem,
             "watch": self._thread.native_id if self._thread is not None else None,
