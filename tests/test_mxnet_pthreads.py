@@ -69,11 +69,12 @@ def wait_for(condition: object, seconds: float = 10.0) -> None:
 
 
 @contextmanager
-def c_thread() -> Iterator[tuple[int, int]]:
-    """A thread Python knows nothing of (pthread_create running libc's pause): (pthread_t, its TID)."""
+def c_thread(attr: object = None) -> Iterator[tuple[int, int]]:
+    """A thread Python knows nothing of (pthread_create running libc's pause, with `attr` if given):
+    (pthread_t, its TID)."""
     before = live_tasks()
     handle = ctypes.c_ulong()
-    assert LIBC.pthread_create(ctypes.byref(handle), None, ctypes.cast(LIBC.pause, ctypes.c_void_p), None) == 0
+    assert LIBC.pthread_create(ctypes.byref(handle), attr, ctypes.cast(LIBC.pause, ctypes.c_void_p), None) == 0
     try:
         wait_for(lambda: live_tasks() - before)
         (tid,) = live_tasks() - before
@@ -220,16 +221,10 @@ def thread_on_own_stack(above: int) -> Iterator[tuple[int, int]]:
     attr = ctypes.create_string_buffer(64)  # pthread_attr_t: 56 bytes on x86-64
     assert LIBC.pthread_attr_init(attr) == 0
     assert LIBC.pthread_attr_setstack(attr, ctypes.c_void_p(base), ctypes.c_size_t(stack)) == 0
-    before = live_tasks()
-    handle = ctypes.c_ulong()
-    assert LIBC.pthread_create(ctypes.byref(handle), attr, ctypes.cast(LIBC.pause, ctypes.c_void_p), None) == 0
     try:
-        wait_for(lambda: live_tasks() - before)
-        (tid,) = live_tasks() - before
-        yield handle.value, tid
+        with c_thread(attr) as thread:
+            yield thread
     finally:
-        LIBC.pthread_cancel(handle)
-        LIBC.pthread_join(handle, None)
         LIBC.pthread_attr_destroy(attr)
         munmap(base, size)
 
