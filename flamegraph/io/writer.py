@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 from ..model import FoldedProfile
-from .diagnostics import OutputFailed
+from .diagnostics import BadOption, OutputFailed
 from .folded import write_folded
 from .sidecar import Context, is_ours, render_sidecar, sidecar_path
 
@@ -216,6 +216,29 @@ def check_writable(path: Path | None) -> None:
             os.unlink(probe)
     except OSError as err:
         raise OutputFailed(f"{path}: cannot write: {err.strerror} ({directory})") from None
+
+
+def refuse_overwriting_input(inputs: Sequence[str], outputs: Sequence[tuple[str, Path | None]]) -> None:
+    """An output (`(flag, path)`) that is the same file as an input (`-`: what stdin reads) would replace
+    the file being read: `render X.folded -o X.folded` would leave an SVG named X.folded. The same
+    inode counts (a symlink, a hard link, another spelling of the path); one line, exit 2. Devices and
+    FIFOs (/dev/stdout, a terminal) are written through, never replaced: not refused."""
+    read = {key for path in inputs if (key := _regular_file(None if path == "-" else path)) is not None}
+    for flag, output in outputs:
+        if output is None or str(output) == "-":
+            continue
+        if _regular_file(str(output)) in read:
+            raise BadOption(f"{flag} {output}: is also an input of this run (the same file): writing it would "
+                            "replace what is read; write to another file")  # fmt: skip
+
+
+def _regular_file(path: str | None) -> tuple[int, int] | None:
+    """(device, inode) of a regular file (`path`, links followed; None: stdin), else None."""
+    try:
+        status = os.stat(path) if path is not None else os.fstat(sys.stdin.fileno())
+    except (OSError, AttributeError, ValueError):  # missing, or no stdin (`<&-`): nothing to replace
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
 
 
 def _put(out: BinaryIO, data: bytes) -> None:
