@@ -134,13 +134,12 @@ def pair_recorded(
 
 
 def _recorded_line(recording: Recording, pid: int | None) -> str:
-    from ..record.proc import alive
-    from .scratch import command_ended
+    from .scratch import command_ended, pid_exited
 
     size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
     line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"
-    if pid is not None and not alive(pid) and not recording.interrupted:
-        line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
+    if (exited := pid_exited(recording, pid)) is not None:
+        line += f"; {exited}"
     elif recording.exit_status:
         line += f"; {command_ended(recording.exit_status)}"
     return line

@@ -301,6 +301,7 @@ def pair_spooled(
     from ..naming.symbols import FunctionNamer
     from ..record.lost import LostSamples
     from ..record.spool import Spool
+    from .scratch import pid_exited
 
     directory = scratch_dir("flamegraph-spool-")
     try:
@@ -311,9 +312,10 @@ def pair_spooled(
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     chunks = spool.chunks
+    exited = pid_exited(recording, spec.pid)
     status.note(
         f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {cap / 1e6:.1f} MB)"
+        f"--max-spool {cap / 1e6:.1f} MB)" + (f"; {exited}" if exited is not None else "")
     )
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
     fold.profile.metadata.update(captured)
