@@ -391,6 +391,17 @@ def test_an_output_that_is_an_input_is_refused(command: str, same: str, tmp_path
     assert source.read_bytes() == before
 
 
+def test_a_file_nothing_can_be_created_beside_is_not_called_missing(folded: Path) -> None:
+    """/proc/self/status exists (and root may open it for writing), but no file can be made in /proc/self
+    to be renamed over it: that is said, not "No such file or directory" about the output itself."""
+    result = run("render", str(folded), "-o", "/proc/self/status")
+    assert result.returncode == 4
+    assert one_line(result.stderr) == (
+        "flamegraph: /proc/self/status: cannot write: cannot create a file in /proc/self (an output is written "
+        "there, then renamed into place): No such file or directory\n"
+    )
+
+
 def test_an_output_on_a_device_or_beside_the_input_is_not_refused(folded: Path, tmp_path: Path) -> None:
     """Only the same regular file is refused: /dev/null (written through) and a copy are outputs as any."""
     copy = tmp_path / "copy.folded"

@@ -113,9 +113,12 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputFailed(f"{path}: cannot write: cannot create the directory {directory}: {err.strerror}") from None
+    try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
     except OSError as err:
-        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
+        raise OutputFailed(f"{path}: cannot write: {_no_file_beside(directory, err)}") from None
     try:
         with _write_errors(str(path)):
             with os.fdopen(fd, "wb") as out:
@@ -125,6 +128,13 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _no_file_beside(directory: Path, err: OSError) -> str:
+    """Why no new file could be made in `directory` (the file is written beside its old self, then renamed
+    over it): said as that, so that a file which exists (/proc/self/status, where nothing can be created)
+    is not called missing."""
+    return f"cannot create a file in {directory} (an output is written there, then renamed into place): {err.strerror}"
 
 
 def _why_not_writable(path: Path) -> str:
@@ -215,7 +225,7 @@ def check_writable(path: Path | None) -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as err:
-        raise OutputFailed(f"{path}: cannot write: {err.strerror} ({directory})") from None
+        raise OutputFailed(f"{path}: cannot write: {_no_file_beside(directory, err)}") from None
 
 
 def refuse_overwriting_input(inputs: Sequence[str], outputs: Sequence[tuple[str, Path | None]]) -> None:
