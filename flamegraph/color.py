@@ -368,6 +368,19 @@ def _color_split(head: str) -> tuple[str, str | None]:
     return head, None
 
 
+COLOUR_LIKE = re.compile(r"#\w*|[A-Za-z]+")  # what a user typing REGEX=COLOUR puts after the '='
+
+
+def _unknown_colour(head: str) -> str | None:
+    """The would-be colour of `REGEX=WORD` that is no colour (`main=notacolour`): typed as a colour, it
+    would otherwise silently become a regular expression that matches nothing. A '=' escaped (`\\=`)
+    or inside a group (`(?=x)`, `(?P=name)`: not followed by a bare word) is the pattern's."""
+    pattern, sep, value = head.rpartition("=")
+    if not (sep and pattern) or pattern.endswith("\\") or not COLOUR_LIKE.fullmatch(value):
+        return None
+    return value
+
+
 def parse_highlight(spec: str) -> HighlightRule:
     """`REGEX[=COLOUR][:LABEL]`, COLOUR a hue name or #rrggbb.
 
@@ -378,6 +391,9 @@ def parse_highlight(spec: str) -> HighlightRule:
     pattern, color = _color_split(head)
     if not pattern:
         raise BadOption(f"--highlight {spec!r}: expected REGEX[=COLOUR][:LABEL]")
+    if color is None and (unknown := _unknown_colour(head)) is not None:
+        raise BadOption(f"--highlight {spec!r}: unknown colour {unknown!r} (a hue: {', '.join(HUES)}; or #rrggbb); "
+                        "to match a '=' in names, write it [=]")  # fmt: skip
     rule = HighlightRule(pattern, color, label.strip() if label and label.strip() else None)
     rule.compiled()
     return rule

@@ -251,6 +251,35 @@ def test_state_filter_and_min_us_are_counted_not_silent() -> None:
     assert profile.metadata["excluded"] == "1 waits shorter than 10 µs (5 µs), 1 waits state R (100.0 ms)"
 
 
+def test_filters_that_remove_every_wait_say_so() -> None:
+    """--state/--min-us that leave nothing: the filters are named with what they removed, not advice to
+    record sched_switch (the records were there); a text with no waits still gets that advice."""
+    from flamegraph.folding.offcpu import fold_offcpu_sources
+    from flamegraph.io.diagnostics import NoSamples
+
+    text = (
+        switch("app", 10, "1.000000", "S", "b", 11, NANOSLEEP[:1])
+        + record("app", 10, "1.500000", "PERF_RECORD_SWITCH IN")
+        + switch("app", 10, "1.600000", "R", "b", 11, NANOSLEEP[:1])
+        + record("app", 10, "1.600005", "PERF_RECORD_SWITCH IN")
+    )
+
+    def refusal(body: str, options: OffCpuOptions) -> str:
+        with pytest.raises(NoSamples) as refused:
+            fold_offcpu_sources([("p.txt", body.encode().splitlines(keepends=True))], "p.txt", options)
+        return str(refused.value)
+
+    assert refusal(text, OffCpuOptions(states=frozenset({"D"}))) == (
+        "p.txt: no off-CPU time left: --state/--min-us removed all 2 waits, 500.0 ms (state R: 1 wait, 5 µs; "
+        "state S: 1 wait, 500.0 ms)"
+    )
+    assert refusal(text, OffCpuOptions(min_us=10_000_000)).startswith(
+        "p.txt: no off-CPU time left: --state/--min-us removed all 2 waits, 500.0 ms (shorter than 1e+07 µs"
+    )
+    assert "record with -e sched:sched_switch" in refusal(record("app", 10, "1.0", "PERF_RECORD_SWITCH IN"),
+                                                           OffCpuOptions())  # fmt: skip
+
+
 def test_header_totals_per_state_and_thread() -> None:
     text = ""
     for tid, state, start, end in [

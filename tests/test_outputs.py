@@ -345,3 +345,68 @@ def test_a_read_only_file_system_is_named_as_such(read_only: Path, folded: Path)
         assert "permission denied" not in result.stderr.decode().lower()
     assert (read_only / "existing.svg").read_bytes() == b"<svg/>"
     assert sorted(p.name for p in read_only.iterdir()) == ["existing.svg", "palette.map"]
+
+
+# -- an output that is one of the inputs: refused, the input kept --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "same"),
+    [
+        ("fold", "path"),
+        ("render", "path"),
+        ("render --format speedscope", "path"),
+        ("diff", "path"),
+        ("convert", "path"),
+        ("render", "symlink"),
+        ("render", "hard link"),
+        ("render", "another spelling"),
+        ("render", "stdin"),
+    ],
+)
+def test_an_output_that_is_an_input_is_refused(command: str, same: str, tmp_path: Path) -> None:
+    """`render X.folded -o X.folded` would leave an SVG named X.folded: one line, exit 2, nothing written."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(PERF_TEXT.read_bytes() if command == "fold" else FOLDED)
+    before = source.read_bytes()
+    output = {"path": source, "symlink": tmp_path / "link", "hard link": tmp_path / "hard",
+              "another spelling": tmp_path / "sub" / ".." / "in.txt", "stdin": source}[same]  # fmt: skip
+    if same == "symlink":
+        output.symlink_to(source.name)
+    elif same == "hard link":
+        os.link(source, output)
+    elif same == "another spelling":
+        (tmp_path / "sub").mkdir()
+    name, *options = command.split()
+    read = "-" if same == "stdin" else str(source)
+    argv = {"diff": [name, read, str(source), "-o", str(output)], "convert": [name, read, str(output), "--to",
+            "speedscope"]}.get(name, [name, *options, read, "-o", str(output)])  # fmt: skip
+    with source.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "flamegraph", *argv], stdin=stdin, capture_output=True,
+                              cwd=REPO, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    flag = "OUTPUT" if name == "convert" else "-o"
+    assert one_line(proc.stderr) == (f"flamegraph: {flag} {output}: is also an input of this run (the same file): "
+                                     "writing it would replace what is read; write to another file\n")  # fmt: skip
+    assert source.read_bytes() == before
+
+
+def test_a_file_nothing_can_be_created_beside_is_not_called_missing(folded: Path) -> None:
+    """/proc/self/status exists (and root may open it for writing), but no file can be made in /proc/self
+    to be renamed over it: that is said, not "No such file or directory" about the output itself."""
+    result = run("render", str(folded), "-o", "/proc/self/status")
+    assert result.returncode == 4
+    assert one_line(result.stderr) == (
+        "flamegraph: /proc/self/status: cannot write: cannot create a file in /proc/self (an output is written "
+        "there, then renamed into place): No such file or directory\n"
+    )
+
+
+def test_an_output_on_a_device_or_beside_the_input_is_not_refused(folded: Path, tmp_path: Path) -> None:
+    """Only the same regular file is refused: /dev/null (written through) and a copy are outputs as any."""
+    copy = tmp_path / "copy.folded"
+    copy.write_bytes(FOLDED)
+    for output in ("/dev/null", str(copy)):
+        proc = run("render", str(folded), "-o", output)
+        assert proc.returncode == 0, proc.stderr
+    assert copy.read_bytes().startswith(b"<?xml")

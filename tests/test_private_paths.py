@@ -193,6 +193,36 @@ def test_jit_hook_refuses_a_planted_directory(public: Path, victim: Path) -> Non
     assert untouched(victim)
 
 
+def test_a_command_without_python_or_jit_needs_no_jit_directory(public: Path, tmp_path: Path) -> None:
+    """Python frames are on by default, but a C program never runs through the launcher: its JIT directory
+    is neither made nor checked (a planted one does not refuse the run)."""
+    spec = RecordSpec(command=("sh", "-c", "true"))
+    fresh = JitHook(tmp_path / "c.data.jit", note=print, dnnl=False, python=None)
+    assert fresh.prepare(spec) == spec and not fresh.directory.exists()
+    plant(public / "c.data.jit", lambda _pid: [], public)
+    assert JitHook(public / "c.data.jit", note=print, dnnl=False, python=None).prepare(spec) == spec
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("planted", [False, True], ids=["fresh", "planted"])
+def test_record_of_a_c_program_makes_no_jit_directory(planted: bool, public: Path, tmp_path: Path) -> None:
+    """`record --perf-data X -- PROGRAM`: no empty X.jit/ left, and another user's X.jit/ refuses nothing."""
+    data, jit = public / "c.data", public / "c.data.jit"
+    if planted:
+        plant(jit, lambda _pid: [], public)
+    loop = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"
+    argv = [sys.executable, "-m", "flamegraph", "record", "--perf-data", str(data), "--no-svg", "--folded",
+            str(tmp_path / "c.folded"), "--", "sh", "-c", loop]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert data.is_file()
+    if planted:
+        assert jit.stat().st_uid == NOBODY and not list(jit.iterdir())
+    else:
+        assert not jit.exists()
+
+
 def test_jit_dumps_are_refused_in_a_shared_working_directory(public: Path, tmp_path: Path) -> None:
     """oneDNN opens dnnl_dump_*.bin by name in the working directory: /tmp-like places are refused."""
     with pytest.raises(NotPrivate, match=r"JIT dumps .* others may write to it \(mode 1777\)"):

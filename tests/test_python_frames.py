@@ -21,6 +21,7 @@ from helpers.pythons import find_python, need_pyspy, need_python, skip_or_fail
 
 from flamegraph.frameworks.jit import jitdump, session, trampolines
 from flamegraph.frameworks.jit.hook import HOOK, JitHook, running_python_note
+from flamegraph.frameworks.launcher import own_frames
 from flamegraph.record import RecordSpec
 from flamegraph.record.command import python_target
 
@@ -327,8 +328,10 @@ def test_frame_lines_read_as_python_and_verbatim_under_compat() -> None:
 
 ROOT = ("python3.12", "_start", "Py_RunMain", "PyEval_EvalCode", "py_trampoline_evaluator")
 CALL = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "py_trampoline_evaluator")
+LAUNCHER = own_frames()  # the real recordings (test_python_launcher.py) check they are what perf names
 HOOKED = (
-    "<module> (hook.py)", *CALL, "main (hook.py)", *CALL, "run (hook.py)", *CALL, "run_path (<frozen runpy>)", *CALL,
+    "<module> (launcher.py)", *CALL, "main (launcher.py)", *CALL, "run (launcher.py)", *CALL,
+    "run_path (<frozen runpy>)", *CALL,
     "_run_module_code (<frozen runpy>)", *CALL, "_run_code (<frozen runpy>)", "_PyEval_EvalFrameDefault",
     "builtin_exec", "PyEval_EvalCode", "py_trampoline_evaluator",
 )  # fmt: skip
@@ -347,19 +350,32 @@ HOOKED = (
          (*ROOT, "main (t.py)", "builtin_sorted", "list_sort", "key (t.py)")),
         ((*ROOT, "nap (t.py)", "_PyEval_EvalFrameDefault", "cfunction_vectorcall_O", "time_sleep", "clock_nanosleep",
           "[S]"), (*ROOT, "nap (t.py)", "time_sleep", "clock_nanosleep", "[S]")),
-        # our hook's frames (and runpy's exec under them) are not the program's
+        # our launcher's frames (and runpy's exec under them) are not the program's
         ((*ROOT, *HOOKED, "<module> (t.py)", *CALL, "main (t.py)"), (*ROOT, "<module> (t.py)", "main (t.py)")),
         # no Python function (3.11): nothing to fold onto
         ((*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault"),
          (*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault")),
-        # a user's own hook.py is not ours unless it is called as ours is
-        ((*ROOT, "<module> (hook.py)", *CALL, "run (hook.py)"), (*ROOT, "<module> (hook.py)", "run (hook.py)")),
+        # a stack cut short inside the launcher, and the launcher's own work: none of its frames stay
+        (("python3.12", "[unknown]", *CALL, "main (launcher.py)", *CALL, "run (launcher.py)", *CALL,
+          "run_path (<frozen runpy>)", *CALL, "_find_and_load (<frozen importlib._bootstrap>)"),
+         ("python3.12", "[unknown]", "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "py_trampoline_evaluator",
+          "_find_and_load (<frozen importlib._bootstrap>)")),
+        (("python3.12", "prepare (launcher.py)", "perf_map_write_entry"), ("python3.12", "perf_map_write_entry")),
+        ((*ROOT, "<module> (launcher.py)", *CALL, "_find_and_load (<frozen importlib._bootstrap>)"),
+         (*ROOT, "_find_and_load (<frozen importlib._bootstrap>)")),  # its own imports
+        (("python3.13", "<module> (<frozen runpy>)", "builtin___build_class__", "perf_map_write_entry"),
+         ("python3.13", "builtin___build_class__", "perf_map_write_entry")),
+        ((*ROOT, *HOOKED[:-3], "_run_module_code (<frozen runpy>)", "perf_map_write_entry"),
+         (*ROOT, "perf_map_write_entry")),
+        # a user's own launcher.py run as `python launcher.py` keeps its frames
+        ((*ROOT, "<module> (launcher.py)", *CALL, "work (launcher.py)"),
+         (*ROOT, "<module> (launcher.py)", "work (launcher.py)")),
     ],
 )  # fmt: skip
 def test_interpreter_frames_fold_onto_the_python_function(stack: tuple[str, ...], folded: tuple[str, ...]) -> None:
     from flamegraph.folding.python import python_stack
 
-    assert python_stack(stack) == folded
+    assert python_stack(stack, LAUNCHER) == folded
 
 
 def test_folding_merges_stacks_and_keeps_the_total() -> None:
@@ -369,7 +385,7 @@ def test_folding_merges_stacks_and_keeps_the_total() -> None:
     a = ";".join((*ROOT, "main (t.py)", *CALL, "leaf (t.py)", "_PyEval_EvalFrameDefault"))
     b = ";".join((*ROOT, "main (t.py)", *CALL, "leaf (t.py)"))
     c = ";".join((*ROOT, "_PyEval_EvalFrameDefault"))
-    profile = fold_interpreter(FoldedProfile(counts={a: 3, b: 2, c: 1}))
+    profile = fold_interpreter(FoldedProfile(counts={a: 3, b: 2, c: 1}), LAUNCHER)
     assert profile.counts == {";".join((*ROOT, "main (t.py)", "leaf (t.py)")): 5, c: 1}
 
 

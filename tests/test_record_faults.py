@@ -274,6 +274,34 @@ def test_pid_exits_right_after_perf_attached(tmp_path: Path, command: str) -> No
         assert list(run.tmp.iterdir()) == []
 
 
+@pytest.mark.parametrize("spool", ["streamed", "whole"])
+def test_offcpu_pid_that_exits_before_the_duration_says_so(tmp_path: Path, spool: str) -> None:
+    """`offcpu --pid P --duration 20` of a process that ends after ~1 s: the graph of its waits, and one
+    line saying it exited, whether the waits were paired while recording (the default) or after."""
+    target = subprocess.Popen(["/bin/sh", "-c", "read go; for i in 1 2 3 4 5; do sleep 0.1; done"],
+                              stdin=subprocess.PIPE, text=True)  # fmt: skip
+    folded = tmp_path / "x.folded"
+    run = Run(tmp_path, ["offcpu", "--pid", str(target.pid), "--duration", "20", "--no-svg", "--folded", str(folded)],
+              whole=spool == "whole")  # fmt: skip
+    try:
+        run.wait_for("recording")
+        run.wait_attached()
+        assert target.stdin is not None
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        target.wait(timeout=30)
+    finally:
+        target.kill()
+        target.wait()
+    run.proc.wait(timeout=90)
+    _error, stderr = run.finish(EXIT_OK)
+    recorded = [line for line in stderr.splitlines() if line.startswith("recorded ")]
+    assert len(recorded) == 1 and recorded[0].endswith(
+        f"; pid {target.pid} exited during the recording: the graph covers it up to its exit"
+    ), stderr
+    assert "[S]" in folded.read_text()
+
+
 @pytest.mark.parametrize("command", ["record", "offcpu"])
 def test_command_that_exits_at_once(tmp_path: Path, command: str) -> None:
     """`true` lives ~1 ms: a sample (or a preemption) is a coin toss. Either outcome is documented:

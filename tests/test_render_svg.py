@@ -243,6 +243,10 @@ def test_highlight_classes_colour_frames_and_count_a_stack_once() -> None:
         ("(?:gemm|gemv):BLAS", "(?:gemm|gemv)", None, "BLAS"),
         ("^jit_:JIT kernels", "^jit_", None, "JIT kernels"),
         ("a(?=b)", "a(?=b)", None, None),
+        ("(?P<x>a)(?P=x)", "(?P<x>a)(?P=x)", None, None),
+        ("x[=]y", "x[=]y", None, None),
+        ("x\\=y", "x\\=y", None, None),
+        ("operator=", "operator=", None, None),
     ],
 )
 def test_highlight_specs(spec: str, pattern: str, color: str | None, label: str | None) -> None:
@@ -250,6 +254,20 @@ def test_highlight_specs(spec: str, pattern: str, color: str | None, label: str 
 
     rule = parse_highlight(spec)
     assert (rule.pattern, rule.color, rule.label) == (pattern, color, label)
+
+
+@pytest.mark.parametrize(("spec", "colour"), [("main=notacolour", "notacolour"), ("main=#zz:Main", "#zz")])
+def test_a_highlight_with_an_unknown_colour_is_a_usage_error(spec: str, colour: str) -> None:
+    """REGEX=WORD typed as a colour: one line naming the colour and the choices, not a regex matching nothing."""
+    from flamegraph.color import parse_highlight
+
+    with pytest.raises(BadOption) as info:
+        parse_highlight(spec)
+    assert str(info.value) == (
+        f"--highlight {spec!r}: unknown colour {colour!r} (a hue: red, green, blue, aqua, yellow, purple, orange; "
+        "or #rrggbb); to match a '=' in names, write it [=]"
+    )
+    assert info.value.exit_code == 2
 
 
 @pytest.mark.parametrize(

@@ -67,12 +67,14 @@ def _convert(
 ) -> None:
     from ..export.sources import read_source_timeline, sniff
     from ..folding.perf import FoldOptions
+    from ..io.writer import refuse_overwriting_input
     from ..naming.grouping import grouping_note
 
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
     fmt = output_format(output, to)
     refuse_binary([source])
+    refuse_overwriting_input([source], [("OUTPUT", None if output == "-" else Path(output))])
     found = sniff(source)
     diagnostics = Diagnostics(strict=strict)
     if fmt in TIMED_FORMATS and found.kind == "folded":

@@ -49,6 +49,7 @@ def run_fold(
     if scheduler is not None and srcline:
         raise BadOption("--scheduler does not combine with --srcline")
     from ..folding.options import FoldOptions
+    from ..io.writer import refuse_overwriting_input
     from ..pipeline.perf_inputs import FoldRequest, fold_inputs
 
     for used, old, new, why in (
@@ -75,6 +76,7 @@ def run_fold(
     span = parse_window_option(window)
     paths = inputs or ["-"]
     refuse_wrong_input(paths, "perf script output", "fold")
+    refuse_overwriting_input(paths, [("-o", output), ("--per-event", per_event)])
     reading_stdin_note(paths, "perf script output")
     cluster = None
     if scheduler is not None:

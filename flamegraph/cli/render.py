@@ -199,6 +199,7 @@ def render(
     """
     # The renderer (jinja2, layout) is imported where it runs: `flamegraph --help` imports every command module.
     from ..analysis.views import ViewOptions
+    from ..io.writer import refuse_overwriting_input
     from ..pipeline.draw import DrawInput, draw_svg, read_for_drawing
     from ..render import RenderOptions
     from ..render.options import check_order
@@ -216,6 +217,7 @@ def render(
     if format_ == "svg":
         check_terminal_output(output, "the SVG")
     refuse_wrong_input(paths, "folded stacks", "render")
+    refuse_overwriting_input(paths, [("-o", output), ("--png", png)])
     reading_stdin_note(paths, "folded stacks")
     request = DrawInput(paths, strict, flamechart, not no_context, group_by == "op", views)
     got = read_for_drawing(request, lambda side: describe_profile(side, event, unit, meta), _warn)
@@ -317,6 +319,7 @@ def diff(
     from ..analysis.views import ViewOptions, apply_views, roots_advice
     from ..io.folded import read_folded_inputs
     from ..io.inputs import label
+    from ..io.writer import refuse_overwriting_input
     from ..pipeline.draw import read_context
     from ..render import RenderOptions, render_diff
     from ..render.options import check_order
@@ -327,6 +330,7 @@ def diff(
         raise BadOption("BEFORE and AFTER cannot both be stdin")
     check_terminal_output(output, "the SVG")
     refuse_wrong_input([before, after], "folded stacks", "diff")
+    refuse_overwriting_input([before, after], [("-o", output), ("--png", png)])
     diagnostics = Diagnostics(strict=strict)
     old, new = (read_folded_inputs([path], diagnostics).plain(label(path)) for path in (before, after))
     diagnostics.finish()

@@ -19,7 +19,7 @@ from ..record import Recording, Status, show_progress
 from ..record.offcpu import EVENT, recorded_target
 from ..record.proc import Resolver
 from .perf_sched import OffCpuOptions, SchedCollapser
-from .sched_totals import OffCpuFolder, OffCpuTotals
+from .sched_totals import OffCpuFolder, OffCpuTotals, format_ns
 from .stage import open_lines
 
 SCRIPT_OPTIONS = (
@@ -113,9 +113,24 @@ def fold_offcpu_sources(
     totals = folder.totals(collapser.window_ns, collapser.lost, silent)
     profile = folder.profile(totals)
     if not profile.counts:
-        what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
-        raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
+        raise NoSamples(f"{names}: {nothing_found(collapser.switches, totals)}")
     return OffCpuFold(profile, totals)
+
+
+def nothing_found(switches: int, totals: OffCpuTotals) -> str:
+    """Why no off-CPU time is left: the filters (--state, --min-us) removed every wait, or the records
+    held none (then how to record them)."""
+    if totals.excluded:
+        waits = sum(n for n, _ in totals.excluded.values())
+        ns = sum(ns for _, ns in totals.excluded.values())
+        why = "; ".join(f"{reason}: {_waits(n)}, {format_ns(t)}" for reason, (n, t) in sorted(totals.excluded.items()))
+        return f"no off-CPU time left: --state/--min-us removed all {_waits(waits)}, {format_ns(ns)} ({why})"
+    what = f"{switches:,} sched_switch records" if switches else "no sched_switch records"
+    return f"no off-CPU time found ({what}; record with -e {EVENT} --switch-events)"
+
+
+def _waits(n: int) -> str:
+    return f"{n:,} wait" if n == 1 else f"{n:,} waits"
 
 
 def fold_offcpu_recording(

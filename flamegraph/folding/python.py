@@ -1,9 +1,9 @@
 """Python stacks read as Python: the interpreter's own call machinery between two Python functions
-folded away, and the frames of our start-up hook left out.
+folded away, and the frames of our start-up launcher left out.
 
 A stack of a Python 3.12+ program recorded with perf support, as folded (root first):
-    ...;PyEval_EvalCode;py_trampoline_evaluator;<module> (hook.py);_PyEval_EvalFrameDefault;
-    PyObject_Vectorcall;py_trampoline_evaluator;main (hook.py);...;run_path (<frozen runpy>);...;
+    ...;PyEval_EvalCode;py_trampoline_evaluator;<module> (launcher.py);_PyEval_EvalFrameDefault;
+    PyObject_Vectorcall;py_trampoline_evaluator;main (launcher.py);...;run_path (<frozen runpy>);...;
     <module> (train.py);_PyEval_EvalFrameDefault;PyObject_Vectorcall;py_trampoline_evaluator;
     train_epoch (train.py);_PyEval_EvalFrameDefault;_PyObject_Malloc
 becomes
@@ -44,11 +44,10 @@ INTERPRETER = frozenset(
     """.split()
 )
 CLONE_SUFFIX = re.compile(r"\.(?:cold|constprop|isra|part|lto_priv)(?:\.\d+)*$")
-# Our start-up hook (flamegraph/frameworks/launcher.py) runs the program with runpy: its frames are not the program's.
-HOOK_FRAMES = ("<module> (hook.py)", "main (hook.py)", "run (hook.py)")
-RUNPY = re.compile(
-    r"^(?:run_path|run_module|_run_module_code|_run_code|_run_module_as_main) \((?:<frozen runpy>|runpy\.py)\)$"
-)
+# The launcher runs the program with runpy: its frames are not the program's. Which frames are the
+# launcher's only the launcher says (frameworks.launcher.own_frames(), passed in by the pipeline: folding
+# sits below frameworks), so that moving or renaming it cannot leave them in every graph.
+RUNPY = re.compile(r"^\S+ \((?:<frozen runpy>|runpy\.py)\)$")  # any of runpy's functions (run_path, _run_code...)
 
 
 def is_python(frame: str) -> bool:
@@ -59,48 +58,60 @@ def is_interpreter(frame: str) -> bool:
     return frame in INTERPRETER or CLONE_SUFFIX.sub("", frame) in INTERPRETER
 
 
-def python_stack(stack: Stack) -> Stack:
+def python_stack(stack: Stack, launcher: frozenset[str]) -> Stack:
     """`stack` (root first) with the interpreter's machinery after its first Python function folded
-    away, and the hook's frames left out; unchanged when it has no Python function."""
+    away, and the `launcher`'s frames left out; unchanged when it has no Python function."""
     python = [i for i, frame in enumerate(stack) if is_python(frame)]
     if not python:
         return stack
     first, last = python[0], python[-1]
-    hook = _hook_frames(stack, python)
-    program = next((i for i in python if i not in hook), first)  # the program's first function
-    kept = list(stack[:first])  # with the hook's frames, what lies between them goes too (runpy's exec)
-    kept += [stack[i] for i in range(program, last + 1) if not is_interpreter(stack[i])]
+    ours = _launcher_frames(stack, python, launcher)
+    kept = list(stack[:first])  # with the launcher's frames, what lies between them goes too (runpy's exec)
+    program = next((i for i in python if i not in ours), None)  # the program's first function
+    if program is not None:
+        kept += [stack[i] for i in range(program, last + 1) if not is_interpreter(stack[i])]
     after = last + 1
     while after < len(stack) and is_interpreter(stack[after]):
         after += 1  # the eval loop's own time: the last Python function's self time
     return (*kept, *stack[after:])
 
 
-def _hook_frames(stack: Stack, python: list[int]) -> set[int]:
-    """Indices of the hook's Python frames and of the runpy frames right after them (the stack's first
-    Python functions), when the stack starts with all of HOOK_FRAMES."""
+def _launcher_frames(stack: Stack, python: list[int], launcher: frozenset[str]) -> set[int]:
+    """Indices of the launcher's Python frames and of the runpy frames right after them: the stack's
+    first Python functions, when they are the launcher's (a stack cut short may begin in runpy, which
+    it imports and calls). A program's own launcher.py (`python launcher.py`, recorded without ours)
+    keeps its frames when another function of that file follows them."""
     names = [stack[i] for i in python]
-    if tuple(names[: len(HOOK_FRAMES)]) != HOOK_FRAMES:
+    run = next((n for n, name in enumerate(names) if name not in launcher), len(names))
+    if run == 0 and not RUNPY.match(names[0]):
         return set()
-    dropped = set(python[: len(HOOK_FRAMES)])
-    for i in python[len(HOOK_FRAMES) :]:
+    if 0 < run < len(names) and _file(names[run]) == _file(names[0]):
+        return set()
+    dropped = set(python[:run])
+    for i in python[run:]:
         if not RUNPY.match(stack[i]):
             break
         dropped.add(i)
     return dropped
 
 
-def python_stacks(counts: Iterable[tuple[str, float]]) -> dict[str, float]:
+def _file(frame: str) -> str:
+    """'main (train.py)' -> 'train.py'."""
+    return frame[frame.rfind(" (") + 2 : -1]
+
+
+def python_stacks(counts: Iterable[tuple[str, float]], launcher: frozenset[str]) -> dict[str, float]:
     """Folded stacks ("a;b;c" -> weight) with `python_stack` applied; stacks that become one merge."""
     merged: dict[str, float] = {}
     for text, weight in counts:
         stack = tuple(text.split(";"))
-        folded = ";".join(python_stack(stack)) if any(map(is_python, stack)) else text
+        folded = ";".join(python_stack(stack, launcher)) if any(map(is_python, stack)) else text
         merged[folded] = merged.get(folded, 0) + weight
     return merged
 
 
-def fold_interpreter(profile: FoldedProfile) -> FoldedProfile:
-    """The profile with its Python stacks read as Python (in place; returned for chaining)."""
-    profile.counts = python_stacks(profile.counts.items())
+def fold_interpreter(profile: FoldedProfile, launcher: frozenset[str]) -> FoldedProfile:
+    """The profile with its Python stacks read as Python, the `launcher`'s frames left out (in place;
+    returned for chaining)."""
+    profile.counts = python_stacks(profile.counts.items(), launcher)
     return profile

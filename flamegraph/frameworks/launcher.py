@@ -32,6 +32,7 @@ import atexit
 import os
 import runpy
 import sys
+from types import FunctionType
 
 # Only what every run needs is imported before the program; the rest when it is used (the JIT scan's
 # modules cost ~0.2 s of start-up, time the program's own first samples would wait for).
@@ -45,8 +46,8 @@ else:
     from .jit import jitdump
 
 USAGE = (
-    "usage: hook.py [--jit-dir DIR] [--no-jitdump] [--quiet] [--mxnet-dir DIR] [--python-dir DIR] -- "
-    "(SCRIPT | -m MODULE | -c CODE) [ARGS...]"
+    f"usage: {os.path.basename(__file__)} [--jit-dir DIR] [--no-jitdump] [--quiet] [--mxnet-dir DIR] "
+    "[--python-dir DIR] -- (SCRIPT | -m MODULE | -c CODE) [ARGS...]"
 )
 
 
@@ -186,6 +187,15 @@ def prepare(
         from flamegraph.frameworks.mxnet import inprocess
 
         inprocess.install(mxnet_dir)
+
+
+def own_frames() -> frozenset[str]:
+    """This launcher's Python frames as the fold names them (`<module> (launcher.py)`, `main (launcher.py)`,
+    `prepare (launcher.py)`...): folding.python leaves them out, with the runpy frames `run` calls under
+    them. Derived from the module itself, so that a rename or a move cannot leave them in the graphs."""
+    file = os.path.basename(__file__)
+    functions = [f for f in globals().values() if isinstance(f, FunctionType) and f.__module__ == __name__]
+    return frozenset(f"{name} ({file})" for name in ("<module>", *(f.__name__ for f in functions)))
 
 
 if __name__ == "__main__":

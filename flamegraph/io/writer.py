@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 from ..model import FoldedProfile
-from .diagnostics import OutputFailed
+from .diagnostics import BadOption, OutputFailed
 from .folded import write_folded
 from .sidecar import Context, is_ours, render_sidecar, sidecar_path
 
@@ -113,9 +113,12 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputFailed(f"{path}: cannot write: cannot create the directory {directory}: {err.strerror}") from None
+    try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
     except OSError as err:
-        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
+        raise OutputFailed(f"{path}: cannot write: {_no_file_beside(directory, err)}") from None
     try:
         with _write_errors(str(path)):
             with os.fdopen(fd, "wb") as out:
@@ -125,6 +128,13 @@ def _replace(path: Path, target: Path, status: os.stat_result | None) -> Iterato
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _no_file_beside(directory: Path, err: OSError) -> str:
+    """Why no new file could be made in `directory` (the file is written beside its old self, then renamed
+    over it): said as that, so that a file which exists (/proc/self/status, where nothing can be created)
+    is not called missing."""
+    return f"cannot create a file in {directory} (an output is written there, then renamed into place): {err.strerror}"
 
 
 def _why_not_writable(path: Path) -> str:
@@ -215,7 +225,30 @@ def check_writable(path: Path | None) -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as err:
-        raise OutputFailed(f"{path}: cannot write: {err.strerror} ({directory})") from None
+        raise OutputFailed(f"{path}: cannot write: {_no_file_beside(directory, err)}") from None
+
+
+def refuse_overwriting_input(inputs: Sequence[str], outputs: Sequence[tuple[str, Path | None]]) -> None:
+    """An output (`(flag, path)`) that is the same file as an input (`-`: what stdin reads) would replace
+    the file being read: `render X.folded -o X.folded` would leave an SVG named X.folded. The same
+    inode counts (a symlink, a hard link, another spelling of the path); one line, exit 2. Devices and
+    FIFOs (/dev/stdout, a terminal) are written through, never replaced: not refused."""
+    read = {key for path in inputs if (key := _regular_file(None if path == "-" else path)) is not None}
+    for flag, output in outputs:
+        if output is None or str(output) == "-":
+            continue
+        if _regular_file(str(output)) in read:
+            raise BadOption(f"{flag} {output}: is also an input of this run (the same file): writing it would "
+                            "replace what is read; write to another file")  # fmt: skip
+
+
+def _regular_file(path: str | None) -> tuple[int, int] | None:
+    """(device, inode) of a regular file (`path`, links followed; None: stdin), else None."""
+    try:
+        status = os.stat(path) if path is not None else os.fstat(sys.stdin.fileno())
+    except (OSError, AttributeError, ValueError):  # missing, or no stdin (`<&-`): nothing to replace
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
 
 
 def _put(out: BinaryIO, data: bytes) -> None:

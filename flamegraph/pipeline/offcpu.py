@@ -54,6 +54,7 @@ class OffCpuResult:
 def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status) -> OffCpuResult:
     """Record, pair, write, export; perf.data is kept (its path said) when a later step fails."""
     from ..folding.python import fold_interpreter
+    from ..frameworks.launcher import own_frames
     from ..naming.grouping import grouping_note
     from ..record.proc import snapshot_threads, whole_window_resolver
     from ..record.streaming import offcpu_blockers, whole_note
@@ -79,10 +80,10 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
             if (note := grouping_note(namer)) is not None:
                 status.note(note)
         else:  # the same hooks as on-CPU (Python's frames, not oneDNN's), their perf maps removed after the exports
-            hooked = OnCpuRequest(request.spec, python=request.python)
+            hooked = OnCpuRequest(request.spec, python=request.python, perf_data=request.perf_data)
             hooks = stack.enter_context(RecordHooks.of(hooked, session.data_path, status.note))
             fold, recording = _record_and_pair(request, session, hooks, status, resolve)
-        profile = fold.profile if request.keep_interpreter else fold_interpreter(fold.profile)
+        profile = fold.profile if request.keep_interpreter else fold_interpreter(fold.profile, own_frames())
         written = write_outputs(profile, outputs, status.note)
         written.exports = write_exports(profile, outputs, recording, status.note, offcpu=request.options, pid=pid)
     return OffCpuResult(recording, profile, written, fold.totals)
@@ -133,13 +134,12 @@ def pair_recorded(
 
 
 def _recorded_line(recording: Recording, pid: int | None) -> str:
-    from ..record.proc import alive
-    from .scratch import command_ended
+    from .scratch import command_ended, pid_exited
 
     size = recording.perf_data.stat().st_size / 1e6 if recording.perf_data.exists() else 0.0
     line = f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)"
-    if pid is not None and not alive(pid) and not recording.interrupted:
-        line += f"; pid {pid} exited during the recording: the graph covers it up to its exit"
+    if (exited := pid_exited(recording, pid)) is not None:
+        line += f"; {exited}"
     elif recording.exit_status:
         line += f"; {command_ended(recording.exit_status)}"
     return line

@@ -73,7 +73,8 @@ class RecordHooks:
         beside = data_path.absolute()
         jit = None
         if request.jit or request.python is not False:  # Python frames unless --no-python
-            jit = JitHook(beside.with_name(beside.name + ".jit"), note=note, dnnl=request.jit, python=request.python)
+            jit = JitHook(beside.with_name(beside.name + ".jit"), note=note, dnnl=request.jit, python=request.python,
+                          keep_python_maps=request.perf_data is not None)  # fmt: skip
         mx_dir = beside.with_name(beside.name + ".mxnet")
         mxnet = MxnetHook(mx_dir, note=note, memory=request.memory is not None) if request.mxnet else None
         return cls(jit, mxnet)
@@ -99,8 +100,10 @@ class RecordHooks:
     def __enter__(self) -> RecordHooks:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if self.jit is not None:
+            if kind is not None:  # the scratch perf.data may be kept (ScratchRecording): perf report reads the maps
+                self.jit.keep_python_maps = True
             self.jit.cleanup()
 
 
@@ -139,6 +142,7 @@ def fold_oncpu(
     MXNet frames joined and their tables reported, the Python frames read as Python."""
     from ..folding.python import fold_interpreter
     from ..folding.with_report import fold_with_report
+    from ..frameworks.launcher import own_frames
 
     mx = hooks.mxnet if hooks is not None else None
     window, threads, group = request.window, request.threads, request.group_unknown
@@ -151,7 +155,7 @@ def fold_oncpu(
         unwound = hooks is not None and hooks.unwound
         profile = fold_with_report(recording, window, status, threads, group, joiner, unwound)
     if not request.keep_interpreter:
-        fold_interpreter(profile)
+        fold_interpreter(profile, own_frames())
     if mx and joiner:
         mx.report(joiner, profile)
         if request.memory is not None:

@@ -73,6 +73,16 @@ def exit_like_the_command(recording: Recording, note: Callable[[str], None]) -> 
     raise SystemExit(status)
 
 
+def pid_exited(recording: Recording, pid: int | None) -> str | None:
+    """'pid 4242 exited during the recording: ...' when the process attached with --pid is gone and no
+    Ctrl-C stopped the recording (so --duration was cut short), whichever way the waits were paired."""
+    from ..record.proc import alive
+
+    if pid is None or alive(pid) or recording.interrupted:
+        return None
+    return f"pid {pid} exited during the recording: the graph covers it up to its exit"
+
+
 def command_ended(code: int) -> str:
     """'the command exited with status 1', 'the command was killed by SIGSEGV'."""
     if code >= 0:

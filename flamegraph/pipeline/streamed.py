@@ -50,6 +50,7 @@ def record_streamed(
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..folding.python import fold_interpreter
     from ..frameworks.jit.chunks import ChunkJit
+    from ..frameworks.launcher import own_frames
     from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
     from ..io.private import scratch_dir
@@ -82,7 +83,7 @@ def record_streamed(
         def on_interval(interval: Interval) -> None:
             if every is not None and interval.profile.counts:
                 if not request.keep_interpreter:
-                    fold_interpreter(interval.profile)
+                    fold_interpreter(interval.profile, own_frames())
                 _write_interval(interval, base, outputs, metadata, spool, status)
                 written.append(interval)
 
@@ -119,7 +120,7 @@ def record_streamed(
         if mxnet is not None:
             mxnet.join(profile, recording)
         if not request.keep_interpreter:
-            fold_interpreter(profile)
+            fold_interpreter(profile, own_frames())
         unwound = jit is not None and jit.unwound
         files = _write_whole(profile, recording, outputs, hook, status, window, unwound)
         if every is not None and written and outputs.render is not None and outputs.svg is not None:
@@ -162,7 +163,8 @@ def _jit_hook(request: OnCpuRequest, directory: Path, status: Status) -> JitHook
         return None
     from ..frameworks.jit.hook import JitHook
 
-    return JitHook(directory / "jit", status.note, dnnl=request.jit, python=request.python, per_chunk=True)
+    return JitHook(directory / "jit", status.note, dnnl=request.jit, python=request.python, per_chunk=True,
+                   keep_python_maps=False)  # fmt: skip
 
 
 def _placeholder(spec: RecordSpec, directory: Path) -> Recording:
@@ -299,6 +301,7 @@ def pair_spooled(
     from ..naming.symbols import FunctionNamer
     from ..record.lost import LostSamples
     from ..record.spool import Spool
+    from .scratch import pid_exited
 
     directory = scratch_dir("flamegraph-spool-")
     try:
@@ -309,9 +312,10 @@ def pair_spooled(
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     chunks = spool.chunks
+    exited = pid_exited(recording, spec.pid)
     status.note(
         f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {cap / 1e6:.1f} MB)"
+        f"--max-spool {cap / 1e6:.1f} MB)" + (f"; {exited}" if exited is not None else "")
     )
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
     fold.profile.metadata.update(captured)

@@ -54,6 +54,8 @@ class ChunkJit:
     _completed: list[session.Completed] = field(default_factory=list)
 
     def __call__(self, chunk: Path) -> None:
+        if not self.hook.in_use:  # not a Python or --jit command: nothing to complete
+            return
         directory = str(self.hook.directory)
         started = time.perf_counter()
         located = self._locate(directory) if self.hook.dnnl else {}

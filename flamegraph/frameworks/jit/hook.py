@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from ...io.perf import find_perf
 from ...io.private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ...record.command import python_target
 from ...record.spec import Recording, RecordSpec
-from . import jitmap, session, trampolines
+from . import jitdump, jitmap, session, trampolines
 
 
 def _module_file(name: str) -> Path:
@@ -164,20 +164,24 @@ class JitHook:
     summary: JitSummary = field(default_factory=JitSummary)
     map_dirs: set[str] = field(default_factory=set)  # where the copies of the perf maps we wrote are
     per_chunk: bool = False  # a streamed recording: chunks.ChunkJit completes each chunk, not `finish`
+    keep_python_maps: bool = True  # the raw recording is kept (--perf-data): perf report reads the Python maps
+    in_use: bool = False  # `directory` was made ours (a Python or --jit command, or --pid with --jit)
+    python_maps_ours: bool = False  # the Python maps exist because we turned perf support on, not the user
+    started: float = 0.0  # time.time() at prepare: a map older than that is not this run's
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
-        self.directory = private_dir(self.directory)  # oneDNN, the hook and perf inject write there by name
+        self.started = time.time()
         if spec.pid is not None:  # (its directory may hold the live process's marker: nothing is cleared)
-            if self.dnnl and not environment_has_dumps(spec.pid):
-                self.note(
-                    f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
-                    "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.frameworks.launcher`)"
-                )
+            if self.dnnl:
+                self.use_directory()  # the kernels found from outside: name_running
+                if not environment_has_dumps(spec.pid):
+                    self.note(
+                        f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
+                        "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.frameworks.launcher`)"
+                    )
             if self.python is not False and (note := running_python_note(spec.pid)) is not None:
                 self.note(note)
             return spec
-        clear_previous(self.directory)
-        self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
         command, options, env = spec.command, [], dict(spec.env)
         if self.python is not False:
             command, python_options = self.python_command(spec)
@@ -187,18 +191,24 @@ class JitHook:
         if self.dnnl:
             options += ["--jit-dir", str(self.directory)]
             env["DNNL_JIT_DUMP"] = "1"
-        if not options:
-            return spec
-        wrapped = hook_command(command, tuple(options))
+        wrapped = hook_command(command, tuple(options)) if options else None
         if wrapped is None:
             if self.dnnl:
                 self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
-            return spec
+            return spec  # no directory: nothing would write there (a C program's PERF_DATA.jit/ is not made)
+        self.use_directory()  # oneDNN, the hook and perf inject write there by name
+        clear_previous(self.directory)
+        self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
         if self.dnnl:
             check_dumps_cwd(spec.cwd or os.getcwd())
         self.hooked = True
         self.summary.command = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
         return spec.replace(command=wrapped, env=env)
+
+    def use_directory(self) -> None:
+        """The directory made ours (created, or checked: else NotPrivate), only when something writes there."""
+        self.directory = private_dir(self.directory)
+        self.in_use = True
 
     def python_command(self, spec: RecordSpec) -> tuple[tuple[str, ...], list[str]]:
         """The command to wrap (a `#!` script run by its interpreter) and the hook's options for Python
@@ -219,12 +229,13 @@ class JitHook:
                       "no Python frames (give it a script, -m MODULE or -c CODE)")  # fmt: skip
             return spec.command, []
         self.python_on = True
+        self.python_maps_ours = not asked_for_perf_support(target.command, env)
         self.note(f"flamegraph: Python {target.release}: perf support on ({PERF_SUPPORT}=1), its functions are "
                   "frames (--no-python: off)")  # fmt: skip
         return target.command, ["--python-dir", str(self.directory)]
 
     def finish(self, recording: Recording) -> Recording:
-        if self.per_chunk:  # each chunk was (or will be) completed before it is folded: chunks.py
+        if self.per_chunk or not self.in_use:  # per chunk: chunks.py completes each before it is folded
             return recording
         if recording.spec.pid is not None and self.dnnl:  # oneDNN kernels only: Python frames need -X perf
             self.name_running(recording.spec.pid)
@@ -267,9 +278,18 @@ class JitHook:
 
     def cleanup(self) -> None:
         """Once the run has read them (folds, exports): the /tmp/perf-PID.map files we wrote are removed
-        (their copies stay in the JIT directory); a map we did not write is never touched."""
+        (their copies stay in the JIT directory), and so are those Python wrote because we turned its perf
+        support on, unless the raw recording is kept (`perf report` reads them). A map we did not cause
+        (the user's own PYTHONPERFSUPPORT or -X perf, another process's) is never touched."""
         for directory in sorted(self.map_dirs):
             jitmap.remove_perf_maps(directory)
+        if self.python_maps_ours and not self.keep_python_maps and self.in_use:
+            for pid in session.python_pids(str(self.directory)):
+                try:  # the launcher wrote the trampoline as the process's user: the map's owner
+                    owner = os.lstat(jitdump.trampoline_path(str(self.directory), pid)).st_uid
+                except OSError:
+                    continue
+                jitmap.remove_process_map(pid, owner, self.started)
 
     def name_running(self, pid: int) -> None:
         """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
@@ -296,6 +316,20 @@ class JitHook:
                 return
             session.write_kernels(str(directory), pid, result.kernels)
             self.directory = directory
+
+
+def asked_for_perf_support(command: tuple[str, ...], env: Mapping[str, str]) -> bool:
+    """The user turned Python's perf support on (`PYTHONPERFSUPPORT` non-zero, `-X perf`): its maps are theirs."""
+    if env.get(PERF_SUPPORT, "").strip() not in ("", "0"):
+        return True
+    previous = ""
+    for arg in command[1:]:
+        if arg in ("-c", "-m") or (not arg.startswith("-") and previous not in OPTION_WITH_VALUE):
+            return False  # the program begins: what follows is its own
+        if arg == "-Xperf" or (previous == "-X" and arg == "perf"):
+            return True
+        previous = arg
+    return False
 
 
 def running_python_note(pid: int) -> str | None:

@@ -342,3 +342,21 @@ def remove_perf_maps(keep_dir: str) -> list[str]:
         except OSError:
             continue
     return removed
+
+
+def remove_process_map(pid: int, owner: int, since: float) -> bool:
+    """Remove /tmp/perf-<pid>.map that `pid` wrote itself during our run (Python's perf support, which we
+    turned on): only a regular file (lstat: a link is never followed) owned by the process's user `owner`
+    and written since `since` (an older one is another process's with the same pid), in a sticky /tmp,
+    where nobody but that user (or root) can swap the name between the check and the unlink. True if removed."""
+    path = perf_map_path(pid)
+    try:
+        info, parent = os.lstat(path), os.stat(PERF_MAP_DIR)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != owner or info.st_mtime < since - 1:
+            return False  # (mtime's resolution: a clock tick; the second of slack costs nothing)
+        if not parent.st_mode & stat.S_ISVTX and parent.st_mode & 0o022:
+            return False  # a /tmp everybody may rename in: what we checked need not be what we unlink
+        os.unlink(path)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,94 @@
+"""The launcher a Python 3.12+ command runs through leaves no trace a user sees: none of its frames (nor
+the runpy frames it calls) in the graphs of `record` and `offcpu`, the program's `<module>` the root of
+its Python frames, and no /tmp/perf-PID.map left behind unless the raw recording is kept or the user
+turned perf support on. Real recordings: pyenv's 3.12 and 3.13, and a venv's python."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers.pythons import need_python
+
+PROGRAM = textwrap.dedent(
+    """
+    import time
+
+    def spin():
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            pass
+
+    def nap():
+        time.sleep(0.2)
+
+    spin()
+    nap()
+    """
+)
+WORK = {"record": "spin (prog.py)", "offcpu": "nap (prog.py)"}  # where each command's time goes
+PID = re.compile(r"flamegraph: pid (\d+): \d+ Python functions with unwind info")
+
+
+def _python(kind: str, tmp_path: Path) -> str:
+    """pyenv's interpreter of a release, or a venv made from 3.13 (its python a link to the real one)."""
+    if kind != "venv":
+        return need_python(kind)
+    venv = tmp_path / "venv"
+    subprocess.run([need_python("3.13"), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    return str(venv / "bin" / "python")
+
+
+def _run(
+    tmp_path: Path, command: str, python: str, *options: str, env: dict[str, str] | None = None
+) -> tuple[Path, int]:
+    """`flamegraph COMMAND --folded F OPTIONS -- PYTHON prog.py` -> (F, the program's pid)."""
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    folded = tmp_path / f"{command}.folded"
+    ran = subprocess.run(
+        [sys.executable, "-m", "flamegraph", command, "--no-svg", "--folded", str(folded), *options, "--", python,
+         str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    found = PID.search(ran.stderr)
+    assert found is not None, ran.stderr
+    return folded, int(found.group(1))
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("kind", ["3.12", "3.13", "venv"])
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_no_frame_of_the_launcher_and_no_map_left(command: str, kind: str, tmp_path: Path) -> None:
+    python = _python(kind, tmp_path)
+    folded, pid = _run(tmp_path, command, python)
+    stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+    ours = {f for stack in stacks for f in stack if f.endswith(("(launcher.py)", "(<frozen runpy>)"))}
+    assert not ours, f"frames of the launcher in the graph: {sorted(ours)}"
+    work = [stack for stack in stacks if WORK[command] in stack]
+    assert work, f"no stack reaches {WORK[command]}"
+    for stack in work:
+        python_frames = [f for f in stack if re.fullmatch(r".+ \(.+\)", f) and not f.endswith("_[k]")]
+        assert python_frames[0] == "<module> (prog.py)", stack
+    assert not os.path.lexists(f"/tmp/perf-{pid}.map"), "the perf map our perf support caused was left in /tmp"
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize(
+    ("options", "env"),
+    [(("--perf-data", "kept.data"), {}), ((), {"PYTHONPERFSUPPORT": "1"})],
+    ids=["raw-recording-kept", "user-perf-support"],
+)
+def test_the_map_stays_when_kept_or_not_ours(options: tuple[str, ...], env: dict[str, str], tmp_path: Path) -> None:
+    """perf report of a kept perf.data reads the map; a map the user's own perf support writes is theirs."""
+    _folded, pid = _run(tmp_path, "record", need_python("3.12"), *options, env=env)
+    path = Path(f"/tmp/perf-{pid}.map")
+    try:
+        assert path.is_file() and not path.is_symlink()
+    finally:
+        path.unlink(missing_ok=True)
