@@ -18,19 +18,19 @@ import pytest
 
 from flamegraph.folding.perf import FoldOptions
 from flamegraph.folding.stage import fold_perf
-from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.diagnostics import Diagnostics, NoSamples
 from flamegraph.io.perf_header import PERF_TYPE_TRACEPOINT, read_event_attrs
 
 pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
 WRITES = 300
-# Exactly `argv[1]` writes, each from emit <- loop <- main (frame pointers), and a nap per 100.
+# Exactly `argv[1]` writes, each from emit <- loop <- main (frame pointers), and a 1 ms nap per 10.
 PROGRAM = r"""
 #include <stdlib.h>
 #include <unistd.h>
 #include <fcntl.h>
 static int out;
-__attribute__((noinline)) void emit(int k) { if (write(out, "x", 1) != 1) exit(1); if (k % 100 == 0) usleep(1000); }
+__attribute__((noinline)) void emit(int k) { if (write(out, "x", 1) != 1) exit(1); if (k % 10 == 0) usleep(1000); }
 __attribute__((noinline)) void loop(int n) { for (int k = 0; k < n; k++) emit(k); }
 int main(int argc, char **argv) { out = open("/dev/null", O_WRONLY); loop(atoi(argv[1])); return 0; }
 """
@@ -145,3 +145,29 @@ def read_counts(folded: Path) -> dict[str, int]:
 def facts(folded: Path) -> dict[str, str]:
     metadata: dict[str, str] = json.loads(folded.with_name(folded.name + ".json").read_text())["metadata"]
     return metadata
+
+
+def test_offcpu_text_without_switch_records_says_what_to_print(program: Path) -> None:
+    """Plain `perf script` of a sched_switch recording of one program hides the switch-ins (a
+    PERF_RECORD_SWITCH IN; the sched_switch record naming the thread as next_pid belongs to the task
+    switching out, not traced): the fold lost most of the time with 'switched out twice' warnings only."""
+    from flamegraph.folding.offcpu import fold_offcpu
+
+    data = record(program, "offcpu", "-e", "sched:sched_switch", "--switch-events", "-g")
+    folded = {}
+    for args in ([], ["--show-switch-events"]):
+        text = data.with_name(f"offcpu{len(args)}.txt")
+        with text.open("wb") as out:
+            subprocess.run([perf(), "script", "-i", str(data), *args], stdout=out, stderr=subprocess.DEVNULL,
+                           check=True, timeout=120)  # fmt: skip
+        diagnostics = Diagnostics(echo=False)
+        try:
+            profile = fold_offcpu([str(text)], diagnostics=diagnostics)
+        except NoSamples as err:  # one thread: every switch-out but the last unpaired, that one open at the end
+            folded[bool(args)] = (0, [*diagnostics.notes, str(err)])
+        else:
+            folded[bool(args)] = (sum(profile.counts.values()), diagnostics.notes)
+    (plain, notes), (shown, shown_notes) = folded[False], folded[True]
+    assert any("print it with `perf script --show-switch-events`" in note for note in notes), notes
+    assert not any("--show-switch-events" in note for note in shown_notes), shown_notes
+    assert shown >= 30_000 > plain  # µs: the 30 naps of 1 ms are there only with the switch records

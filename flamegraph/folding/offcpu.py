@@ -114,7 +114,9 @@ def fold_offcpu_sources(
     profile = folder.profile(totals)
     if not profile.counts:
         what = f"{collapser.switches:,} sched_switch records" if collapser.switches else "no sched_switch records"
-        raise NoSamples(f"{names}: no off-CPU time found ({what}; record with -e {EVENT} --switch-events)")
+        # perf script printed no switch-in (the recording may hold them), or none was recorded
+        hint = "print it with `perf script --show-switch-events`" if collapser.hidden_switch_ins else None
+        raise NoSamples(f"{names}: no off-CPU time found ({what}; {hint or f'record with -e {EVENT} --switch-events'})")
     return OffCpuFold(profile, totals)
 
 
