@@ -261,6 +261,17 @@ def test_source_and_register_lines_of_a_dwarf_recording_fold_as_plain(recordings
         assert fold(text) == plain, args
 
 
+def test_srcline_of_inlined_frames_folds_as_the_reference_under_compat(recordings: Path, shared: Path) -> None:
+    """--compat stays stackcollapse-perf.pl --srcline byte for byte on a text with `(inlined)` source lines."""
+    text = script(recordings, "dwarf", ["-F", "+srcline"])
+    reference = shared / "peer-tests" / "flamegraph-pl" / "bin" / "stackcollapse-perf.pl"
+    expected = subprocess.run(["perl", str(reference), "--srcline", str(text)], capture_output=True, check=True)
+    ours = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "fold", "--srcline", "--compat", str(text)], capture_output=True
+    )
+    assert ours.returncode == 0 and ours.stdout == expected.stdout and expected.stdout
+
+
 def offcpu(path: Path) -> tuple[dict[str, int], object]:
     diagnostics = Diagnostics(echo=False)
     profile = fold_offcpu([str(path)], diagnostics=diagnostics)
