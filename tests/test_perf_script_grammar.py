@@ -298,7 +298,16 @@ LAYOUTS = {  # how perf prints a header for a set of -F fields: comm, ids, time,
 COMMS = st.sampled_from([b"prog", b"V8 WorkerThread", b"a", b"java", b"kworker/0:1"])
 SYMBOLS = st.sampled_from([b"main", b"leaf+0x31", b"[unknown]", b"std::vector<int>::at", b"x->y", b"start_thread"])
 DSOS = st.sampled_from([b" (/tmp/prog)", b" ([kernel.kallsyms])", b" ([unknown])", b" (/lib/libc.so.6)"])
-SRCLINES = st.sampled_from([b"  prog.c:6", b"  [kernel.kallsyms][ffffffff8135e61a]", b"  libc.so.6[891f5]", b"  :0"])
+SRCLINES = st.sampled_from([
+    b"  prog.c:6", b"  [kernel.kallsyms][ffffffff8135e61a]", b"  libc.so.6[891f5]", b"  :0", b"  ??:0",
+    b"  /usr/src/prog.c:12", b"  ./csu/../sysdeps/x86/libc-start.c:58",  # --full-source-path
+])  # fmt: skip
+# An inlined frame with -F +srcline: printed without its DSO, its source line ends with (inlined).
+INLINED_SRCLINES = st.sampled_from([b"  prog.c:8 (inlined)", b"  /usr/include/c++/12/bits/invoke.h:61 (inlined)"])
+REGISTERS = st.sampled_from([  # -F +uregs / +iregs: after the frames, and perf prints no blank line after it
+    b" ABI:2    AX:0x25bc5    BX:0x7ffcc4af1668    IP:0x55e31025a565 FLAGS:0x206   R15:0x55e31025a510 ",
+    b" ABI:1    AX:0x0 ",
+])  # fmt: skip
 NON_SAMPLES = st.sampled_from([
     b"prog 12440 10638.687535: PERF_RECORD_COMM exec: prog:12440/12440",
     b"prog 12440 10638.687582: PERF_RECORD_MMAP2 12440/12440: [0x5573804a8000(0x1000) @ 0x1000]: r-xp /tmp/prog",
@@ -331,7 +340,15 @@ def perf_text(draw: st.DrawFn) -> bytes:
             symbol = draw(SYMBOLS)
             out.append(b"\t    %x " % draw(st.integers(0, 2**48)) + symbol + (draw(DSOS) if dso else b""))
             if srclines and not out[-1].endswith(b"[unknown] ([unknown])"):
-                out.append(draw(SRCLINES))
+                if symbol != b"[unknown]" and draw(st.integers(0, 3)) == 0:
+                    out[-1] = out[-1][: out[-1].rindex(b" (")]  # inlined: no DSO
+                    out.append(draw(INLINED_SRCLINES))
+                else:
+                    out.append(draw(SRCLINES))
+        if draw(st.integers(0, 4)) == 0:
+            out.append(draw(REGISTERS))
+            if draw(st.booleans()):
+                continue  # perf 6.1 prints the next header right after the registers
         if draw(st.integers(0, 3)) == 0:
             out.append(b" ilen: 3 insn: c1 e8 0e")
             if draw(st.booleans()):
@@ -354,12 +371,17 @@ def grammar_fold(text: bytes) -> dict[str, int]:
             stack = ";".join([record[0], *reversed(frames)])
             counts[stack] += record[1]
 
+    above = b""
     for line in text.split(b"\n"):
         if line.startswith((b"\t", b"  ")) and not script.is_detail(line) and not script.is_header(line.strip()):
             name = name_frame(line, options)
             assert name is not None, line
             if name:
                 frames.append(name.decode("utf-8", "surrogateescape"))
+                above = line
+            continue
+        if script.is_inlined_srcline(line) and frames:  # the frame above: as plain perf script prints it
+            frames[-1] = (name_frame(above + b" (inlined)", options) or b"").decode("utf-8", "surrogateescape")
             continue
         if line.startswith(b" ") and script.is_detail(line) or line.startswith(b"#"):
             continue
@@ -382,3 +404,73 @@ def grammar_fold(text: bytes) -> dict[str, int]:
 def test_the_fast_path_and_the_grammar_read_the_same_records(text: bytes, block: int) -> None:
     counts, _ = fold_text(text, block)  # fast path == line path, asserted inside
     assert counts == grammar_fold(text)
+
+
+# -- -F +srcline with inlined frames, --full-source-path, -F +uregs (perf 6.1, a C++ DWARF recording) -----
+INLINE_PLAIN = b"""cppprog  8552 83075.714905:    2004008 cpu-clock: 
+\t            1565 apply<main::{lambda(long)#1}>+0x25 (/tmp/n9/cppprog)
+\t            1565 apply<main()::<lambda(long int)> >+0x25 (inlined)
+\t            1279 main+0xc9 (/tmp/n9/cppprog)
+\t           27304 __libc_start_main_impl+0x84 (inlined)
+\t            1440 _start+0x20 (/tmp/n9/cppprog)
+
+cppprog  8552 83075.717989:    2004008 cpu-clock: 
+\t            152f std::_Function_handler<double (int), main::{lambda(int)#2}>::_M_invoke+0x1f (/tmp/n9/cppprog)
+\t            152f __invoke_impl<double, main()::<lambda(int)>&, int>+0x1f (inlined)
+\t            138a std::function<double (int)>::operator()+0x1da (inlined)
+\t            138a main+0x1da (/tmp/n9/cppprog)
+
+"""  # noqa: W291 (perf prints a blank after the event)
+INLINE_SRCLINE = b"""cppprog  8552 83075.714905:    2004008 cpu-clock: 
+\t            1565 apply<main::{lambda(long)#1}>+0x25 (/tmp/n9/cppprog)
+  cpp.cpp:14
+\t            1565 apply<main()::<lambda(long int)> >+0x25
+  cpp.cpp:8 (inlined)
+\t            1279 main+0xc9 (/tmp/n9/cppprog)
+  cpp.cpp:14
+\t           27304 __libc_start_main_impl+0x84
+  libc-start.c:360 (inlined)
+\t            1440 _start+0x20 (/tmp/n9/cppprog)
+  ??:0
+
+cppprog  8552 83075.717989:    2004008 cpu-clock: 
+\t            152f std::_Function_handler<double (int), main::{lambda(int)#2}>::_M_invoke+0x1f (/tmp/n9/cppprog)
+  cpp.cpp:15
+\t            152f __invoke_impl<double, main()::<lambda(int)>&, int>+0x1f
+  invoke.h:61 (inlined)
+\t            138a std::function<double (int)>::operator()+0x1da
+  std_function.h:591 (inlined)
+\t            138a main+0x1da (/tmp/n9/cppprog)
+  cpp.cpp:15
+
+"""  # noqa: W291
+FULL_SOURCE_PATH = (
+    INLINE_SRCLINE.replace(b"  cpp.cpp:", b"  /tmp/n9/cpp.cpp:")
+    .replace(b"  libc-start.c:", b"  ./csu/../csu/libc-start.c:")
+    .replace(b"  invoke.h:", b"  /usr/include/c++/12/bits/invoke.h:")
+    .replace(b"  std_function.h:", b"  /usr/include/c++/12/bits/std_function.h:")
+)
+# -F +uregs: the registers after the frames, and no blank line before the next record.
+UREGS = INLINE_PLAIN.replace(
+    b"\n\ncppprog", b"\n ABI:2    AX:0x25bc5    BX:0x7ffcc4af1668    IP:0x55e31025a565 FLAGS:0x206  R15:0x0 \ncppprog"
+).replace(b"(/tmp/n9/cppprog)\n\n", b"(/tmp/n9/cppprog)\n ABI:2    AX:0xb315    R8:0x7ffcc4af1668 \n\n")
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 18])
+@pytest.mark.parametrize(
+    "text", [INLINE_SRCLINE, FULL_SOURCE_PATH, UREGS], ids=["srcline-inlined", "full-source-path", "uregs"]
+)
+def test_source_and_register_lines_fold_as_plain_perf_script(text: bytes, block: int) -> None:
+    """`  file.c:8 (inlined)` made up a frame (`.c:8_[i]`); with --full-source-path every record was
+    skipped (a bad frame line); so was every record with -F +uregs' ` ABI:2 AX:...` line."""
+    plain, _ = fold_text(INLINE_PLAIN, block)
+    assert any("apply<main()::<lambda(long int)> >_[i]" in stack for stack in plain)
+    counts, diagnostics = fold_text(text, block)
+    assert counts == plain and not diagnostics.counts and diagnostics.skipped_records == 0
+
+
+def test_fold_srcline_names_an_inlined_frame_with_its_source_line(tmp_path: Path) -> None:
+    folded = fold_srcline(tmp_path, INLINE_SRCLINE, compat=False)
+    assert b";main:cpp.cpp:14;apply<main()::<lambda(long int)> >_[i]:cpp.cpp:8;apply<" in folded, folded
+    assert b"_start:??:0;__libc_start_main_impl_[i]:libc-start.c:360;main:cpp.cpp:14;" in folded, folded
+    assert b"std::function<double (int)>::operator()_[i]:std_function.h:591;" in folded, folded

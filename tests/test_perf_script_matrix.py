@@ -4,7 +4,8 @@ line (exit 3) which field it lacks. The same for a sched_switch recording throug
 and for --inline.
 
 A small C program (two threads, a forked child, an always-inlined function) is built and recorded
-once per module: `perf record -e cpu-clock -g` and `perf record -e sched:sched_switch -g`.
+once per module: `perf record -e cpu-clock -g`, `perf record -e sched:sched_switch -g` and `perf record
+-e cpu-clock --call-graph dwarf,8192` (source lines of inlined frames, user registers).
 """
 
 from __future__ import annotations
@@ -124,9 +125,13 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (where / "prog.c").write_text(PROGRAM)
     flags = ["-O1", "-g", "-fno-omit-frame-pointer", "-pthread"]
     subprocess.run([compiler, *flags, "-o", str(where / "prog"), str(where / "prog.c")], check=True)
-    for name, event, args in (("cpu", "cpu-clock", []), ("sched", "sched:sched_switch", ["sleep"])):
+    for name, event, graph, args in (
+        ("cpu", "cpu-clock", "fp", []), ("sched", "sched:sched_switch", "fp", ["sleep"]),
+        ("dwarf", "cpu-clock", "dwarf,8192", []),  # DWARF: perf finds the inlined step(), and has user registers
+    ):  # fmt: skip
         done = subprocess.run(
-            [perf(), "record", "-q", "-e", event, "-g", "-o", str(where / f"{name}.data"), str(where / "prog"), *args],
+            [perf(), "record", "-q", "-e", event, "--call-graph", graph, "-o", str(where / f"{name}.data"),
+             str(where / "prog"), *args],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         if done.returncode != 0:
@@ -235,6 +240,36 @@ def test_inline_variants_fold_as_plain_inline(recordings: Path) -> None:
     assert dropped == plain
     for args in (["--inline", "-F", "+srcline"], ["--inline", "--show-task-events", "--show-mmap-events"]):
         assert fold(script(recordings, "cpu", args)) == inline, args
+
+
+# An inlined frame's source line says `(inlined)` and its frame loses the DSO; full paths; registers
+# after the frames, with no blank line before the next record.
+DWARF_SAME = [
+    ["-F", "+srcline"], ["-F", "+srcline", "--full-source-path"], ["-F", "+uregs"],
+    ["-F", "+srcline,+uregs", "--full-source-path", "--show-task-events"],
+]  # fmt: skip
+
+
+def test_source_and_register_lines_of_a_dwarf_recording_fold_as_plain(recordings: Path) -> None:
+    """`  prog.c:8 (inlined)` was folded as a frame `.c:8_[i]`; --full-source-path's paths and +uregs'
+    ` ABI:2 AX:0x...` lines made every record a bad one (skipped, exit 3)."""
+    plain = fold(script(recordings, "dwarf", []))
+    assert any(stack.endswith(";leaf;step_[i]") for stack in plain), plain
+    for args in DWARF_SAME:
+        text = script(recordings, "dwarf", args)
+        assert b" (inlined)\n" in text.read_bytes() or "+uregs" in args
+        assert fold(text) == plain, args
+
+
+def test_srcline_of_inlined_frames_folds_as_the_reference_under_compat(recordings: Path, shared: Path) -> None:
+    """--compat stays stackcollapse-perf.pl --srcline byte for byte on a text with `(inlined)` source lines."""
+    text = script(recordings, "dwarf", ["-F", "+srcline"])
+    reference = shared / "peer-tests" / "flamegraph-pl" / "bin" / "stackcollapse-perf.pl"
+    expected = subprocess.run(["perl", str(reference), "--srcline", str(text)], capture_output=True, check=True)
+    ours = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "fold", "--srcline", "--compat", str(text)], capture_output=True
+    )
+    assert ours.returncode == 0 and ours.stdout == expected.stdout and expected.stdout
 
 
 def offcpu(path: Path) -> tuple[dict[str, int], object]:

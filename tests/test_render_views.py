@@ -73,6 +73,16 @@ def test_merge_pids_folds_processes_and_threads_together(tmp_path: Path) -> None
     assert result.stdout == b"perl;x 1\npython;main 5\n"
 
 
+def test_merge_pids_merges_roots_without_a_pid(tmp_path: Path) -> None:
+    """`fold --with-tid` of plain perf script text (no pid printed) roots stacks at `comm-?/TID`, which
+    --merge-pids left as they were: `diff` then said the sides share no root frame."""
+    (tmp_path / "in").write_bytes(b"cppprog-?/8552;main 2\ncppprog-?;main 1\ncppprog-8600/8601;main 3\nw-?x;y 1\n")
+    result = run("render", str(tmp_path / "in"), "--format", "folded", "--merge-pids")
+    assert result.stdout == b"cppprog;main 6\nw-?x;y 1\n"
+    (tmp_path / "b").write_bytes(b"cppprog-9000/9000;main 4\n")
+    assert b"--merge-pids drops the -PID suffix" in run("diff", str(tmp_path / "in"), str(tmp_path / "b")).stderr
+
+
 def test_the_svg_header_says_what_is_filtered_and_what_remains(folded: Path) -> None:
     result = run("render", str(folded), "--focus", "compute", "--hide", "^main$", "--collapse-recursion")
     assert result.returncode == 0, result.stderr

@@ -24,7 +24,9 @@ from ..io.diagnostics import BadOption, NoSamples
 from ..model import FoldedProfile
 
 SEP = ";"
-PID_SUFFIX = re.compile(r"-[0-9]+(?:/[0-9]+)?$")  # a root "comm-PID" or "comm-PID/TID" (fold --pid/--tid, off-CPU)
+# A root "comm-PID" or "comm-PID/TID" (fold --pid/--tid, off-CPU); "comm-?" or "comm-?/TID" where perf
+# printed no pid (plain `perf script` prints the thread's id only).
+PID_SUFFIX = re.compile(r"-(?:[0-9]+|\?)(?:/[0-9]+)?$")
 REGEX_ERRORS = (re.error, OverflowError, RecursionError)  # what re.compile raises for a bad pattern
 
 Frames = list[str]

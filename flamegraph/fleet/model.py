@@ -52,7 +52,7 @@ class HostRequest:
     target: Target
     duration: float
     event: str = DEFAULT_EVENT
-    freq: int = DEFAULT_FREQ
+    freq: int | None = DEFAULT_FREQ  # None: every event (a tracepoint)
     call_graph: str = DEFAULT_CALL_GRAPH
     jit: bool = False
     mxnet: bool = False  # --mxnet: operator and primitive frames (a launched Python command)

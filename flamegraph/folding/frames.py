@@ -21,7 +21,7 @@ from itertools import compress
 from operator import not_
 
 from . import tidy
-from .grammar import FRAME_WITHOUT_DSO, match_reference, srcline_suffix
+from .grammar import FRAME_WITHOUT_DSO, INLINED, match_reference, srcline_suffix
 from .options import FoldOptions
 
 UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
@@ -239,3 +239,12 @@ class FrameNames:
         elif name == b"":
             self._dropped.add(line)
         return name
+
+    def name_inlined(self, line: bytes, java: bool, name: bytes) -> bytes:
+        """The name of frame `line` (named `name`) when the source line after it says it is inlined
+        (`  prog.c:8 (inlined)`): perf then prints the frame without its DSO, where plain `perf script`
+        prints `(inlined)`. Named as that plain line is, so both fold alike."""
+        body = line.rstrip()
+        if not body.endswith(b")"):
+            return self.name(body + INLINED, java) or name
+        return name if not name or name.find(b"_[i]") >= 0 else name + b"_[i]"

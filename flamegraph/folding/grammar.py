@@ -14,7 +14,11 @@ its own. Lines perf 5.x-6.x prints, and what they are:
     \t    7f0c1a2b3c4d std::_Function_handler<...>::_M_invoke+0x1d (/lib/libmxnet.so)   <- a frame
     \t           162bd init_cpu_features.constprop.0       <- a frame printed without its DSO (-F ip,sym)
       dl-cacheinfo.h:831                    <- -F +srcline: the source line of the frame above it
-      [kernel.kallsyms][ffffffff8135e61a]      (or its DSO and offset when perf has no line)
+      [kernel.kallsyms][ffffffff8135e61a]      (or its DSO and offset when perf has no line; with
+      /usr/src/prog.c:12                        --full-source-path the whole path)
+    \t    1565 apply+0x25                    <- an inlined frame: printed without its DSO, and
+      prog.c:8 (inlined)                        its source line says so (plain: `(inlined)` is the DSO)
+     ABI:2    AX:0x25bc5    BX:0x7ffc...    <- -F +uregs/+iregs: the registers, after the frames
      ilen: 3 insn: c1 e8 0e                 <- -F +insn,+insnlen: detail of the sample, not a frame
     |6        for (int i = 0; i < n; i++)     <- -F +srccode: the source at the sample, after its record
     prog 12440 10.687535: PERF_RECORD_COMM exec: prog:12440/12440    <- --show-*-events: a record of
@@ -168,16 +172,26 @@ COMM_RECORD = re.compile(rb"^PERF_RECORD_COMM(?: exec)?: (.*):(-?\d{1,10})/(-?\d
 _HEX_WORD = re.compile(rb"[0-9a-fA-F]+[ \t]")
 _INSN = re.compile(rb" (?:ilen|insn): ")
 _SRCCODE = re.compile(rb"\|\d+(?:\s|$)")
+_REGISTERS = re.compile(rb" ABI:\d+ ")  # -F +uregs, +iregs: ' ABI:2    AX:0x25bc5    BX:0x7ffc... '
+INLINED = b" (inlined)"  # how perf marks an inlined frame: its DSO, or (-F +srcline) its source line's end
 
 
 def is_srcline(line: bytes) -> bool:
-    """`  file.c:305`, `  [kernel.kallsyms][ffffffff8135e61a]`, `  libc.so.6[27b25]`: the line perf
-    prints after a frame with -F +srcline (two blanks, then text that is no '<addr> <symbol>')."""
+    """`  file.c:305`, `  [kernel.kallsyms][ffffffff8135e61a]`, `  libc.so.6[27b25]`, `  file.c:8 (inlined)`:
+    the line perf prints after a frame with -F +srcline (two blanks, then text that is no '<addr> <symbol>').
+    An inlined frame's ends with ' (inlined)' (then the frame above it has no DSO)."""
     if line[:2] != b"  " or line[2:3] in (b" ", b"\t", b"") or _HEX_WORD.match(line, 2) is not None:
         return False
     body = line.rstrip()
+    if body.endswith(INLINED):
+        body = body[: -len(INLINED)]
     # Not '  [unknown] ([unknown])' (a frame, damaged) nor '  prog 1 1.0: cpu-clock:' (a header, right-aligned)
-    return not (body.endswith(b")") and b" (" in body) and b": " not in body
+    return not (body.endswith(b")") and b" (" in body) and b": " not in body and bool(body.strip())
+
+
+def is_inlined_srcline(line: bytes) -> bool:
+    """The source line of an inlined frame (`  prog.c:8 (inlined)`): the frame above it is inlined."""
+    return line.rstrip().endswith(INLINED) and is_srcline(line)
 
 
 def srcline_suffix(line: bytes) -> bytes:
@@ -199,11 +213,12 @@ def srcline_suffix(line: bytes) -> bytes:
 
 def is_detail(line: bytes) -> bool:
     """A line perf prints with a sample that is no frame: a source line, the sampled instruction
-    (-F +insn), or the source code at it (-F +srccode: '|42       s += step(i);', after the record)."""
+    (-F +insn), the registers (-F +uregs, +iregs), or the source code at it (-F +srccode:
+    '|42       s += step(i);', after the record)."""
     if line[:1] == b"|":
         found = _SRCCODE.match(line) is not None
     else:
-        found = is_srcline(line) or _INSN.match(line) is not None
+        found = is_srcline(line) or _INSN.match(line) is not None or _REGISTERS.match(line) is not None
     return found and not is_header(line.strip())  # a header of a thread named so is a header
 
 
@@ -274,10 +289,18 @@ def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
     As stackcollapse-perf.pl --srcline reads them (--compat): the line after a frame is its source
     line, whatever it is, except after a frame perf could not place at all ('[unknown] ([unknown])')
     and after a '(...)' name the reference drops. Without --compat only a line shaped as a source
-    line is taken (`is_srcline`), so a frame perf printed none for keeps the frame after it."""
+    line is taken (`is_srcline`), so a frame perf printed none for keeps the frame after it, and a frame
+    without DSO is joined too (an inlined one is named as plain perf script's `(inlined)` line)."""
     frame = b""
     for line in lines:
         if frame:
+            if not compat and is_inlined_srcline(line):
+                # `\t 1565 apply+0x25` then `  prog.c:8 (inlined)`: the frame as plain perf script prints it
+                # ('(inlined)' its DSO: named `apply_[i]`), with its source line
+                body = frame.rstrip()
+                yield (body if body.endswith(b")") else body + INLINED) + b"\n" + line.rstrip()[: -len(INLINED)]
+                frame = b""
+                continue
             if compat or is_srcline(line):
                 yield frame + b"\n" + line
                 frame = b""
@@ -286,8 +309,10 @@ def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
             frame = b""
         if line[:1] in (b"\t", b" ") and not line.rstrip().endswith(b"[unknown] ([unknown])"):
             parts = match_reference(line) if HEADER.match(line) is None else None
-            if parts is not None and not parts[1].startswith(b"("):
-                frame = line
+            if parts is not None and not parts[1].startswith(b"(") or (
+                not compat and parts is None and line[:1] == b"\t" and FRAME_WITHOUT_DSO.match(line)
+            ):
+                frame = line  # (without --compat a frame without DSO too: an inlined one, or -F ip,sym,srcline)
                 continue
         yield line
     if frame:

@@ -113,20 +113,22 @@ def fold_offcpu_sources(
     totals = folder.totals(collapser.window_ns, collapser.lost, silent)
     profile = folder.profile(totals)
     if not profile.counts:
-        raise NoSamples(f"{names}: {nothing_found(collapser.switches, totals)}")
+        raise NoSamples(f"{names}: {nothing_found(collapser.switches, totals, collapser.hidden_switch_ins)}")
     return OffCpuFold(profile, totals)
 
 
-def nothing_found(switches: int, totals: OffCpuTotals) -> str:
+def nothing_found(switches: int, totals: OffCpuTotals, hidden_switch_ins: bool = False) -> str:
     """Why no off-CPU time is left: the filters (--state, --min-us) removed every wait, or the records
-    held none (then how to record them)."""
+    held none (then how to record them, or to print them: `hidden_switch_ins`, perf script printed no
+    switch-in though the recording may hold them)."""
     if totals.excluded:
         waits = sum(n for n, _ in totals.excluded.values())
         ns = sum(ns for _, ns in totals.excluded.values())
         why = "; ".join(f"{reason}: {_waits(n)}, {format_ns(t)}" for reason, (n, t) in sorted(totals.excluded.items()))
         return f"no off-CPU time left: --state/--min-us removed all {_waits(waits)}, {format_ns(ns)} ({why})"
     what = f"{switches:,} sched_switch records" if switches else "no sched_switch records"
-    return f"no off-CPU time found ({what}; record with -e {EVENT} --switch-events)"
+    hint = "print it with `perf script --show-switch-events`" if hidden_switch_ins else None
+    return f"no off-CPU time found ({what}; {hint or f'record with -e {EVENT} --switch-events'})"
 
 
 def _waits(n: int) -> str:

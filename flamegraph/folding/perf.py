@@ -33,6 +33,7 @@ from .grammar import (
     is_detail,
     is_exited_task,
     is_header,
+    is_inlined_srcline,
     is_non_sample,
     is_period,
 )
@@ -206,6 +207,7 @@ class PerfCollapser:
         frames = record.frames
         append = frames.append
         number = first_line - 1
+        above = b""  # the last frame line named: an inlined source line names it again
 
         for number, line in enumerate(lines, first_line):
             first = line[0] if line else 10
@@ -213,10 +215,15 @@ class PerfCollapser:
                 name = cache.get(line)
                 if name is not None and state == OPEN and not tail_junk:
                     append(name)
+                    above = line
                     continue
                 if compat or not (self._is_indented_header(line) or is_non_sample(line)):
                     if not compat and is_detail(line):
-                        continue  # a source line or the instruction (-F +srcline, +insn): not a frame
+                        # a source line, the instruction, the registers (-F +srcline, +insn, +uregs): not a
+                        # frame; `  prog.c:8 (inlined)` says the frame above it (printed without DSO) is inlined
+                        if frames and state == OPEN and is_inlined_srcline(line):
+                            frames[-1] = frame_names.name_inlined(above, java, frames[-1])
+                        continue
                     if state == FILTERED:
                         continue
                     if state == NONE:
@@ -234,6 +241,7 @@ class PerfCollapser:
                             record_bad = not compat
                         elif name:
                             append(name)
+                            above = line
                         continue
                 else:
                     line = line.lstrip(b" \t")  # no -g: perf right-aligns the comm column

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import filterfalse
 from typing import IO
 
-from .grammar import NON_SAMPLE, is_detail
+from .grammar import NON_SAMPLE, is_detail, is_inlined_srcline
 from .perf import HeaderFacts, Names, PerfCollapser
 
 # Small blocks pay: memory freed by one block's records is reused by the next (a cold process
@@ -209,5 +209,11 @@ def _resolve(collapser: PerfCollapser, lines: list[bytes], table: dict[bytes, by
         elif not collapser.is_frame_line(line) or not frames.name(line, java):
             return None
     if details:
-        return tuple(table[line] for line in lines if line in table)
+        names: list[bytes] = []
+        for above, line in zip([b"", *lines], lines, strict=False):  # each line and the one above it
+            if line in table:
+                names.append(table[line])
+            elif names and is_inlined_srcline(line):  # `  prog.c:8 (inlined)`: the frame above it is
+                names[-1] = frames.name_inlined(above, java, names[-1])
+        return tuple(names)
     return tuple(map(table.__getitem__, lines))

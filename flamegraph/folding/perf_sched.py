@@ -132,6 +132,8 @@ class _Pairing:
         self.alive: dict[int, bytes] = {}  # tid -> label of the threads perf found when it attached
         self.seen: set[int] = set()  # tids with at least one record in the window
         self.lost = 0
+        self.unpaired = 0  # switch-outs with no switch-in before the thread's next one
+        self.switch_records = False  # any PERF_RECORD_SWITCH record: perf script printed them
         self.wakers = False  # join each wait to the wakeup that ended it
         self.woken: dict[int, tuple[int, bytes, bytes]] = {}  # tid -> (time, waker frames, its first frame)
         self.tree: ProcessTree | None = None  # a system-wide recording: the target's threads
@@ -196,6 +198,7 @@ class _Pairing:
     def switch_out(self, tid: int, out: _OpenWait, line: int, text: bytes) -> Wait | None:
         opening = self.settle(tid)
         if tid in self.out:
+            self.unpaired += 1
             self.diagnostics.report(self.path, line, "unpaired-switch-out", decode(text))
         self.forked.pop(tid, None)
         if out.state in EXIT_STATES:
@@ -232,6 +235,16 @@ class _Pairing:
             kind = OPEN_AT_END if pending.kind == PAIRED else pending.kind
             yield Wait(pending.stack, pending.thread, pending.state, max(0, end - pending.ns), kind, end)
         self.out.clear()
+
+
+# A sched_switch record is the thread's that switches out; the thread switched in is named by its
+# next_pid only, and a recording of some tasks (not -a) has that record only when the switching-out
+# task is traced too: most switch-ins are in PERF_RECORD_SWITCH records, which perf script hides.
+NO_SWITCH_RECORDS = (
+    "{path}: {count:,} switch-outs had no switch-in: the text has no PERF_RECORD_SWITCH records, so most "
+    "off-CPU time is missing: print it with `perf script --show-switch-events` (of a recording made with "
+    "`perf record --switch-events`, as `flamegraph offcpu` makes them)"
+)
 
 
 class _SwitchRecord(NamedTuple):
@@ -271,6 +284,7 @@ class SchedCollapser:
         self.wakeups = 0  # wakeup records read
         self.waking_seen = False  # sched_waking records present: sched_wakeup ones are then ignored
         self.switches = 0  # sched_switch records read
+        self.hidden_switch_ins = False  # text without PERF_RECORD_SWITCH records lost switch-ins: NO_SWITCH_RECORDS
         self.lost = 0  # events perf reported lost
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
         # Of the last recording read: its length, and the threads alive at its start that no record
@@ -350,6 +364,9 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
+        if pairing.unpaired and not pairing.switch_records:
+            diagnostics.note(NO_SWITCH_RECORDS.format(path=path, count=pairing.unpaired))
+            self.hidden_switch_ins = True
         if callable(recording_end):
             recording_end = recording_end()
         if recording_end is not None:
@@ -415,6 +432,8 @@ class SchedCollapser:
             return self._wake_record(pairing, which, comm, tid, ns, rest, line)
         switch = SWITCH_RECORD.match(rest)
         task = TASK_RECORD.match(rest) if switch is None else None
+        if switch is not None:
+            pairing.switch_records = True
         if switch is not None and tid > 0:
             if switch.group(1) == b"IN":
                 wait = pairing.switch_in(tid, ns, thread_label(comm, tid), traced=True)

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from typing import IO, Protocol
 
 from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
+from .perf_header import tracepoints_with_callchains
 
 INSTALL_HINT = "install it with `apt-get install linux-perf` (Debian) or your distribution's perf package"
 # perf mmaps perf.data: reading past the end of a truncated file is a SIGBUS, not an error message.
@@ -50,6 +51,10 @@ def script_command(perf_data: str, with_pid: bool = False, extra: Sequence[str] 
     without the period). With the period printed, each sample would weigh its period (ns of cpu-clock)."""
     command = [find_perf(), "script", "-i", perf_data, "--no-inline", "--max-stack", str(MAX_STACK)]
     if "-F" not in extra:
+        if tracepoints_with_callchains(perf_data):
+            # Any -F (the period's too) makes perf drop the frames it adds to a tracepoint's default fields
+            # when the samples have call chains: name them again. Before the -period: no override warning.
+            command += ["-F", "trace:+ip,+sym,+symoff,+dso"]
         command += ["-F", "+pid,-period" if with_pid else "-period"]  # +pid: the reference's --pid/--tid headers
     return [*command, *extra]
 
