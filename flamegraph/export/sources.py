@@ -50,8 +50,8 @@ def sniff(path: str, event: str | None = None) -> Source:
     when the event a fold keeps is sched_switch (or a wakeup tracepoint, recorded beside it only):
     `event` (-e/--event) if given, else the first sample's, as `fold` picks (folding.stage.first_event)."""
     if path != STDIN and kind_of(path) == "perf.data":
+        from ..folding.first_event import first_event
         from ..folding.options import FoldOptions
-        from ..folding.stage import first_event
 
         chosen = event if event is not None else first_event([path], FoldOptions())
         return Source(path, _kind_of_event(chosen), perf_data=True)

@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..folding.first_event import first_event
 from ..folding.parallel import MIN_CHUNK, split_points
 from ..folding.perf import FoldOptions, PerfCollapser
 from ..folding.perf_blocks import fold_blocks, iter_blocks
-from ..folding.stage import FoldResult, finish_fold, first_event
+from ..folding.stage import FoldResult, finish_fold
 from ..io.diagnostics import MAX_SHOWN_PER_KIND, BadOption, Diagnostics, InputMissing, Problem
 from ..io.folded import decode
 from ..io.inputs import STDIN, kind_of, label, open_stream

@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 
 from ..io.diagnostics import Diagnostics, Problem
 from ..io.folded import decode, encode
+from .first_event import first_event
 from .options import FoldOptions, FrameHook
 from .perf import PerfCollapser, Stacks
 from .perf_blocks import fold_blocks, iter_blocks
@@ -301,8 +302,6 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int, meanwhile: Callable
     called here once the workers are folding (the first worker then takes more of the file)."""
     options = into.options
     if not options.per_event and into.event_filter is None:
-        from .stage import first_event  # the one rule (stage imports this module)
-
         found = first_event([path], options._replace(event_filter=None))
         into.event_filter = encode(found) if found is not None else None
     if into.event_filter is not None and not options.per_event:

@@ -24,11 +24,6 @@ from .perf import PerfCollapser
 from .perf_blocks import fold_blocks, iter_blocks, iter_lines
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
-PROBE_BLOCK = 1 << 16  # what `first_event` folds at a time
-
-
-class _Found(Exception):
-    """Ends a probe of perf.data inside its `perf script`: killed then, not left to die of SIGPIPE (an error)."""
 
 
 class FoldResult(NamedTuple):
@@ -97,25 +92,6 @@ def fold_input(
             collapser.end_input()
             return
         fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
-
-
-def first_event(inputs: Sequence[str], options: FoldOptions) -> str | None:
-    """The event a fold of `inputs` keeps: -e/--event's, else the first sample's (the collapser sets
-    its filter to it), found by folding the inputs' heads; perf.data's `perf script` is stopped there.
-    The one rule for every caller that must know it before folding (--jobs, --scheduler, `convert`)."""
-    if options.event_filter is not None:
-        return options.event_filter
-    probe = PerfCollapser(options._replace(frame_hook=None, sample_hook=None), Diagnostics(echo=False))
-    for path in inputs:
-        try:
-            with open_stream(path, options.pid or options.tid) as stream:
-                while block := stream.read(PROBE_BLOCK):  # a record cut at a block's end only costs the probe
-                    fold_blocks(probe, [block], label(path))
-                    if probe.event_filter is not None:
-                        raise _Found
-        except _Found:
-            return decode(probe.event_filter or b"")
-    return None
 
 
 def fold_perf(
