@@ -134,6 +134,24 @@ def test_focus_and_ignore_from_the_search_box(browser, graph: Path) -> None:  # 
     assert text_of(browser, "title") == "Flame Graph" and len(widths(browser, "io")) == 1
 
 
+def test_the_view_buttons_under_the_search_box_show_before_any_search(browser, graph: Path) -> None:  # type: ignore[no-untyped-def]
+    """The row under the search box was clipped to 2 px slivers (its box 26 px high) until one typed."""
+    viewport(browser, (1400, 1000))
+    browser.get(graph.as_uri())
+    shown = browser.execute_script("""
+        var box = document.getElementById('search-box').getBoundingClientRect();
+        return ['view-focus', 'view-ignore', 'view-weight', 'view-recursion'].map(function (id) {
+          var b = document.getElementById(id).getBoundingClientRect();
+          var hit = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
+          return [id, Math.round(b.height), b.top >= box.top && b.bottom <= box.bottom + 0.5, hit && hit.id];
+        });""")
+    for name, height, inside, hit in shown:
+        assert height >= 18 and inside and hit == name, shown
+    click(browser, browser.find_element("id", "view-weight"))  # a real click lands on it
+    assert browser.find_element("id", "view-weight").get_attribute("aria-pressed") == "true"
+    click(browser, browser.find_element("id", "view-weight"))
+
+
 def test_order_by_weight_and_collapsed_recursion(browser, graph: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     viewport(browser, (1220, 900))
     browser.get(graph.as_uri())

@@ -182,6 +182,23 @@ def test_wrong_input_gets_a_hint(tmp_path: Path, command: str, content: bytes, s
     assert piped.returncode == 4 and says.split(":")[0] in piped.stderr.decode()
 
 
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"></svg>\n', "diff reads folded stacks"),
+        (PERF_TEXT.read_bytes(), "then diff out.folded"),
+        (b'{"a": 1}\n', "diff reads folded stacks"),
+    ],
+    ids=["svg", "perf-script", "json"],
+)
+def test_diff_names_diff_in_its_wrong_input_hint(tmp_path: Path, content: bytes, says: str) -> None:
+    (tmp_path / "a.folded").write_bytes(b"main;a 3\n")
+    (tmp_path / "x").write_bytes(content)
+    done = run("diff", str(tmp_path / "a.folded"), str(tmp_path / "x"), "-o", str(tmp_path / "d.svg"))
+    assert done.returncode == 4 and says in done.stderr.decode(), done.stderr
+    assert b"render" not in done.stderr
+
+
 def test_reading_stdin_from_a_terminal_says_so() -> None:
     code, stderr = on_a_terminal("render", "-o", "/dev/null", stdin_tty=True, stdout_tty=False)
     assert code == 0 and "reading folded stacks from stdin (the terminal)" in stderr and "Ctrl-D" in stderr

@@ -396,7 +396,7 @@ def test_every_interval_drawn_disk_bounded_totals_add_up(phases: Path, tmp_path:
     assert start_s == pytest.approx(10.0, abs=0.3)  # a switch: ~50 ms, later when perf switches late
     trend = (out / "run-trend.svg").read_text()
     assert "phase_a" in trend and "phase_b" in trend
-    assert "flamegraph diff run-001.folded run-003.folded" in trend
+    assert f"flamegraph diff {out}/run-001.folded {out}/run-003.folded" in trend  # as -o was given
 
 
 @pytest.mark.perf

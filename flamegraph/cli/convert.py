@@ -49,7 +49,11 @@ def convert(
         typer.Option("--unit", metavar="UNIT", help="folded input: the counts' unit (samples, microseconds)"),
     ] = None,
     event: Annotated[
-        str | None, typer.Option("-e", "--event", metavar="EVENT", help="folded input: the sampled event")
+        str | None,
+        typer.Option(
+            "-e", "--event", metavar="EVENT",
+            help="perf input: the event to fold (default: the first one, as fold); folded input: the sampled event",
+        ),
     ] = None,
     meta: Annotated[
         list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact to carry (repeatable)")
@@ -58,8 +62,9 @@ def convert(
 ) -> None:
     """Convert between formats: folded, svg, speedscope (.speedscope.json), pprof (.pb.gz), chrome-trace (.json).
 
-    IN is sniffed from its content (folded stacks, `perf script` text, gzip, perf.data; off-CPU
-    sched_switch recordings are paired into waits); OUT's format comes from its ending, or --to.
+    IN is sniffed from its content (folded stacks, `perf script` text, gzip, perf.data; the event
+    folded is -e's or the first one, sched_switch paired into off-CPU waits); OUT's format comes
+    from its ending, or --to; a .folded OUT gets its capture facts in OUT.json beside it.
     chrome-trace needs sample times, so it is made from perf script text or perf.data, not folded stacks.
 
     \b

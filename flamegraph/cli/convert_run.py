@@ -69,13 +69,14 @@ def _convert(
     from ..folding.perf import FoldOptions
     from ..io.writer import refuse_overwriting_input
     from ..naming.grouping import grouping_note
+    from ..pipeline.draw import read_context
 
     if output == "-" and to is None:
         raise BadOption("writing to stdout needs --to FORMAT")
     fmt = output_format(output, to)
     refuse_binary([source])
     refuse_overwriting_input([source], [("OUTPUT", None if output == "-" else Path(output))])
-    found = sniff(source)
+    found = sniff(source, event)
     diagnostics = Diagnostics(strict=strict)
     if fmt in TIMED_FORMATS and found.kind == "folded":
         render_profile_export(FoldedProfile(), fmt)  # raises the explanation
@@ -85,19 +86,33 @@ def _convert(
         from ..naming.observer import FrameObserver
 
         hook = FrameObserver(namer)
-    options = FoldOptions.with_all(tid=threads, frame_hook=hook)
+    # -e/--event: the event perf input is folded for (else the first one, as `fold` picks); folded input's fact
+    options = FoldOptions.with_all(tid=threads, frame_hook=hook, event_filter=None if found.kind == "folded" else event)
     if fmt in TIMED_FORMATS:
         data = render_timeline_export(read_source_timeline(found, options, diagnostics), fmt, title)
     else:
         read = read_source(found, options, diagnostics, lambda: prepare_writer(fmt))
+        context = read_context([found.path], _note) if found.kind == "folded" else None
         for side in (read.before, read.profile):
             if side is not None:
+                if context is not None:  # the facts beside a folded input (FILE.json), as render reads them
+                    context.apply(side)
                 describe_profile(side, event, unit, meta)
         data = render_profile_export(read.profile, fmt, title, read.before)
     note = grouping_note(namer)
     if note is not None:
-        print(note, file=sys.stderr)
-    write_bytes(None if output == "-" else Path(output), data)
+        _note(note)
+    target = None if output == "-" else Path(output)
+    write_bytes(target, data)
+    if fmt == "folded":  # its capture facts beside it (the unit, the event), as `fold -o` writes them
+        from ..io.sidecar import Context
+        from ..io.writer import write_sidecar
+
+        write_sidecar(target, Context.of(read.profile), _note)
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr)
 
 
 def export_profile(read: FoldedRead, fmt: str, output: Path | None, title: str, png: Path | None) -> None:
@@ -158,11 +173,14 @@ def read_source(
             raise NoSamples(f"{label(found.path)}: no stacks found (empty input, or not folded stacks)")
         return read
     if found.kind == "offcpu":
-        from ..folding.offcpu import fold_offcpu
+        from ..folding.offcpu import fold_offcpu_totals
         from ..folding.perf_sched import OffCpuOptions
+        from ..folding.stage import explain_events
 
         offcpu = OffCpuOptions(annotate_kernel=options.annotate_kernel)
-        return FoldedRead(fold_offcpu([found.path], offcpu, diagnostics))
+        fold = fold_offcpu_totals([found.path], offcpu, diagnostics)
+        explain_events(fold.profile.event, fold.skipped_events, options.event_filter is not None, diagnostics)
+        return FoldedRead(fold.profile)
     from ..folding.stage import fold_perf
 
-    return FoldedRead(fold_perf([found.path], options, diagnostics, meanwhile=meanwhile).profile)
+    return FoldedRead(fold_perf([found.path], options, diagnostics, meanwhile=meanwhile, per_event_hint=False).profile)

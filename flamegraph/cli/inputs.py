@@ -8,13 +8,13 @@ from pathlib import Path
 
 from ..io.diagnostics import BadOption, InputMissing
 
-# Per command: what it reads, and what to say for each kind of input it cannot read.
+# Per command: what it reads, and what to say for each kind of input it cannot read ({command}: the one run).
 ADVICE = {
-    "perf script output": "run `flamegraph fold {path} -o out.folded` first, then render out.folded",
+    "perf script output": "run `flamegraph fold {path} -o out.folded` first, then {command} out.folded",
     "a perf.data file": "run `flamegraph fold {path} -o out.folded` first (it runs perf script), "
-    "then render out.folded",
-    "an SVG (a drawn flame graph)": "open it in a web browser; render reads folded stacks",
-    "JSON": "render reads folded stacks; `flamegraph convert` turns a folded file into other formats",
+    "then {command} out.folded",
+    "an SVG (a drawn flame graph)": "open it in a web browser; {command} reads folded stacks",
+    "JSON": "{command} reads folded stacks; `flamegraph convert` turns a folded file into other formats",
 }
 FOLD_ADVICE = {
     "folded stacks": "they are folded already: draw them with `flamegraph render {path} -o out.svg`",
@@ -31,7 +31,7 @@ def refuse_wrong_input(paths: list[str], expected: str, command: str) -> None:
         kind = _kind(path)
         shown = "<stdin>" if path == "-" else path
         if kind is not None and kind in advice:
-            hint = advice[kind].format(path=shown if path != "-" else "FILE")
+            hint = advice[kind].format(path=shown if path != "-" else "FILE", command=command)
             raise InputMissing(f"{shown}: this looks like {kind}, not {expected}: {hint}")
 
 

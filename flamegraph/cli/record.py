@@ -34,6 +34,7 @@ from .record_flags import (
     Title,
     Top,
     Width,
+    check_every,
     check_request,
     parse_call_graph_option,
     render_options,
@@ -211,6 +212,7 @@ def record_cli(
         call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
+    check_every(every, no_svg, output, folded)
     span = parse_window_option(window)
     name = Path(command[0]).name if command else f"pid {pid}"
     if wall:

@@ -113,6 +113,16 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
 
 
+def check_every(every: float | None, no_svg: bool, output: Path, folded: Path | None) -> None:
+    """--every names its files after the SVG (or --folded with --no-svg): stdout gives no name to take."""
+    option, base = ("--folded", folded) if no_svg else ("-o", output)
+    if every is not None and base is not None and str(base) == "-":
+        raise BadOption(
+            f"--every names its files after {option}'s (STEM-001.*, STEM-trend.svg): {option} - (stdout) has no "
+            f"name to take; give {option} FILE"
+        )
+
+
 def render_options(
     name: str,
     title: str | None,

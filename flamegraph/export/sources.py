@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ..folding.grammar import is_non_sample, read_header
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
-from ..io.folded import parse_count
+from ..io.folded import decode, parse_count
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 
 # perf itself, recordings and timelines are imported where they are used: `flamegraph convert
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from ..window import Window
     from .timeline import Timeline
 
-OFFCPU_EVENT = b"sched:sched_switch"
+# Off-CPU recordings: sched_switch, and the wakeup tracepoints `offcpu --wakers` records beside it.
+OFFCPU_EVENTS = frozenset({"sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup"})
 SNIFF_LINES = 200
 SNIFF_BYTES = 1 << 16
 
@@ -44,10 +45,16 @@ class Source(NamedTuple):
     perf_data: bool = False
 
 
-def sniff(path: str) -> Source:
-    """What `path` holds: perf.data by its magic bytes; text by its first record."""
+def sniff(path: str, event: str | None = None) -> Source:
+    """What `path` holds: perf.data by its magic bytes, text by its first record. Perf input is off-CPU
+    when the event a fold keeps is sched_switch (or a wakeup tracepoint, recorded beside it only):
+    `event` (-e/--event) if given, else the first sample's, as `fold` picks (folding.stage.first_event)."""
     if path != STDIN and kind_of(path) == "perf.data":
-        return Source(path, "offcpu" if _records_sched_switch(path) else "perf", perf_data=True)
+        from ..folding.first_event import first_event
+        from ..folding.options import FoldOptions
+
+        chosen = event if event is not None else first_event([path], FoldOptions())
+        return Source(path, _kind_of_event(chosen), perf_data=True)
     perf_script = False
     for line in _head_lines(path):
         text = line.strip()
@@ -61,12 +68,16 @@ def sniff(path: str) -> Source:
             perf_script = True  # a frame line
             continue
         if header is not None and header.seconds is not None and header.event is not None:
-            return Source(path, "offcpu" if header.event == OFFCPU_EVENT else "perf")
+            return Source(path, _kind_of_event(event if event is not None else decode(header.event)))
         _, sep, count = text.rpartition(b" ")
         if not perf_script and sep and parse_count(count) is not None:
             return Source(path, "folded")
     # Nothing recognisable: the reader that follows reports what it finds.
     return Source(path, "perf" if perf_script else "folded")
+
+
+def _kind_of_event(event: str | None) -> str:
+    return "offcpu" if event in OFFCPU_EVENTS else "perf"
 
 
 def _head_lines(path: str) -> list[bytes]:
@@ -88,19 +99,6 @@ def _head_lines(path: str) -> list[bytes]:
         except zlib.error:
             return []
     return data.splitlines()[:SNIFF_LINES]
-
-
-def _records_sched_switch(path: str) -> bool:
-    """perf.data of an off-CPU recording: `perf evlist` names sched:sched_switch."""
-    import subprocess
-
-    from ..io.perf import find_perf
-
-    try:
-        done = subprocess.run([find_perf(), "evlist", "-i", path], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return OFFCPU_EVENT in done.stdout
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from ..folding.grammar import is_detail, is_header, is_header_frame, is_non_samp
 from ..folding.perf import FoldOptions, name_frame
 from ..folding.perf_sched import OffCpuOptions, SchedCollapser
 from ..io.diagnostics import Diagnostics
-from ..io.folded import decode
+from ..io.folded import decode, encode
 
 CLOCK_EVENTS = (b"cpu-clock", b"task-clock")
 CONTIGUOUS = 1.5  # a gap up to 1.5 sampling intervals is the next sample, longer means the thread was off
@@ -69,7 +69,8 @@ class _Reader:
         self.timeline = Timeline()
         self.samples: list[_Sample] = []
         self.periods: list[int] = []
-        self.event: bytes | None = None  # the first event seen: the one we read
+        # -e/--event's, else the first event seen: the one we read
+        self.event: bytes | None = encode(options.event_filter) if options.event_filter else None
         self.current: tuple[int, int, int] | None = None  # (ns, pid, tid) of the record being read
         self.root = ""
         self.frames: list[str] = []

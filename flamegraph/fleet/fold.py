@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..folding.first_event import first_event
 from ..folding.parallel import MIN_CHUNK, split_points
 from ..folding.perf import FoldOptions, PerfCollapser
 from ..folding.perf_blocks import fold_blocks, iter_blocks
@@ -37,8 +38,7 @@ if TYPE_CHECKING:
     from ..pipeline.perf_inputs import ClusterFold  # fleet builds on the pipeline, never the other way
 
 FAN_IN = 4  # chunks merged per reduction task: log4(chunks) rounds
-CHUNKS_PER_THREAD = 2
-PROBE_BLOCK = 1 << 16  # some slack, so a slow worker does not hold the others up
+CHUNKS_PER_THREAD = 2  # some slack, so a slow worker does not hold the others up
 
 
 @dataclass(frozen=True)
@@ -89,20 +89,6 @@ def plan_chunks(inputs: Sequence[str], threads: int) -> list[Chunk]:
         points = split_points(path, math.ceil(size / target))
         chunks += [replace(whole, start=a, end=b) for a, b in zip(points, points[1:], strict=False)]
     return chunks
-
-
-def first_event(inputs: Sequence[str], options: FoldOptions) -> str | None:
-    """The event a local fold of `inputs` keeps: the first sample's, found by folding the head of the inputs."""
-    if options.event_filter is not None:
-        return options.event_filter
-    probe = PerfCollapser(options._replace(frame_hook=None), Diagnostics(echo=False))
-    for path in inputs:
-        with open_stream(path) as stream:
-            while block := stream.read(PROBE_BLOCK):  # a record cut at a block's end only costs the probe
-                fold_blocks(probe, [block], label(path))
-                if probe.event_filter is not None:
-                    return decode(probe.event_filter)
-    return None
 
 
 def fold_chunk(chunk: Chunk, options: FoldOptions) -> ChunkFold:

@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 from ..io.diagnostics import Diagnostics, NoSamples
@@ -44,6 +45,7 @@ class OffCpuFold:
 
     profile: FoldedProfile
     totals: OffCpuTotals
+    skipped_events: Counter[str] = field(default_factory=Counter)  # samples of other events, not folded
 
 
 def fold_offcpu(
@@ -114,7 +116,7 @@ def fold_offcpu_sources(
     profile = folder.profile(totals)
     if not profile.counts:
         raise NoSamples(f"{names}: {nothing_found(collapser.switches, totals, collapser.hidden_switch_ins)}")
-    return OffCpuFold(profile, totals)
+    return OffCpuFold(profile, totals, collapser.skipped_by_event)
 
 
 def nothing_found(switches: int, totals: OffCpuTotals, hidden_switch_ins: bool = False) -> str:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple, Protocol
 
 from ..io.diagnostics import Diagnostics, Problem
-from ..io.folded import decode
+from ..io.folded import decode, encode
+from .first_event import first_event
 from .options import FoldOptions, FrameHook
 from .perf import PerfCollapser, Stacks
 from .perf_blocks import fold_blocks, iter_blocks
@@ -192,24 +193,6 @@ def _pair(front: int, back: int) -> bytes:
     return front.to_bytes(4, "little") + back.to_bytes(4, "little")
 
 
-def first_event(path: str, options: FoldOptions) -> bytes | None:
-    """The event a fold of the whole file keeps (the first one its state machine sets the filter to),
-    found by running the state machine on the file's head until it does."""
-    probe = PerfCollapser(
-        options._replace(frame_hook=None, sample_hook=None, event_filter=None), Diagnostics(echo=False)
-    )
-
-    def head() -> Iterator[bytes]:
-        with open(path, "rb") as lines:
-            for line in lines:
-                yield line[:-1] if line[-1:] == b"\n" else line
-                if probe.event_filter is not None:
-                    return
-
-    probe.feed_lines(head(), path)
-    return probe.event_filter
-
-
 def _fold_chunk(path: str, start: int, end: int, options: FoldOptions) -> ChunkResult:
     diagnostics = Diagnostics(echo=False)
     hook = options.frame_hook
@@ -319,7 +302,8 @@ def fold_parallel(path: str, into: PerfCollapser, jobs: int, meanwhile: Callable
     called here once the workers are folding (the first worker then takes more of the file)."""
     options = into.options
     if not options.per_event and into.event_filter is None:
-        into.event_filter = first_event(path, options)
+        found = first_event([path], options._replace(event_filter=None))
+        into.event_filter = encode(found) if found is not None else None
     if into.event_filter is not None and not options.per_event:
         options = options._replace(event_filter=decode(into.event_filter))
     hook = into.frames.options.frame_hook

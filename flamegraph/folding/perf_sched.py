@@ -26,6 +26,7 @@ records) with no record in the window are listed in `silent`: the text cannot te
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -52,6 +53,8 @@ from .wakers import NOT_RECORDED, SEPARATOR, is_waker_record, wakee_of, waker_fr
 # The header and record patterns are the grammar's (script.py).
 
 SCHED_SWITCH = b"sched:sched_switch:"
+# A sample of another event, after the time: "[period] cpu-clock: ..." (not perf's own PERF_RECORD_* records)
+OTHER_EVENT = re.compile(rb"(?!PERF_RECORD_)(?:\d+\s+)?(\S+?):(?=\s|$)")
 
 SINCE_START = b"[off-CPU since recording start]"
 NEW_THREAD = b"[new thread]"
@@ -285,6 +288,7 @@ class SchedCollapser:
         self.waking_seen = False  # sched_waking records present: sched_wakeup ones are then ignored
         self.switches = 0  # sched_switch records read
         self.hidden_switch_ins = False  # text without PERF_RECORD_SWITCH records lost switch-ins: NO_SWITCH_RECORDS
+        self.skipped_by_event: Counter[str] = Counter()  # samples of other events (cpu-clock beside it): not folded
         self.lost = 0  # events perf reported lost
         self.window_ns = 0  # the recordings' lengths, first to last timestamp
         # Of the last recording read: its length, and the threads alive at its start that no record
@@ -457,6 +461,8 @@ class SchedCollapser:
             self._comm(pairing, named, ns)
         elif not ns and (named := COMM_RECORD.match(rest)) is not None:  # synthesized at attach
             pairing.alive[int(named.group(3))] = thread_label(named.group(1), int(named.group(3)))
+        elif (other := OTHER_EVENT.match(rest)) is not None:
+            self.skipped_by_event[decode(other.group(1))] += 1
         if wait is not None:
             ready.append(wait)
         return None

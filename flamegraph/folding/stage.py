@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
+from ..io.diagnostics import BadOption, Diagnostics, InputMissing, NoSamples
 from ..io.folded import decode
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
 from ..model import FoldedProfile
@@ -101,12 +101,14 @@ def fold_perf(
     jobs: int | None = None,
     window: Window | None = None,
     meanwhile: Callable[[], object] | None = None,
+    per_event_hint: bool = True,
 ) -> FoldResult:
     """Fold `perf script` output from every input into one profile (and one per event if asked).
 
     `jobs`: processes per large text file; None picks what pays (one per core from 8 MB on).
     `window`: only the samples in this span (seconds of perf's clock, either end open).
-    `meanwhile`: the caller's work to do while workers fold (see `fold_input`)."""
+    `meanwhile`: the caller's work to do while workers fold (see `fold_input`). `per_event_hint`: the note
+    on skipped events names --per-event (`fold` has it, `convert` not)."""
     options = options or FoldOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
@@ -120,16 +122,23 @@ def fold_perf(
             diagnostics.finish()
             names = ", ".join(label(p) for p in inputs) or "<stdin>"
             raise NoSamples(f"{names}: no samples in the window {window.format()}")
-    return finish_fold(result, inputs, options, diagnostics)
+    return finish_fold(result, inputs, options, diagnostics, per_event_hint)
 
 
 def finish_fold(
-    result: FoldResult, inputs: Sequence[str], options: FoldOptions, diagnostics: Diagnostics
+    result: FoldResult,
+    inputs: Sequence[str],
+    options: FoldOptions,
+    diagnostics: Diagnostics,
+    per_event_hint: bool = True,
 ) -> FoldResult:
     """The end of every fold (here, and `fold --scheduler`'s): the summary line, the note on events not
     folded, and the error when nothing could be folded."""
     diagnostics.finish()
-    _explain_events(result, options, diagnostics)
+    if options.event_filter and not options.per_event and not result.profile.counts:
+        _refuse_absent_event(options.event_filter, result.skipped_events, inputs)
+    chosen = options.event_filter is not None
+    explain_events(result.profile.event, result.skipped_events, chosen, diagnostics, per_event_hint and not chosen)
     profiles = (result.profile, *result.per_event.values())
     if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
         _missing_fields(inputs, diagnostics, refuse=not any(p.counts for p in profiles))
@@ -173,9 +182,21 @@ def _result(collapser: PerfCollapser) -> FoldResult:
     return FoldResult(collapser.profile(), {}, skipped)
 
 
-def _explain_events(result: FoldResult, options: FoldOptions, diagnostics: Diagnostics) -> None:
-    if not result.skipped_events:
+def _refuse_absent_event(event: str, seen: Counter[str], inputs: Sequence[str]) -> None:
+    """-e/--event naming an event the input does not hold (a typo): a usage error naming those it has."""
+    if event in seen or not seen:
+        return  # present but nothing foldable, or no samples at all: the errors that follow say which
+    names = ", ".join(label(p) for p in inputs) or "<stdin>"
+    raise BadOption(f"no event {event} in {names} (it has {', '.join(sorted(seen))})")
+
+
+def explain_events(
+    folded: str | None, skipped: Counter[str], chosen: bool, diagnostics: Diagnostics, per_event: bool = False
+) -> None:
+    """The note on the events a fold skipped (`chosen`: -e/--event picked `folded`; `per_event`: the command
+    has --per-event); `convert` notes the same for off-CPU input."""
+    if not skipped:
         return
-    others = ", ".join(f"{event} ({n:,} samples)" for event, n in result.skipped_events.most_common())
-    how = "-e/--event EVENT" if options.event_filter else "-e/--event EVENT, or --per-event DIR"
-    diagnostics.note(f"note: folded event {result.profile.event}; skipped {others}: select one with {how}")
+    others = ", ".join(f"{event} ({n:,} samples)" for event, n in skipped.most_common())
+    how = "-e/--event EVENT, or --per-event DIR" if per_event else "-e/--event EVENT"
+    diagnostics.note(f"note: folded event {folded}; skipped {others}: select one with {how}")

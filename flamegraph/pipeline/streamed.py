@@ -270,13 +270,17 @@ def _write_whole(
 
 
 def _write_trend(intervals: list[Interval], base: Path, graph_title: str, width: int, status: Status) -> None:
+    import shlex
+
     from ..io.writer import _put, write_atomically
     from ..render.trend import render_trend
 
     last = len(intervals)
     first_folded = interval_path(base, intervals[0].number, ".folded")
     last_folded = interval_path(base, intervals[-1].number, ".folded")
-    hint = f"flamegraph diff {first_folded.name} {last_folded.name} --normalize -o {base.stem}-diff.svg"
+    # The paths as the user gave -o (relative to where the command ran, not to the page), quoted for a shell.
+    paths = (first_folded, last_folded, base.with_name(f"{base.stem}-diff.svg"))
+    hint = "flamegraph diff {} {} --normalize -o {}".format(*(shlex.quote(str(path)) for path in paths))
     title = f"{graph_title}: share per interval ({last} intervals)"
     image = render_trend([(i.number, i.profile) for i in intervals], title, hint, width)
     path = trend_path(base)

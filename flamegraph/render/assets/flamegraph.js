@@ -856,6 +856,7 @@
       setView({ callers: null, focus: null, ignore: null, weight: drawnByWeight, recursion: false });
     });
     ui.insertBefore(viewBar, results);
+    fitSearchBox();  // the row under the search box shows from the start, not clipped until one types
     setUpMenu();
   }
 
