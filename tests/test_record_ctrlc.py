@@ -214,3 +214,20 @@ def test_offcpu_ctrl_c_to_the_group_pairs_on(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_OK, err
     assert "stopping the recording (Ctrl-C received)" in err and "perf script" not in err, err
     assert load(folded).total > 0 and "(stopped by Ctrl-C)" in facts(folded)["duration"], err
+
+
+def test_offcpu_a_chunks_perf_script_killed_costs_its_records_said(tmp_path: Path) -> None:
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "switcher"), "-x", "c", "-"], input=SWITCHER_C.encode(),
+                   check=True)  # fmt: skip
+    folded = tmp_path / "off.folded"
+    proc = start(["offcpu", "--max-spool", "16M", "--duration", "4", "--no-svg", "--folded", str(folded), "--",
+                  str(tmp_path / "switcher")], tmp_path)  # fmt: skip
+    os.kill(stopped_chunk_script(proc.pid), signal.SIGKILL)
+    err = finish(proc)
+    assert proc.returncode == EXIT_OK, err
+    said = re.search(r"warning: chunk \d+: perf script killed by SIGKILL: (?:its )?([0-9,]+) (?:of its [0-9,]+ )?"
+                     r"sched_switch records not paired\n", err)  # fmt: skip
+    assert said is not None, err
+    fact = facts(folded)["records not paired"]
+    assert fact.startswith(f"{said.group(1)} of ") and fact.endswith(" in 1 chunk (perf script killed by SIGKILL)")
+    assert f"warning: {fact} were not paired" in err and load(folded).total > 0

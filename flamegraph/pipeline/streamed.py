@@ -317,7 +317,7 @@ def pair_spooled(
         spool = Spool(directory, cap, None, status.note)
         namer = FunctionNamer(RecordedBuildIds()) if group_unknown else None
         grouped = dataclasses.replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
-        fold, recording, counts = record_and_pair(spec, grouped, spool, status, namer, resolve)
+        fold, recording, counts, unread = record_and_pair(spec, grouped, spool, status, namer, resolve)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     chunks = spool.chunks
@@ -335,6 +335,10 @@ def pair_spooled(
         recording.lost = LostSamples(counts.samples, counts.lost, counts.lost_records)
         fold.profile.metadata["lost samples"] = recording.lost.fact()
         status.note(f"note: {recording.lost.line()}")
+    if unread.chunks:  # each chunk was said as it came
+        fact = unread.fact(counts.samples)
+        fold.profile.metadata["records not paired"] = fact
+        status.note(f"warning: {fact} were not paired: the waits across them are drawn as long as the gap")
     if spool.dropped_chunks:
         fact = f"{spool.dropped.samples:,} sched_switch records in {spool.dropped_chunks} chunks"
         fold.profile.metadata["records dropped unpaired"] = fact

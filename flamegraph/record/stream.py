@@ -213,10 +213,13 @@ def iter_chunk_lines(
     script_args: Sequence[str],
     namer: FunctionNamer | None = None,
     counted: Callable[[ChunkCounts], None] | None = None,
+    killed: Callable[[Chunk, ChunkCounts, ScriptKilled], None] | None = None,
 ) -> Iterator[bytes]:
     """The `perf script` lines of every chunk in order, as one stream (a reader that keeps state from
     record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
-    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
+    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read.
+    A chunk's perf script killed by a signal ends its text there: told to `killed` (which may raise: our own
+    kill), the stream goes on with the next chunk; without `killed` it raises."""
     while (chunk := spool.next_chunk()) is not None:
         if chunk.dropped:
             spool.done(chunk)
@@ -227,6 +230,10 @@ def iter_chunk_lines(
                 counted(counts)
             with open_lines(str(chunk.path), script_args) as lines:
                 yield from lines
+        except ScriptKilled as error:
+            if killed is None:
+                raise
+            killed(chunk, counts, error)
         finally:
             spool.done(chunk)
 
