@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import IO, Protocol
 
+from . import children
 from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
 from .perf_header import tracepoints_with_callchains
 
@@ -100,6 +101,15 @@ class StderrTail:
         return list(self._lines)
 
 
+class ScriptKilled(PerfFailed):
+    """`perf script` killed by a signal we did not send (SIGKILL from elsewhere, the OOM killer): its text
+    was cut short. A streamed recording counts that chunk's samples lost and goes on (record.stream)."""
+
+    def __init__(self, label: str, code: int, said: str) -> None:
+        super().__init__(f"{label}: perf script failed ({describe_exit(code)}): {said or 'no message'}")
+        self.how = describe_exit(code)  # 'killed by SIGKILL'
+
+
 def script_error(label: str, code: int, stderr: list[str]) -> Exception:
     """A failed `perf script` as one of our errors: perf's last line, and what a signal death means."""
     said = stderr[-1] if stderr else ""
@@ -114,6 +124,8 @@ def script_error(label: str, code: int, stderr: list[str]) -> Exception:
         )
     if any(text in said for text in CORRUPT_MESSAGES):
         return InputMissing(f"{label}: perf script failed ({describe_exit(code)}): {said}: {CORRUPT_HINT}")
+    if code < 0:
+        return ScriptKilled(label, code, said)
     return PerfFailed(f"{label}: perf script failed ({describe_exit(code)}): {said or 'no message'}")
 
 
@@ -156,9 +168,10 @@ def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error.
 
     stderr is drained alongside (see StderrTail); if the reader stops with an exception (Ctrl-C,
-    SIGTERM, a --strict failure) perf is killed rather than left writing to a closed pipe."""
+    SIGTERM, a --strict failure) perf is killed rather than left writing to a closed pipe. perf runs as
+    a helper (flamegraph.io.children): a Ctrl-C to our process group does not cut its text short."""
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)
+        proc = children.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)
     except OSError as err:
         raise PerfFailed(f"{label}: cannot run perf: {err.strerror}") from None
     assert proc.stdout is not None and proc.stderr is not None

@@ -14,10 +14,10 @@ none (recorded with -B), which is why perf itself is asked rather than the heade
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..io import children
 from ..io.perf import failure_reason, find_perf
 
 LINE = re.compile(rb"^([0-9a-fA-F]+) (.+)$")
@@ -51,7 +51,7 @@ def read_recorded_build_ids(perf_data: str) -> RecordedBuildIds:
     """The build-ids stored in one perf.data; a failure is kept as a problem, never raised
     (perf script, which folds the same file next, reports a broken recording in its own words)."""
     try:
-        proc = subprocess.run([find_perf(), "buildid-list", "-i", perf_data], capture_output=True, check=False)
+        proc = children.run([find_perf(), "buildid-list", "-i", perf_data], capture_output=True, check=False)
     except OSError as err:
         return RecordedBuildIds(problems=(f"{perf_data}: cannot run perf buildid-list: {err.strerror}",))
     if proc.returncode != 0:

@@ -90,7 +90,7 @@ def record_streamed(
         completer = ChunkJit(jit, spec.cwd or os.getcwd(), directory) if jit is not None else None
         chunks = mxnet.fold_chunk if mxnet is not None else None
         fold = StreamedFold(spool, lambda: PerfCollapser(options, diagnostics), fields, namer, on_interval, chunks,
-                            completer)  # fmt: skip
+                            completer, status.note)  # fmt: skip
         fold.start()
         try:
             hooks = [hook for hook in (jit, mxnet.hook if mxnet is not None else None) if hook is not None]
@@ -178,11 +178,15 @@ def _window_facts(interval: Interval, spool: Spool, every: float) -> dict[str, s
     """An interval's window, in seconds into the recording and in perf's clock (for --window and fold)."""
     start = (interval.start_ns - spool.started_ns) / 1e9
     end = (interval.end_ns - spool.started_ns) / 1e9
-    return {
+    unfolded = f", {interval.unfolded:,} not folded ({interval.unfolded_why})" if interval.unfolded else ""
+    facts = {
         "interval": f"{interval.number} (every {every:g} s): {start:.1f} s to {end:.1f} s of the recording, "
-        f"{interval.samples:,} samples",
+        f"{interval.samples:,} samples{unfolded}",
         "window": f"{interval.start_ns / 1e9:.6f},{interval.end_ns / 1e9:.6f} (perf clock, CLOCK_MONOTONIC s)",
     }
+    if interval.unfolded:
+        facts["samples not folded"] = f"{interval.unfolded:,} of {interval.samples:,} ({interval.unfolded_why})"
+    return facts
 
 
 def _write_interval(
@@ -234,6 +238,11 @@ def _finish(recording: Recording, fold: StreamedFold, spool: Spool, status: Stat
         recording.lost = lost
         recording.metadata["lost samples"] = lost.fact()
         status.note(f"note: {lost.line()}")
+    if fold.unfolded_chunks:  # each chunk was said as it came; the whole run's fact and its total here
+        chunks = f"{fold.unfolded_chunks} chunk{'s' if fold.unfolded_chunks != 1 else ''}"
+        fact = f"{fold.unfolded:,} of {recording.samples:,} samples in {chunks} ({', '.join(fold.unfolded_why)})"
+        recording.metadata["samples not folded"] = fact
+        status.note(f"warning: {fact} were not folded: the graph lacks them")
     if dropped:
         share = 100 * dropped / recording.samples
         fact = f"{dropped:,} of {recording.samples:,} samples ({share:.1f} %) in {spool.dropped_chunks} chunks"
@@ -312,7 +321,7 @@ def pair_spooled(
         spool = Spool(directory, cap, None, status.note)
         namer = FunctionNamer(RecordedBuildIds()) if group_unknown else None
         grouped = dataclasses.replace(options, frame_hook=FrameObserver(namer)) if namer is not None else options
-        fold, recording, counts = record_and_pair(spec, grouped, spool, status, namer, resolve)
+        fold, recording, counts, unread = record_and_pair(spec, grouped, spool, status, namer, resolve)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     chunks = spool.chunks
@@ -330,6 +339,10 @@ def pair_spooled(
         recording.lost = LostSamples(counts.samples, counts.lost, counts.lost_records)
         fold.profile.metadata["lost samples"] = recording.lost.fact()
         status.note(f"note: {recording.lost.line()}")
+    if unread.chunks:  # each chunk was said as it came
+        fact = unread.fact(counts.samples)
+        fold.profile.metadata["records not paired"] = fact
+        status.note(f"warning: {fact} were not paired: the waits across them are drawn as long as the gap")
     if spool.dropped_chunks:
         fact = f"{spool.dropped.samples:,} sched_switch records in {spool.dropped_chunks} chunks"
         fold.profile.metadata["records dropped unpaired"] = fact

@@ -22,11 +22,11 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..io import children
 from ..io.perf import script_command, stream_script
 from .spool import read_chunk
 
@@ -96,7 +96,7 @@ class ChunkNames:
         return b"\n".join(lines)
 
     def _demangle(self, names: Sequence[bytes]) -> list[bytes]:
-        out = subprocess.run([self._cxxfilt, "-p", "-i"], input=b"\n".join(names) + b"\n", capture_output=True)
+        out = children.run([self._cxxfilt, "-p", "-i"], input=b"\n".join(names) + b"\n", capture_output=True)
         plain = out.stdout.split(b"\n")[: len(names)]
         if out.returncode != 0 or len(plain) != len(names):
             raise OSError(f"c++filt failed ({out.returncode})")

@@ -27,6 +27,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..io import children
+
 LOST_CHUNKS = re.compile(r"^Processed (\d+) events and lost (\d+) chunks!$")
 LOST_SHARE = re.compile(r"^Processed (\d+) samples and lost ([0-9.]+)%!$")
 FOLLOWERS = ("", "Check IO/CPU overload!")  # what perf prints after its lost lines
@@ -130,7 +132,7 @@ def parse_stats(text: str) -> LostSamples | None:
 
 def read_lost(perf: str, perf_data: Path) -> LostSamples | None:
     try:
-        proc = subprocess.run(
+        proc = children.run(
             [perf, "report", "--stats", "-i", str(perf_data)], capture_output=True, text=True, timeout=120
         )
     except (OSError, subprocess.SubprocessError):

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
+from ..io.children import die_with
+
 SIG_DFL, SIG_IGN = 0, 1  # signal.h's, as the pointer libc's signal() takes
 _LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
 _LIBC.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
@@ -38,13 +39,14 @@ def perf_preexec(ignore_hangup: bool) -> Callable[[], None]:
     ignored signal stays ignored across exec): our stop, sent before perf has installed its handlers
     (--duration's deadline on a loaded machine), then kills it and is reported, where an ignored one was
     lost and perf recorded on forever. perf installs its handlers before it forks the command, so the
-    command's own dispositions do not change."""
+    command's own dispositions do not change. (Helpers start through flamegraph.io.children.)"""
+    parent = os.getpid()
 
     def preexec() -> None:
         _LIBC.sigprocmask(SIG_SETMASK, _NO_SIGNALS, None)
         _LIBC.signal(signal.SIGINT, SIG_DFL)
         _LIBC.signal(signal.SIGTERM, SIG_DFL)
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        die_with(parent, signal.SIGTERM)
         if ignore_hangup:
             _LIBC.signal(signal.SIGHUP, SIG_IGN)
 

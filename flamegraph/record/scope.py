@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from ..io import children
 from .privileges import paranoid_level, who_am_i
 from .spec import RecordSpec
 
@@ -19,7 +20,7 @@ from .spec import RecordSpec
 def recorded_events(perf: str, perf_data: Path) -> list[str]:
     """The events' names as perf.data records them (-f: a root reader of another user's file)."""
     try:
-        proc = subprocess.run([perf, "evlist", "-f", "-i", str(perf_data)], capture_output=True, text=True, timeout=60)
+        proc = children.run([perf, "evlist", "-f", "-i", str(perf_data)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in proc.stdout.splitlines() if line.strip()] if proc.returncode == 0 else []

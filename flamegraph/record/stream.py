@@ -1,7 +1,9 @@
 """Folding a spooled recording while perf records: each finished chunk scripted, folded and deleted.
 
 One thread takes the spool's chunks in order, folds each (`perf script` of that chunk, the one fold path)
-into the current interval's collapser, and deletes it; an interval's end hands its profile to
+into the current interval's collapser, and deletes it (a `perf script` killed by a signal we did not send
+cuts its chunk short: the samples it did not print are counted, said in one line, and folding goes on); an
+interval's end hands its profile to
 `on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. `fold_chunk` replaces
 the plain fold of a chunk (--mxnet's reads the context switches from the same text). Memory is the distinct
 stacks of the whole run and of the interval being folded, whatever the number of samples.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +29,7 @@ from pathlib import Path
 from ..folding.perf import PerfCollapser
 from ..folding.perf_blocks import fold_blocks, iter_blocks
 from ..folding.stage import fold_input, open_lines
-from ..io.perf import find_perf
+from ..io.perf import ScriptKilled, find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
@@ -45,6 +48,8 @@ class Interval:
     start_ns: int
     end_ns: int
     samples: int  # samples in its chunks (folded or not: dropped chunks are counted in the spool)
+    unfolded: int = 0  # of those, samples a killed perf script did not print (see `StreamedFold.unfolded`)
+    unfolded_why: str = ""  # how: 'perf script killed by SIGKILL'
 
 
 DEMANGLE_AFTER = 8  # chunks folded with perf's demangling before chunk_names' cheaper path takes over
@@ -62,8 +67,10 @@ class StreamedFold:
         on_interval: Callable[[Interval], None] | None = None,
         fold_chunk: Callable[[PerfCollapser, str, Sequence[str]], None] | None = None,
         prepare: Callable[[Path], None] | None = None,
+        note: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.spool = spool
+        self._note = note
         self._prepare = prepare  # what a chunk needs before it is folded (frameworks.jit.chunks: perf inject)
         self._make = make_collapser
         self._script_args = list(script_args)
@@ -75,10 +82,15 @@ class StreamedFold:
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
         self.intervals = 0
+        self.unfolded = 0  # samples of chunks whose perf script was killed (by a signal we did not send)
+        self.unfolded_chunks = 0
+        self.unfolded_why: list[str] = []  # 'perf script killed by SIGKILL', once each
         self.events: list[str] | None = None  # the events as the first chunk records them (perf's user-only fallback)
         self._collapser = make_collapser()
         self.priority = FoldPriority(spool)  # its perf scripts idle while the spool has room
         self._interval_samples = 0
+        self._interval_unfolded = 0
+        self._interval_why: list[str] = []
         self._interval_chunks = 0
         self._interval_start = 0
         self._error: BaseException | None = None
@@ -101,8 +113,10 @@ class StreamedFold:
         from ..io.perf import kill_running_scripts
 
         self._stopping.set()
-        kill_running_scripts()
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            kill_running_scripts()  # again: one started between its check of `_stopping` and our kill
+            self._thread.join(0.1)
 
     def _run(self) -> None:
         with self.priority.watching():
@@ -139,8 +153,13 @@ class StreamedFold:
             raise
         if self.events is None:
             self.events = recorded_events(find_perf(), chunk.path)
+        records = self._collapser.diagnostics.records
         try:
             self._fold_chunk(self._collapser, str(chunk.path), self._script_args)
+        except ScriptKilled as killed:
+            if self._stopping.is_set():
+                raise  # our own kill (a second Ctrl-C): the run is abandoned
+            self._count_unfolded(chunk, counts.samples, self._collapser.diagnostics.records - records, killed.how)
         finally:
             self.spool.done(chunk)
         self.counts = self.counts + counts
@@ -149,6 +168,19 @@ class StreamedFold:
         self._interval_chunks += 1
         if chunk.closes:
             self._close(chunk.ended_ns)
+
+    def _count_unfolded(self, chunk: Chunk, samples: int, printed: int, how: str) -> None:
+        """A chunk's perf script was killed after printing `printed` of its `samples` samples (those are folded)."""
+        missing = max(samples - printed, 0)
+        why = f"perf script {how}"
+        self.unfolded += missing
+        self.unfolded_chunks += 1
+        self._interval_unfolded += missing
+        for seen in (self.unfolded_why, self._interval_why):
+            if why not in seen:
+                seen.append(why)
+        its = f"its {missing:,} samples" if not printed else f"{missing:,} of its {samples:,} samples"
+        self._note(f"warning: chunk {chunk.number}: {why}: {its} not folded")
 
     def _fold_plain(self, collapser: PerfCollapser, path: str, args: Sequence[str]) -> None:
         # Reading the libraries' alias groups costs a one-off 1-2 s of CPU that ~7 chunks pay back: a short
@@ -166,9 +198,12 @@ class StreamedFold:
             self.whole.add(stack, weight)
         self.whole.event = self.whole.event or profile.event
         self.intervals += 1
-        interval = Interval(self.intervals, profile, self._interval_start, end_ns, self._interval_samples)
+        why = ", ".join(self._interval_why)
+        interval = Interval(self.intervals, profile, self._interval_start, end_ns, self._interval_samples,
+                            self._interval_unfolded, why)  # fmt: skip
         self._collapser = self._make()
         self._interval_start, self._interval_samples, self._interval_chunks = end_ns, 0, 0
+        self._interval_unfolded, self._interval_why = 0, []
         if self._on_interval is not None:
             self._on_interval(interval)
 
@@ -178,10 +213,13 @@ def iter_chunk_lines(
     script_args: Sequence[str],
     namer: FunctionNamer | None = None,
     counted: Callable[[ChunkCounts], None] | None = None,
+    killed: Callable[[Chunk, ChunkCounts, ScriptKilled], None] | None = None,
 ) -> Iterator[bytes]:
     """The `perf script` lines of every chunk in order, as one stream (a reader that keeps state from
     record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
-    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read."""
+    deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read.
+    A chunk's perf script killed by a signal ends its text there: told to `killed` (which may raise: our own
+    kill), the stream goes on with the next chunk; without `killed` it raises."""
     while (chunk := spool.next_chunk()) is not None:
         if chunk.dropped:
             spool.done(chunk)
@@ -192,6 +230,10 @@ def iter_chunk_lines(
                 counted(counts)
             with open_lines(str(chunk.path), script_args) as lines:
                 yield from lines
+        except ScriptKilled as error:
+            if killed is None:
+                raise
+            killed(chunk, counts, error)
         finally:
             spool.done(chunk)
 

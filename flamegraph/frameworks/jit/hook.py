@@ -19,13 +19,13 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...io import children
 from ...io.perf import find_perf
 from ...io.private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ...record.command import python_target
@@ -358,7 +358,7 @@ def inject(perf_data: Path, directory: Path, scratch: Path | None = None) -> str
     # (perf script never reads it: it is removed once inject is done.)
     cache = private_dir(directory / ".debug")
     try:
-        proc = subprocess.run(
+        proc = children.run(
             [find_perf(), "--buildid-dir", str(cache), "inject", "--jit", "-i", str(perf_data), "-o", str(out)],
             capture_output=True,
             text=True,

@@ -30,6 +30,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ...io import children
 from ...naming.dwarf import (
     DW_CFA_DEF_CFA_EXPRESSION,
     DW_OP_BREG0,
@@ -200,7 +201,7 @@ def iter_arenas(lines: Iterable[str], pid: int) -> Iterator[Arena]:
 def read_arenas(perf: str, perf_data: str) -> dict[int, list[Arena]]:
     """Every process's executable anonymous mappings in a recording (before perf inject, which drops
     them): one `perf script` pass over the non-sample records (~1.6 s for the MLP's 333 MB)."""
-    proc = subprocess.run(
+    proc = children.run(
         [perf, "script", "-i", perf_data, "--show-mmap-events", "--ns", "-F", "pid,time"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace",
     )  # fmt: skip
