@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,7 @@ def test_convert_event_option_picks_the_event_of_perf_input(mixed: Path, tmp_pat
     out = tmp_path / "oncpu.folded"
     done = run("convert", str(mixed), str(out), "-e", "cpu-clock")
     assert done.returncode == 0, done.stderr
-    assert "note: folded event cpu-clock; skipped sched:sched_switch (" in done.stderr
+    assert re.search(r"note: folded event cpu-clock; skipped sched:sched_switch \([0-9,]+ samples\)\n", done.stderr)
     assert sum(int(line.rsplit(" ", 1)[1]) for line in out.read_text().splitlines()) == 300
     assert facts(out)["unit"] == "samples" and facts(out)["event"] == "cpu-clock"
     # the same stacks as `fold -e cpu-clock` (convert keeps threads and annotates: so does fold here)
@@ -111,3 +112,18 @@ def test_convert_of_perf_data_with_both_events_folds_what_fold_folds(tmp_path: P
         assert (facts(tmp_path / "p.folded")["event"], facts(tmp_path / "p.folded")["unit"]) == (event, unit)
     typo = run("fold", str(data), "-e", "cpu-clok")
     assert typo.returncode == 2 and f"no event cpu-clok in {data} (it has cpu-clock, sched:sched_switch)" in typo.stderr
+
+
+def test_an_event_present_whose_records_are_all_bad_is_not_called_absent(tmp_path: Path) -> None:
+    """-e faults names an event the input holds, whose one record cannot be folded: the fold's own error
+    (nothing folded, exit 3), not 'no event faults'."""
+    text = tmp_path / "two.perf.txt"
+    text.write_bytes(
+        b"p 1 1.000000: 1 cpu-clock: \n\t 1565 leaf+0x25 (/p)\n\t 1279 main+0x1 (/p)\n\n"
+        b"p 1 1.100000: 1 faults: \n\tzzz garbage\n\n"
+    )
+    done = run("fold", str(text), "-e", "faults")
+    assert done.returncode == 3 and "no event faults" not in done.stderr, done.stderr
+    assert "note: folded event faults; skipped cpu-clock (1 samples)\n" in done.stderr  # no advice to pick
+    typo = run("fold", str(text), "-e", "fault")
+    assert typo.returncode == 2 and "no event fault in" in typo.stderr and "(it has cpu-clock, faults)" in typo.stderr

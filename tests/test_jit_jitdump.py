@@ -182,7 +182,7 @@ def test_jit_hook_prepare(tmp_path: Path) -> None:
 def test_hook_module_imports_only_the_standard_library() -> None:
     """The hook runs inside the profiled interpreter: nothing of ours that needs third-party code."""
     code = (
-        "import sys; import flamegraph.frameworks.launcher, flamegraph.frameworks.jit.session; "
+        "import sys; import flamegraph.frameworks.flamegraph_launcher, flamegraph.frameworks.jit.session; "
         "print(sorted(m for m in ('capstone', 'typer', 'jinja2', 'elftools') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

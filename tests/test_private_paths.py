@@ -400,6 +400,6 @@ def test_planted_dumps_are_never_read(public: Path, victim: Path) -> None:
 
 
 def test_dumps_are_looked_for_only_where_nobody_else_writes(public: Path, tmp_path: Path) -> None:
-    from flamegraph.frameworks.launcher import dump_dirs
+    from flamegraph.frameworks.flamegraph_launcher import dump_dirs
 
     assert dump_dirs(str(tmp_path), str(public), str(tmp_path)) == [str(tmp_path)]

@@ -19,9 +19,9 @@ from helpers.extras import need
 from helpers.python_tree import CHAINS, TREE
 from helpers.pythons import find_python, need_pyspy, need_python, skip_or_fail
 
+from flamegraph.frameworks.flamegraph_launcher import own_frames
 from flamegraph.frameworks.jit import jitdump, session, trampolines
 from flamegraph.frameworks.jit.hook import HOOK, JitHook, running_python_note
-from flamegraph.frameworks.launcher import own_frames
 from flamegraph.record import RecordSpec
 from flamegraph.record.command import python_target
 
@@ -329,8 +329,9 @@ def test_frame_lines_read_as_python_and_verbatim_under_compat() -> None:
 ROOT = ("python3.12", "_start", "Py_RunMain", "PyEval_EvalCode", "py_trampoline_evaluator")
 CALL = ("_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "py_trampoline_evaluator")
 LAUNCHER = own_frames()  # the real recordings (test_python_launcher.py) check they are what perf names
+OURS = "(flamegraph_launcher.py)"
 HOOKED = (
-    "<module> (launcher.py)", *CALL, "main (launcher.py)", *CALL, "run (launcher.py)", *CALL,
+    f"<module> {OURS}", *CALL, f"main {OURS}", *CALL, f"run {OURS}", *CALL,
     "run_path (<frozen runpy>)", *CALL,
     "_run_module_code (<frozen runpy>)", *CALL, "_run_code (<frozen runpy>)", "_PyEval_EvalFrameDefault",
     "builtin_exec", "PyEval_EvalCode", "py_trampoline_evaluator",
@@ -356,20 +357,25 @@ HOOKED = (
         ((*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault"),
          (*ROOT, "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "_PyEval_EvalFrameDefault")),
         # a stack cut short inside the launcher, and the launcher's own work: none of its frames stay
-        (("python3.12", "[unknown]", *CALL, "main (launcher.py)", *CALL, "run (launcher.py)", *CALL,
+        (("python3.12", "[unknown]", *CALL, f"main {OURS}", *CALL, f"run {OURS}", *CALL,
           "run_path (<frozen runpy>)", *CALL, "_find_and_load (<frozen importlib._bootstrap>)"),
          ("python3.12", "[unknown]", "_PyEval_EvalFrameDefault", "PyObject_Vectorcall", "py_trampoline_evaluator",
           "_find_and_load (<frozen importlib._bootstrap>)")),
-        (("python3.12", "prepare (launcher.py)", "perf_map_write_entry"), ("python3.12", "perf_map_write_entry")),
-        ((*ROOT, "<module> (launcher.py)", *CALL, "_find_and_load (<frozen importlib._bootstrap>)"),
+        (("python3.12", f"prepare {OURS}", "perf_map_write_entry"), ("python3.12", "perf_map_write_entry")),
+        ((*ROOT, f"<module> {OURS}", *CALL, "_find_and_load (<frozen importlib._bootstrap>)"),
          (*ROOT, "_find_and_load (<frozen importlib._bootstrap>)")),  # its own imports
         (("python3.13", "<module> (<frozen runpy>)", "builtin___build_class__", "perf_map_write_entry"),
          ("python3.13", "builtin___build_class__", "perf_map_write_entry")),
         ((*ROOT, *HOOKED[:-3], "_run_module_code (<frozen runpy>)", "perf_map_write_entry"),
          (*ROOT, "perf_map_write_entry")),
-        # a user's own launcher.py run as `python launcher.py` keeps its frames
+        # a user's own launcher.py (`python launcher.py`, recorded without ours) keeps every frame, even those
+        # named as the launcher's functions are (main, run, prepare), and a stack ending in one of them
         ((*ROOT, "<module> (launcher.py)", *CALL, "work (launcher.py)"),
          (*ROOT, "<module> (launcher.py)", "work (launcher.py)")),
+        ((*ROOT, "<module> (launcher.py)", *CALL, "main (launcher.py)", *CALL, "train (model.py)"),
+         (*ROOT, "<module> (launcher.py)", "main (launcher.py)", "train (model.py)")),
+        ((*ROOT, "<module> (launcher.py)", *CALL, "main (launcher.py)", "_PyEval_EvalFrameDefault"),
+         (*ROOT, "<module> (launcher.py)", "main (launcher.py)")),
     ],
 )  # fmt: skip
 def test_interpreter_frames_fold_onto_the_python_function(stack: tuple[str, ...], folded: tuple[str, ...]) -> None:

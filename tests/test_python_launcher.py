@@ -68,7 +68,7 @@ def test_no_frame_of_the_launcher_and_no_map_left(command: str, kind: str, tmp_p
     python = _python(kind, tmp_path)
     folded, pid = _run(tmp_path, command, python)
     stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
-    ours = {f for stack in stacks for f in stack if f.endswith(("(launcher.py)", "(<frozen runpy>)"))}
+    ours = {f for stack in stacks for f in stack if f.endswith(("(flamegraph_launcher.py)", "(<frozen runpy>)"))}
     assert not ours, f"frames of the launcher in the graph: {sorted(ours)}"
     work = [stack for stack in stacks if WORK[command] in stack]
     assert work, f"no stack reaches {WORK[command]}"

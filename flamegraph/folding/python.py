@@ -2,8 +2,8 @@
 folded away, and the frames of our start-up launcher left out.
 
 A stack of a Python 3.12+ program recorded with perf support, as folded (root first):
-    ...;PyEval_EvalCode;py_trampoline_evaluator;<module> (launcher.py);_PyEval_EvalFrameDefault;
-    PyObject_Vectorcall;py_trampoline_evaluator;main (launcher.py);...;run_path (<frozen runpy>);...;
+    ...;PyEval_EvalCode;py_trampoline_evaluator;<module> (flamegraph_launcher.py);_PyEval_EvalFrameDefault;
+    PyObject_Vectorcall;py_trampoline_evaluator;main (flamegraph_launcher.py);...;run_path (<frozen runpy>);...;
     <module> (train.py);_PyEval_EvalFrameDefault;PyObject_Vectorcall;py_trampoline_evaluator;
     train_epoch (train.py);_PyEval_EvalFrameDefault;_PyObject_Malloc
 becomes
@@ -45,7 +45,7 @@ INTERPRETER = frozenset(
 )
 CLONE_SUFFIX = re.compile(r"\.(?:cold|constprop|isra|part|lto_priv)(?:\.\d+)*$")
 # The launcher runs the program with runpy: its frames are not the program's. Which frames are the
-# launcher's only the launcher says (frameworks.launcher.own_frames(), passed in by the pipeline: folding
+# launcher's only the launcher says (frameworks.flamegraph_launcher.own_frames(), passed in by the pipeline: folding
 # sits below frameworks), so that moving or renaming it cannot leave them in every graph.
 RUNPY = re.compile(r"^\S+ \((?:<frozen runpy>|runpy\.py)\)$")  # any of runpy's functions (run_path, _run_code...)
 
@@ -79,13 +79,11 @@ def python_stack(stack: Stack, launcher: frozenset[str]) -> Stack:
 def _launcher_frames(stack: Stack, python: list[int], launcher: frozenset[str]) -> set[int]:
     """Indices of the launcher's Python frames and of the runpy frames right after them: the stack's
     first Python functions, when they are the launcher's (a stack cut short may begin in runpy, which
-    it imports and calls). A program's own launcher.py (`python launcher.py`, recorded without ours)
-    keeps its frames when another function of that file follows them."""
+    it imports and calls). The launcher's file name is its own (flamegraph_launcher.py): a program's
+    launcher.py or main.py is never taken for it."""
     names = [stack[i] for i in python]
     run = next((n for n, name in enumerate(names) if name not in launcher), len(names))
     if run == 0 and not RUNPY.match(names[0]):
-        return set()
-    if 0 < run < len(names) and _file(names[run]) == _file(names[0]):
         return set()
     dropped = set(python[:run])
     for i in python[run:]:
@@ -93,11 +91,6 @@ def _launcher_frames(stack: Stack, python: list[int], launcher: frozenset[str]) 
             break
         dropped.add(i)
     return dropped
-
-
-def _file(frame: str) -> str:
-    """'main (train.py)' -> 'train.py'."""
-    return frame[frame.rfind(" (") + 2 : -1]
 
 
 def python_stacks(counts: Iterable[tuple[str, float]], launcher: frozenset[str]) -> dict[str, float]:

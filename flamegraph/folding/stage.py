@@ -136,7 +136,7 @@ def finish_fold(
     folded, and the error when nothing could be folded."""
     diagnostics.finish()
     if options.event_filter and not options.per_event and not result.profile.counts:
-        _refuse_absent_event(options.event_filter, result.skipped_events, inputs)
+        _refuse_absent_event(options.event_filter, result.skipped_events, diagnostics.records, inputs)
     chosen = options.event_filter is not None
     explain_events(result.profile.event, result.skipped_events, chosen, diagnostics, per_event_hint and not chosen)
     profiles = (result.profile, *result.per_event.values())
@@ -182,12 +182,13 @@ def _result(collapser: PerfCollapser) -> FoldResult:
     return FoldResult(collapser.profile(), {}, skipped)
 
 
-def _refuse_absent_event(event: str, seen: Counter[str], inputs: Sequence[str]) -> None:
-    """-e/--event naming an event the input does not hold (a typo): a usage error naming those it has."""
-    if event in seen or not seen:
+def _refuse_absent_event(event: str, skipped: Counter[str], records: int, inputs: Sequence[str]) -> None:
+    """-e/--event naming an event the input does not hold (a typo): a usage error naming those it has. The
+    records not counted under another event (`skipped`) are the event's own: read, if none could be folded."""
+    if event in skipped or not skipped or records > sum(skipped.values()):
         return  # present but nothing foldable, or no samples at all: the errors that follow say which
     names = ", ".join(label(p) for p in inputs) or "<stdin>"
-    raise BadOption(f"no event {event} in {names} (it has {', '.join(sorted(seen))})")
+    raise BadOption(f"no event {event} in {names} (it has {', '.join(sorted(skipped))})")
 
 
 def explain_events(
@@ -198,5 +199,8 @@ def explain_events(
     if not skipped:
         return
     others = ", ".join(f"{event} ({n:,} samples)" for event, n in skipped.most_common())
+    if chosen:  # the user's pick: no advice to pick
+        diagnostics.note(f"note: folded event {folded}; skipped {others}")
+        return
     how = "-e/--event EVENT, or --per-event DIR" if per_event else "-e/--event EVENT"
     diagnostics.note(f"note: folded event {folded}; skipped {others}: select one with {how}")

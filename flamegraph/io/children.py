@@ -27,13 +27,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-LIBC = ctypes.CDLL(None, use_errno=True)  # looked up before fork: the child only calls it
+# Looked up once, here: the child between fork and exec only calls it. A look-up there (ctypes' dlsym takes
+# the loader's lock) could hang the child for ever if another thread held that lock at the fork.
+PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+PRCTL.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+PRCTL.restype = ctypes.c_int
 
 
 def die_with(parent: int, signum: int) -> None:
     """In a child before exec: `signum` when its parent dies; if the parent is already gone (it died
-    between fork and here), exit now."""
-    LIBC.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    between fork and here), exit now. The kernel clears it at the exec of a binary with file capabilities
+    (a perf given `setcap cap_perfmon`, a setuid one): such a helper outlives a `kill -9` of ours."""
+    PRCTL(PR_SET_PDEATHSIG, signum, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 

@@ -7,6 +7,7 @@ samples have call chains and the user set none): what fold asks perf for must kn
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import BinaryIO, NamedTuple
 
@@ -15,6 +16,7 @@ PERF_SAMPLE_CALLCHAIN = 1 << 5
 RECORD_HEADER_ATTR, RECORD_HEADER_FEATURE = 64, 80  # a pipe-mode file's header records (tools/perf)
 FILE_HEADER_SIZE = 104  # perf_file_header: magic, size, attr_size, attrs, data, event_types, features
 PIPE_HEADER_SIZE = 16  # magic, size: `perf record -o -` writes its attributes as records
+MAX_ATTR_TABLE = 1 << 24  # bytes of the attribute table read at most (an attribute is ~136 bytes)
 MAX_PIPE_RECORDS = 4096  # header records read before giving up on a pipe-mode file's attributes
 
 
@@ -39,11 +41,13 @@ def read_event_attrs(path: str) -> list[EventAttr]:
             if len(head) < 40:
                 return []
             attr_size, offset, length = struct.unpack_from(order + "QQQ", head, 16)
-            if attr_size < 32 or length > 1 << 24:
+            # A damaged or hostile header: offsets past the file (2**63 cannot even be sought), a table larger
+            # than its bound: no attribute read, perf script then says what is wrong with the file.
+            if attr_size < 32 or length > MAX_ATTR_TABLE or offset + length > os.fstat(data.fileno()).st_size:
                 return []
             data.seek(offset)
             table = data.read(length)
-    except OSError:
+    except (OSError, ValueError, struct.error):
         return []
     return [_attr(table, at, order) for at in range(0, len(table) - attr_size + 1, attr_size)]
 

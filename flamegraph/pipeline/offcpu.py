@@ -54,7 +54,7 @@ class OffCpuResult:
 def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status) -> OffCpuResult:
     """Record, pair, write, export; perf.data is kept (its path said) when a later step fails."""
     from ..folding.python import fold_interpreter
-    from ..frameworks.launcher import own_frames
+    from ..frameworks.flamegraph_launcher import own_frames
     from ..naming.grouping import grouping_note
     from ..record.proc import snapshot_threads, whole_window_resolver
     from ..record.streaming import offcpu_blockers, whole_note

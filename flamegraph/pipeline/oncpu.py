@@ -142,7 +142,7 @@ def fold_oncpu(
     MXNet frames joined and their tables reported, the Python frames read as Python."""
     from ..folding.python import fold_interpreter
     from ..folding.with_report import fold_with_report
-    from ..frameworks.launcher import own_frames
+    from ..frameworks.flamegraph_launcher import own_frames
 
     mx = hooks.mxnet if hooks is not None else None
     window, threads, group = request.window, request.threads, request.group_unknown

@@ -49,8 +49,8 @@ def record_streamed(
     are joined at the end (frameworks.mxnet.deferred); not with --memory (it reads the whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..folding.python import fold_interpreter
+    from ..frameworks.flamegraph_launcher import own_frames
     from ..frameworks.jit.chunks import ChunkJit
-    from ..frameworks.launcher import own_frames
     from ..io.diagnostics import Diagnostics, StopSignal
     from ..io.perf import find_perf
     from ..io.private import scratch_dir

@@ -9,6 +9,6 @@ session.py    the JIT directory of a recording; `complete` writes the records
 hook.py       `flamegraph record --jit`: the record hook (pre-step, external scan, perf inject --jit)
 chunks.py     a streamed recording: each chunk completed and injected before it is folded
 
-The program runs through flamegraph/frameworks/launcher.py (DNNL_JIT_DUMP=1; at exit the kernels are
+The program runs through flamegraph/frameworks/flamegraph_launcher.py (DNNL_JIT_DUMP=1; at exit the kernels are
 located), which --mxnet shares: this package never imports frameworks/mxnet/.
 """

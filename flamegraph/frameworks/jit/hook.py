@@ -2,8 +2,8 @@
 Python functions of a Python 3.12+ command (`--python`, on by default for one).
 
 prepare: DNNL_JIT_DUMP=1 (--jit) and PYTHONPERFSUPPORT=1 (Python), and a Python command runs through
-         the in-process hook (`python [opts] .../flamegraph/frameworks/launcher.py --jit-dir DIR --python-dir DIR
-         -- SCRIPT|-m MOD|-c CODE ARGS`; a `#!` script through the interpreter it names).
+         the in-process hook (`python [opts] .../flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR
+         --python-dir DIR -- SCRIPT|-m MOD|-c CODE ARGS`; a `#!` script through the interpreter it names).
          With --pid nothing can be changed: the process must have been started with DNNL_JIT_DUMP=1
          (and -X perf for its Python functions: said in one line).
 finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write the perf map;
@@ -39,7 +39,8 @@ def _module_file(name: str) -> Path:
     return Path(spec.origin)
 
 
-HOOK = _module_file("flamegraph.frameworks.launcher")  # named as a module, so it is found wherever the layout puts it
+# named as a module, so it is found wherever the layout puts it
+HOOK = _module_file("flamegraph.frameworks.flamegraph_launcher")
 # The gemm kernels' frames are 12-16 KB: smaller copies cut their stacks. MXNet's naive engine on 3.12 (Python
 # frames above the kernels) needs 48 KB for the MLP and more for deeper programs (docs/record.md, make stack-copy).
 JIT_CALL_GRAPH = "dwarf,65528"
@@ -177,7 +178,8 @@ class JitHook:
                 if not environment_has_dumps(spec.pid):
                     self.note(
                         f"flamegraph: pid {spec.pid} was not started with DNNL_JIT_DUMP=1: its JIT kernels stay "
-                        "unnamed (start it with DNNL_JIT_DUMP=1, or through `python -m flamegraph.frameworks.launcher`)"
+                        "unnamed (start it with DNNL_JIT_DUMP=1, or through "
+                        "`python -m flamegraph.frameworks.flamegraph_launcher`)"
                     )
             if self.python is not False and (note := running_python_note(spec.pid)) is not None:
                 self.note(note)

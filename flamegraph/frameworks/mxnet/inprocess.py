@@ -1,6 +1,6 @@
 """In the profiled process: MXNet's profiler and oneDNN's verbose log on, both written to DIR.
 
-Called by the in-process hook (`flamegraph/frameworks/launcher.py --mxnet-dir DIR -- PROGRAM`) before the
+Called by the in-process hook (`flamegraph/frameworks/flamegraph_launcher.py --mxnet-dir DIR -- PROGRAM`) before the
 program runs; the program itself is not changed. Standard library only, and mxnet is never
 imported here: the profiler is configured when the *program* imports mxnet (a meta-path finder
 wraps that one import), through the module the program loaded.

@@ -3,11 +3,11 @@
 The in-process launcher of both frameworks (--jit, --mxnet): it sits beside frameworks/jit/ and
 frameworks/mxnet/ so neither imports the other.
 
-    python -m flamegraph.frameworks.launcher --jit-dir DIR [--no-jitdump] -- train.py --epochs 2
-    python /path/to/flamegraph/frameworks/launcher.py --jit-dir DIR -- -m package.module ARGS
-    python -m flamegraph.frameworks.launcher --jit-dir DIR -- -c "import mxnet; ..."
-    python -m flamegraph.frameworks.launcher [--jit-dir DIR] --mxnet-dir MDIR -- train.py   # + MXNet's profiler
-    python -X perf -m flamegraph.frameworks.launcher --python-dir DIR -- train.py           # Python frames (3.12+)
+    python -m flamegraph.frameworks.flamegraph_launcher --jit-dir DIR [--no-jitdump] -- train.py --epochs 2
+    python /path/to/flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR -- -m package.module ARGS
+    python -m flamegraph.frameworks.flamegraph_launcher --jit-dir DIR -- -c "import mxnet; ..."
+    python -m flamegraph.frameworks.flamegraph_launcher [--jit-dir DIR] --mxnet-dir MDIR -- train.py  # + MXNet's
+    python -X perf -m flamegraph.frameworks.flamegraph_launcher --python-dir DIR -- train.py  # Python frames (3.12+)
 
 With --mxnet-dir, MXNet's profiler and oneDNN's verbose log are switched on as well and written
 to MDIR (`flamegraph.frameworks.mxnet.inprocess`); --jit-dir may then be left out.
@@ -190,9 +190,10 @@ def prepare(
 
 
 def own_frames() -> frozenset[str]:
-    """This launcher's Python frames as the fold names them (`<module> (launcher.py)`, `main (launcher.py)`,
-    `prepare (launcher.py)`...): folding.python leaves them out, with the runpy frames `run` calls under
-    them. Derived from the module itself, so that a rename or a move cannot leave them in the graphs."""
+    """This launcher's Python frames as the fold names them (`<module> (flamegraph_launcher.py)`,
+    `main (flamegraph_launcher.py)`, `prepare (...)`...): folding.python leaves them out, with the runpy frames
+    `run` calls under them. Derived from the module itself, so that a rename or a move cannot leave them in the
+    graphs. Its file name is its own: a program's launcher.py or main.py is never taken for it."""
     file = os.path.basename(__file__)
     functions = [f for f in globals().values() if isinstance(f, FunctionType) and f.__module__ == __name__]
     return frozenset(f"{name} ({file})" for name in ("<module>", *(f.__name__ for f in functions)))
