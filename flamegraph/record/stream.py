@@ -244,9 +244,18 @@ def iter_chunk_lines(
             spool.done(chunk)
 
 
-# A sample's header line: '<comm> <tid> [<cpu>] <secs>.<frac>: <event>:', not one of perf's side-band records
-# ('... 680.060856: PERF_RECORD_SWITCH IN', --show-switch-events and --show-task-events).
-SAMPLE_HEADER = re.compile(rb"^[^\t\n][^\n]*?\d\.\d+: +(?!PERF_RECORD_)\S+:", re.MULTILINE)
+# Lines that begin a record: neither a frame (tab-indented) nor blank. perf's side-band records are one line
+# each ('... 680.060856: PERF_RECORD_SWITCH IN', --show-switch-events and --show-task-events): the rest are
+# the sample headers. (Counted in C: a multi-line regex per line start cost 3-5x iter_lines.)
+RECORD_START = re.compile(rb"\n[^\t\n]")
+SIDE_BAND = b": PERF_RECORD_"
+
+
+def samples_in(text: bytes) -> int:
+    """The sample headers in perf script text of whole lines (-F without srcline or srccode: those indent
+    with blanks, or begin with '|')."""
+    starts = len(RECORD_START.findall(text)) + (text[:1] not in b"\t\n")
+    return starts - text.count(SIDE_BAND)
 
 
 def whole_records(blocks: Iterable[bytes], printed: list[int]) -> Iterator[bytes]:
@@ -265,15 +274,15 @@ def whole_records(blocks: Iterable[bytes], printed: list[int]) -> Iterator[bytes
                 carry = data
                 continue
             whole, carry = data[: cut + 1], data[cut + 2 :]
-            printed[0] += len(SAMPLE_HEADER.findall(whole))
+            printed[0] += samples_in(whole)
             yield from whole.split(b"\n")  # (the last is the blank line that ended the record)
     except ScriptKilled:
-        text = carry[: carry.rfind(b"\n") + 1]  # its whole lines
-        begun = list(SAMPLE_HEADER.finditer(text))
-        yield from text[: begun[-1].start() if begun else len(text)].split(b"\n")[:-1]
+        lines = carry[: carry.rfind(b"\n") + 1].split(b"\n")[:-1]  # its whole lines
+        begun = [i for i, line in enumerate(lines) if line[:1] not in b"\t" and SIDE_BAND not in line]
+        yield from lines[: begun[-1] if begun else len(lines)]
         raise
     if carry:
-        printed[0] += len(SAMPLE_HEADER.findall(carry))
+        printed[0] += samples_in(carry)
         lines = carry.split(b"\n")
         if not lines[-1]:
             lines.pop()
