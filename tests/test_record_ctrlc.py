@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,14 +53,57 @@ def load(path: Path) -> FoldedProfile:
         return read_folded(f, str(path), Diagnostics(echo=False))
 
 
-def start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
+def start(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """flamegraph in a session of its own (its process group: the one Ctrl-C reaches), SIGINT at its default."""
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
     return tracked(subprocess.Popen(
         [*FLAMEGRAPH, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True, preexec_fn=interruptible,
+        env={**os.environ, "TMPDIR": str(tmp), **(env or {})}, start_new_session=True, preexec_fn=interruptible,
     ))  # fmt: skip
+
+
+# `perf script` of the first chunk (as perf prints it) cut as a SIGKILL cuts it: after half its samples and
+# the next one's header and leaf frame line (perf's stdout is block-buffered). What it printed is told in $CUT_SIDE.
+CUTTER = r"""
+import os, re, signal, subprocess, sys
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE).stdout
+mark = os.environb[b"CUT_EVENT"]
+starts = [m.start() for m in re.finditer(rb"(?m)^[^\t\n][^\n]*" + re.escape(mark), out)]
+if len(starts) < 2:  # nothing to cut: the next chunk is
+    os.rmdir(os.environ["CUT_MARK"])
+    sys.stdout.buffer.write(out)
+    sys.exit(0)
+whole = len(starts) // 2
+header_end = out.index(b"\n", starts[whole]) + 1
+with open(os.environ["CUT_SIDE"], "w") as side:
+    side.write(f"{whole} {len(starts)}")
+sys.stdout.buffer.write(out[: out.index(b"\n", header_end) + 1])
+sys.stdout.buffer.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def cutting_perf(tmp_path: Path, event: str) -> dict[str, str]:
+    """The environment of a run whose first chunk's perf script is cut (CUTTER): a perf on PATH before perf."""
+    real = shutil.which("perf")
+    assert real is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "cutter.py").write_text(CUTTER)
+    (bin_dir / "perf").write_text(
+        f'#!/bin/sh\ncase "$1 $*" in\n"script "*perf.data.[0-9]*) if mkdir "$CUT_MARK" 2>/dev/null; then '
+        f'exec {sys.executable} {bin_dir / "cutter.py"} {real} "$@"; fi ;;\nesac\nexec {real} "$@"\n'
+    )
+    (bin_dir / "perf").chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CUT_EVENT": event,
+            "CUT_MARK": str(tmp_path / "cut"), "CUT_SIDE": str(tmp_path / "cut.txt")}  # fmt: skip
+
+
+def cut(tmp_path: Path) -> tuple[int, int]:
+    """(samples printed whole, samples) of the chunk CUTTER cut."""
+    whole, samples = map(int, (tmp_path / "cut.txt").read_text().split())
+    return whole, samples
 
 
 def stopped_chunk_script(flamegraph: int, timeout: float = 60) -> int:
@@ -168,34 +212,32 @@ def test_ctrl_c_to_the_group_without_every_folds_every_chunk(spin: Path, tmp_pat
 
 
 def test_a_chunks_perf_script_killed_costs_its_samples_said(spin: Path, tmp_path: Path) -> None:
-    """SIGKILL from elsewhere (the OOM killer): the run goes on, the loss is one line, in the interval's
-    subtitle and facts and in the whole run's facts; what was folded still adds up."""
+    """SIGKILL from elsewhere (the OOM killer) mid-record: the run goes on, the record cut short is not folded,
+    the loss is one line, in the interval's subtitle and facts and in the whole run's facts; what was folded
+    still adds up."""
     out = tmp_path / "out"
     proc = start(["record", "--every", "1", "--duration", "4", "-F", "499", "-o", str(out / "run.svg"),
-                  "--folded", str(out / "run.folded"), "--", str(spin)], tmp_path)  # fmt: skip
-    os.kill(stopped_chunk_script(proc.pid), signal.SIGKILL)
+                  "--folded", str(out / "run.folded"), "--", str(spin)], tmp_path,
+                 cutting_perf(tmp_path, " cpu-clock:"))  # fmt: skip
     err = finish(proc)
     assert proc.returncode == EXIT_OK, err
-    said = re.search(
-        r"warning: chunk \d+: perf script killed by SIGKILL: (?:its )?([0-9,]+) (?:of its [0-9,]+ )?"
-        r"samples not folded\n",
-        err,
-    )  # (its perf script may have printed some before it was stopped)
-    assert said is not None, err
-    lost = int(said.group(1).replace(",", ""))
-    assert lost > 0
+    printed, samples = cut(tmp_path)
+    lost = samples - printed
+    assert lost > 0 and printed > 0
+    assert re.search(rf"warning: chunk \d+: perf script killed by SIGKILL: {lost:,} of its {samples:,} samples not "
+                     r"folded\n", err), err  # (the first chunk scripted: earlier ones may be dropped)  # fmt: skip
     whole_facts = facts(out / "run.folded")
     assert whole_facts["samples not folded"].startswith(f"{lost:,} of {recorded(err):,} samples in 1 chunk ")
     assert "(perf script killed by SIGKILL)" in whole_facts["samples not folded"]
     assert f"warning: {whole_facts['samples not folded']} were not folded" in err
     whole = load(out / "run.folded")
     assert recorded(err) == whole.total + lost + dropped(err, whole_facts), err
-    cut = [p for p in out.glob("run-0*.folded") if "samples not folded" in facts(p)]
-    for path in cut:  # the interval holding the chunk (unless none of its samples was folded: then not written)
-        interval = facts(path)
-        assert interval["interval"].endswith(f", {lost:,} not folded (perf script killed by SIGKILL)")
-        samples = int(interval["samples not folded"].split(" of ")[1].split(" ")[0].replace(",", ""))
-        assert load(path).total == samples - lost
+    [holding] = [p for p in out.glob("run-0*.folded") if "samples not folded" in facts(p)]  # the chunk's interval
+    interval = facts(holding)
+    assert interval["interval"].endswith(f", {lost:,} not folded (perf script killed by SIGKILL)")
+    assert interval["samples not folded"].startswith(f"{lost:,} of ")
+    in_it = int(interval["samples not folded"].split(" of ")[1].split(" ")[0].replace(",", ""))
+    assert load(holding).total == in_it - lost
 
 
 SWITCHER_C = "#include <unistd.h>\nint main(void) { for (;;) usleep(100); }\n"  # ~5,000 switches a second
@@ -217,17 +259,20 @@ def test_offcpu_ctrl_c_to_the_group_pairs_on(tmp_path: Path) -> None:
 
 
 def test_offcpu_a_chunks_perf_script_killed_costs_its_records_said(tmp_path: Path) -> None:
+    """Killed mid-record: the records not paired are the chunk's samples less those printed whole (not less
+    perf's side-band records: --show-switch-events prints several a sample)."""
     subprocess.run(["cc", "-O1", "-o", str(tmp_path / "switcher"), "-x", "c", "-"], input=SWITCHER_C.encode(),
                    check=True)  # fmt: skip
     folded = tmp_path / "off.folded"
     proc = start(["offcpu", "--max-spool", "16M", "--duration", "4", "--no-svg", "--folded", str(folded), "--",
-                  str(tmp_path / "switcher")], tmp_path)  # fmt: skip
-    os.kill(stopped_chunk_script(proc.pid), signal.SIGKILL)
+                  str(tmp_path / "switcher")], tmp_path, cutting_perf(tmp_path, ": sched:sched_switch:"))  # fmt: skip
     err = finish(proc)
     assert proc.returncode == EXIT_OK, err
-    said = re.search(r"warning: chunk \d+: perf script killed by SIGKILL: (?:its )?([0-9,]+) (?:of its [0-9,]+ )?"
-                     r"sched_switch records not paired\n", err)  # fmt: skip
-    assert said is not None, err
+    printed, samples = cut(tmp_path)
+    assert samples - printed > 0 and printed > 0
+    said = f": perf script killed by SIGKILL: {samples - printed:,} of its {samples:,} sched_switch records not paired"
+    assert re.search(rf"warning: chunk \d+{said}\n", err), err  # (the first chunk read: earlier ones may be dropped)
     fact = facts(folded)["records not paired"]
-    assert fact.startswith(f"{said.group(1)} of ") and fact.endswith(" in 1 chunk (perf script killed by SIGKILL)")
+    assert fact.startswith(f"{samples - printed:,} of ")
+    assert fact.endswith(" in 1 chunk (perf script killed by SIGKILL)")
     assert f"warning: {fact} were not paired" in err and load(folded).total > 0

@@ -74,29 +74,24 @@ def record_and_pair(
     diagnostics = Diagnostics()
     unread = Unread()
     stopping = threading.Event()  # our own kill of its perf script: the pairing is abandoned
-    chunk_start = [0]  # the pairing's records when the chunk being read began
 
-    def count(chunk_counts: ChunkCounts) -> None:
-        counts.append(chunk_counts)
-        chunk_start[0] = diagnostics.records
-
-    def killed(chunk: Chunk, chunk_counts: ChunkCounts, error: ScriptKilled) -> None:
+    def killed(chunk: Chunk, chunk_counts: ChunkCounts, printed: int, error: ScriptKilled) -> None:
         if stopping.is_set():
             raise error
-        printed = diagnostics.records - chunk_start[0]
         missing = max(chunk_counts.samples - printed, 0)
         unread.records, unread.chunks = unread.records + missing, unread.chunks + 1
         if (why := f"perf script {error.how}") not in unread.why:
             unread.why.append(why)
         its = f"its {missing:,}" if not printed else f"{missing:,} of its {chunk_counts.samples:,}"
         status.note(f"warning: chunk {chunk.number}: {why}: {its} sched_switch records not paired")
+
     if resolve is not None:  # a recording where nothing switched has no timestamps: perf's run time then
         inner: Resolver = resolve
         resolve = lambda silent, window: inner(silent, window or int(ending.seconds * 1e9))  # noqa: E731
 
     def pair() -> None:
         try:
-            lines = iter_chunk_lines(spool, SCRIPT_OPTIONS, namer, count, killed)
+            lines = iter_chunk_lines(spool, SCRIPT_OPTIONS, namer, counts.append, killed)
             sources = [(STREAM_LABEL, lines)]
             result.append(fold_offcpu_sources(sources, STREAM_LABEL, options, diagnostics, resolve, ending))
         except BaseException as error:  # said by the main thread
@@ -125,5 +120,3 @@ def record_and_pair(
         raise errors[0]
     assert recording is not None  # (record_offcpu returned, or raised above)
     return result[0], recording, sum(counts, ChunkCounts()), unread
-
-

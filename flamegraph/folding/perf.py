@@ -187,6 +187,16 @@ class PerfCollapser:
             self._close(record.counts, record.header, record.frames, record.period, record.bad, record.tail_junk)
         self._record = _Record.none()
 
+    def drop_record(self) -> bool:
+        """The input was cut short (its perf script killed): the record being read, if any, is not whole.
+        It is dropped unfolded and uncounted in `diagnostics.records`; True if there was one."""
+        record = self._record
+        self._record = _Record.none()
+        if record.state != OPEN:
+            return False  # between records, or in one not folded anyway (counted as read: it was printed)
+        self.diagnostics.records -= 1
+        return True
+
     def feed_lines(self, lines: Iterable[bytes], path: str, first_line: int = 1) -> int:
         """Fold lines given without their line end, going on from where the last call stopped
         (`end_input` ends the input); returns the number of lines read."""

@@ -88,10 +88,22 @@ def fold_input(
         source = stream if window is None else WindowFilter(stream, window)
         if options.srcline:  # a frame and its source line are one line to name: the line path
             lines = iter_lines(iter_blocks(source), progress)  # type: ignore[arg-type]
-            collapser.feed_lines(join_srclines(lines, options.compat), where)
+            failed: list[Exception] = []
+            collapser.feed_lines(join_srclines(_until_failure(lines, failed), options.compat), where)
+            if failed:  # (perf script killed: the record it cut short stays open, for the caller to drop)
+                raise failed[0]
             collapser.end_input()
             return
         fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
+
+
+def _until_failure(lines: Iterator[bytes], failed: list[Exception]) -> Iterator[bytes]:
+    """`lines` until reading them fails, the error kept in `failed`: the line-by-line fold then ends
+    normally, its state (the record being read) kept."""
+    try:
+        yield from lines
+    except Exception as error:
+        failed.append(error)
 
 
 def fold_perf(

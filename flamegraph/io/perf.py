@@ -7,10 +7,10 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import IO, Protocol
+from typing import IO, Protocol, cast
 
 from . import children
 from .diagnostics import InputMissing, NotPermitted, PerfFailed, PerfMissing
@@ -163,13 +163,49 @@ def watching_scripts(watcher: ScriptWatcher) -> Iterator[None]:
         _WATCHER.reset(token)
 
 
+class ScriptOutput:
+    """`perf script`'s stdout, read as a binary stream or line by line, that does not end quietly when perf
+    was killed: perf's stdout is block-buffered, so a signal cuts it mid-record. At the end of the text it
+    waits for perf, and a death by signal is raised there (`script_error`: ScriptKilled, InputMissing)
+    before the reader sees the end: the record cut short, held back until then (a reader's carry, a record
+    the fold has begun), is never folded as if it were whole."""
+
+    def __init__(self, raw: IO[bytes], end: Callable[[], int], label: str, said: Callable[[], list[str]]) -> None:
+        self._raw = raw
+        self._end = end  # waits for perf: its return code
+        self._label = label
+        self._said = said
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        if size < 0 or not data and size:  # at the end (read() reads to it)
+            self._ended()
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._raw
+        self._ended()
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def _ended(self) -> None:
+        code = self._end()
+        if code < 0:
+            raise script_error(self._label, code, self._said())
+
+
 @contextmanager
 def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     """Run `perf script`, yield its stdout as it comes; a failure becomes one clear error.
 
     stderr is drained alongside (see StderrTail); if the reader stops with an exception (Ctrl-C,
     SIGTERM, a --strict failure) perf is killed rather than left writing to a closed pipe. perf runs as
-    a helper (flamegraph.io.children): a Ctrl-C to our process group does not cut its text short."""
+    a helper (flamegraph.io.children): a Ctrl-C to our process group does not cut its text short. Killed
+    by a signal, its end is raised where the reader reaches it (ScriptOutput)."""
     try:
         proc = children.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 20)
     except OSError as err:
@@ -178,20 +214,27 @@ def stream_script(command: list[str], label: str) -> Iterator[IO[bytes]]:
     stderr = StderrTail(proc.stderr)
     finished = False
     watcher = _WATCHER.get()
+    told = False
+
+    def end() -> int:
+        nonlocal told
+        if watcher is not None and not told:
+            told = True
+            watcher.ended(proc.pid)  # (before the wait: until reaped, the pid cannot name another process)
+        return proc.wait()
+
     with _RUNNING_LOCK:
         _RUNNING.add(proc)
     try:
         if watcher is not None:
             watcher.started(proc.pid)
-        yield proc.stdout
+        yield cast(IO[bytes], ScriptOutput(proc.stdout, end, label, stderr.lines))  # what readers use of IO
         finished = True
     finally:
         if not finished:
             proc.kill()
         proc.stdout.close()
-        if watcher is not None:
-            watcher.ended(proc.pid)  # (before the wait: until reaped, the pid cannot name another process)
-        code = proc.wait()
+        code = end()
         with _RUNNING_LOCK:
             _RUNNING.discard(proc)
         said = stderr.lines()

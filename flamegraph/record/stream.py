@@ -20,15 +20,17 @@ stacks of the whole run and of the interval being folded, whatever the number of
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..folding.perf import PerfCollapser
-from ..folding.perf_blocks import fold_blocks, iter_blocks
-from ..folding.stage import fold_input, open_lines
+from ..folding.perf_blocks import MAX_CARRY, fold_blocks, iter_blocks
+from ..folding.stage import fold_input
+from ..io.inputs import open_stream
 from ..io.perf import ScriptKilled, find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
@@ -159,6 +161,7 @@ class StreamedFold:
         except ScriptKilled as killed:
             if self._stopping.is_set():
                 raise  # our own kill (a second Ctrl-C): the run is abandoned
+            self._collapser.drop_record()  # cut short: not folded (the fast path never reads past the last whole one)
             self._count_unfolded(chunk, counts.samples, self._collapser.diagnostics.records - records, killed.how)
         finally:
             self.spool.done(chunk)
@@ -213,29 +216,77 @@ def iter_chunk_lines(
     script_args: Sequence[str],
     namer: FunctionNamer | None = None,
     counted: Callable[[ChunkCounts], None] | None = None,
-    killed: Callable[[Chunk, ChunkCounts, ScriptKilled], None] | None = None,
+    killed: Callable[[Chunk, ChunkCounts, int, ScriptKilled], None] | None = None,
 ) -> Iterator[bytes]:
     """The `perf script` lines of every chunk in order, as one stream (a reader that keeps state from
     record to record, as the off-CPU pairing does, reads a spooled recording as one file); each chunk is
     deleted once read, or when the reader stops. Returns once perf has ended and the last chunk is read.
-    A chunk's perf script killed by a signal ends its text there: told to `killed` (which may raise: our own
-    kill), the stream goes on with the next chunk; without `killed` it raises."""
+    A chunk's text is handed on a whole record at a time. Its perf script killed by a signal ends that text
+    at its last whole record (the one cut short is not read): told to `killed` with the samples printed
+    before it (which may raise: our own kill), the stream goes on with the next chunk; without `killed` it
+    raises."""
     while (chunk := spool.next_chunk()) is not None:
         if chunk.dropped:
             spool.done(chunk)
             continue
+        printed = [0]
         try:
             counts = _read_and_merge(chunk, namer)
             if counted is not None:
                 counted(counts)
-            with open_lines(str(chunk.path), script_args) as lines:
-                yield from lines
+            with open_stream(str(chunk.path), script_args=script_args) as stream:
+                yield from whole_records(iter_blocks(stream), printed)
         except ScriptKilled as error:
             if killed is None:
                 raise
-            killed(chunk, counts, error)
+            killed(chunk, counts, printed[0], error)
         finally:
             spool.done(chunk)
+
+
+# Lines that begin a record: neither a frame (tab-indented) nor blank. perf's side-band records are one line
+# each ('... 680.060856: PERF_RECORD_SWITCH IN', --show-switch-events and --show-task-events): the rest are
+# the sample headers. (Counted in C: a multi-line regex per line start cost 3-5x iter_lines.)
+RECORD_START = re.compile(rb"\n[^\t\n]")
+SIDE_BAND = b": PERF_RECORD_"
+
+
+def samples_in(text: bytes) -> int:
+    """The sample headers in perf script text of whole lines (-F without srcline or srccode: those indent
+    with blanks, or begin with '|')."""
+    starts = len(RECORD_START.findall(text)) + (text[:1] not in b"\t\n")
+    return starts - text.count(SIDE_BAND)
+
+
+def whole_records(blocks: Iterable[bytes], printed: list[int]) -> Iterator[bytes]:
+    """The lines of perf script text given as raw blocks, a whole record at a time: the text after the last
+    blank line waits for more (or the end). Text cut short (its perf script killed: ScriptKilled) ends at
+    its last whole line before the sample cut short: perf's one-line side-band records after the last whole
+    sample are handed on. `printed[0]` counts the sample headers among the lines handed on."""
+    carry = b""
+    try:
+        for block in blocks:
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n\n")
+            if cut < 0 and len(data) > MAX_CARRY:  # no blank line for long (records without frames): whole lines
+                cut = data.rfind(b"\n") - 1
+            if cut < 0:
+                carry = data
+                continue
+            whole, carry = data[: cut + 1], data[cut + 2 :]
+            printed[0] += samples_in(whole)
+            yield from whole.split(b"\n")  # (the last is the blank line that ended the record)
+    except ScriptKilled:
+        lines = carry[: carry.rfind(b"\n") + 1].split(b"\n")[:-1]  # its whole lines
+        begun = [i for i, line in enumerate(lines) if line[:1] not in b"\t" and SIDE_BAND not in line]
+        yield from lines[: begun[-1] if begun else len(lines)]
+        raise
+    if carry:
+        printed[0] += samples_in(carry)
+        lines = carry.split(b"\n")
+        if not lines[-1]:
+            lines.pop()
+        yield from lines
 
 
 def drain(spool: Spool) -> None:
