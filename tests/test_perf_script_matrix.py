@@ -11,13 +11,13 @@ once per module: `perf record -e cpu-clock -g`, `perf record -e sched:sched_swit
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.programs import compile_c, need_perf
 
 from flamegraph.folding.offcpu import fold_offcpu
 from flamegraph.folding.perf import FoldOptions
@@ -109,28 +109,16 @@ SCHED_TASKS = [
 ]  # fmt: skip
 
 
-def perf() -> str:
-    found = shutil.which("perf")
-    if found is None:
-        pytest.skip("perf is not installed")
-    return found
-
-
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler (cc) to build the recorded program")
     where = tmp_path_factory.mktemp("matrix")
-    (where / "prog.c").write_text(PROGRAM)
-    flags = ["-O1", "-g", "-fno-omit-frame-pointer", "-pthread"]
-    subprocess.run([compiler, *flags, "-o", str(where / "prog"), str(where / "prog.c")], check=True)
+    compile_c(where, "prog", PROGRAM, "-fno-omit-frame-pointer", "-pthread")
     for name, event, graph, args in (
         ("cpu", "cpu-clock", "fp", []), ("sched", "sched:sched_switch", "fp", ["sleep"]),
         ("dwarf", "cpu-clock", "dwarf,8192", []),  # DWARF: perf finds the inlined step(), and has user registers
     ):  # fmt: skip
         done = subprocess.run(
-            [perf(), "record", "-q", "-e", event, "--call-graph", graph, "-o", str(where / f"{name}.data"),
+            [need_perf(), "record", "-q", "-e", event, "--call-graph", graph, "-o", str(where / f"{name}.data"),
              str(where / "prog"), *args],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
@@ -143,7 +131,7 @@ def script(recordings: Path, name: str, args: list[str]) -> Path:
     out = recordings / ("-".join([name, *args]).replace("/", "_").replace(",", "_")[:150] + ".txt")
     if not out.exists():
         with out.open("wb") as stream:
-            subprocess.run([perf(), "script", "-i", str(recordings / f"{name}.data"), *args], stdout=stream,
+            subprocess.run([need_perf(), "script", "-i", str(recordings / f"{name}.data"), *args], stdout=stream,
                            stderr=subprocess.DEVNULL, check=True, timeout=120)  # fmt: skip
     return out
 

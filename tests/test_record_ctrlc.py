@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers.children import interruptible, session_members, tracked, watchdog
+from helpers.programs import compile_c
 
 from flamegraph.io.diagnostics import EXIT_OK, Diagnostics
 from flamegraph.io.folded import read_folded
@@ -42,10 +43,7 @@ def _no_child_outlives_the_test() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def spin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("spin")
-    (where / "spin.c").write_text(SPIN_C)
-    subprocess.run(["cc", "-O1", "-g", "-o", str(where / "spin"), str(where / "spin.c")], check=True)
-    return where / "spin"
+    return compile_c(tmp_path_factory.mktemp("spin"), "spin", SPIN_C)
 
 
 def load(path: Path) -> FoldedProfile:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.children import ended, interruptible
+from helpers.programs import compile_c
 
 from flamegraph.io.diagnostics import EXIT_USAGE, Diagnostics
 from flamegraph.io.folded import read_folded
@@ -306,10 +307,7 @@ def test_streamed_mistakes_are_one_line(args: list[str], message: str, tmp_path:
 
 @pytest.fixture(scope="module")
 def phases(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("phases")
-    (where / "phases.c").write_text(PHASES_C)
-    subprocess.run(["cc", "-O1", "-g", "-o", str(where / "phases"), str(where / "phases.c")], check=True)
-    return where / "phases"
+    return compile_c(tmp_path_factory.mktemp("phases"), "phases", PHASES_C)
 
 
 class DiskWatch:

@@ -8,13 +8,13 @@ tracepoint type; the `-F -period` fold asks for (it counts samples) used to drop
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.programs import compile_c, need_perf
 
 from flamegraph.folding.perf import FoldOptions
 from flamegraph.folding.stage import fold_perf
@@ -37,28 +37,14 @@ int main(int argc, char **argv) { out = open("/dev/null", O_WRONLY); loop(atoi(a
 WRITE = "syscalls:sys_enter_write"
 
 
-def perf() -> str:
-    found = shutil.which("perf")
-    if found is None:
-        pytest.skip("perf is not installed")
-    return found
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler (cc) to build the recorded program")
-    where = tmp_path_factory.mktemp("tracepoints")
-    (where / "wr.c").write_text(PROGRAM)
-    subprocess.run([compiler, "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(where / "wr"), str(where / "wr.c")],
-                   check=True)  # fmt: skip
-    yield where / "wr"
+    yield compile_c(tmp_path_factory.mktemp("tracepoints"), "wr", PROGRAM, "-fno-omit-frame-pointer")
 
 
 def record(program: Path, name: str, *args: str, pipe: bool = False) -> Path:
     data = program.with_name(f"{name}.data")
-    command = [perf(), "record", "-q", *args, "-o", "-" if pipe else str(data), str(program), str(WRITES)]
+    command = [need_perf(), "record", "-q", *args, "-o", "-" if pipe else str(data), str(program), str(WRITES)]
     with data.open("wb") as out:
         done = subprocess.run(command, stdout=out if pipe else subprocess.DEVNULL, stderr=subprocess.PIPE,
                               timeout=120)  # fmt: skip
@@ -71,7 +57,7 @@ def plain_text(data: Path) -> Path:
     """What a user pastes: plain `perf script` (no -F), as fold runs it otherwise."""
     text = data.with_suffix(".txt")
     with text.open("wb") as out:
-        subprocess.run([perf(), "script", "-i", str(data), "--no-inline", "--max-stack", "4096"], stdout=out,
+        subprocess.run([need_perf(), "script", "-i", str(data), "--no-inline", "--max-stack", "4096"], stdout=out,
                        stderr=subprocess.DEVNULL, check=True, timeout=120)  # fmt: skip
     return text
 
@@ -158,7 +144,7 @@ def test_offcpu_text_without_switch_records_says_what_to_print(program: Path) ->
     for args in ([], ["--show-switch-events"]):
         text = data.with_name(f"offcpu{len(args)}.txt")
         with text.open("wb") as out:
-            subprocess.run([perf(), "script", "-i", str(data), *args], stdout=out, stderr=subprocess.DEVNULL,
+            subprocess.run([need_perf(), "script", "-i", str(data), *args], stdout=out, stderr=subprocess.DEVNULL,
                            check=True, timeout=120)  # fmt: skip
         diagnostics = Diagnostics(echo=False)
         try:

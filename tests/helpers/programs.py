@@ -1,4 +1,5 @@
-"""C test programs with a known answer, compiled for the test (-O1 -g): skipped with one reason without gcc."""
+"""C test programs with a known answer, compiled for the test (-O1 -g): skipped with one reason without gcc;
+and perf, found or skipped the same way."""
 
 from __future__ import annotations
 
@@ -18,3 +19,11 @@ def compile_c(directory: Path, name: str, source: str, *flags: str) -> Path:
     text.write_text(source)
     subprocess.run([gcc, "-O1", "-g", *flags, "-o", str(program), str(text)], check=True)
     return program
+
+
+def need_perf() -> str:
+    """perf's path; the test is skipped with one reason where it is not installed."""
+    found = shutil.which("perf")
+    if found is None:
+        pytest.skip("perf is not installed")
+    return found
