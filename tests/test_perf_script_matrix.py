@@ -200,7 +200,9 @@ def test_a_variant_without_a_needed_field_says_which(recordings: Path, fields: s
 
 def test_srcline_folds_as_the_reference_does(recordings: Path, shared: Path) -> None:
     """fold --srcline --compat is stackcollapse-perf.pl --srcline, byte for byte; without --compat
-    the same stacks (the reference's `:file:line` on every frame perf could place)."""
+    the same stacks (the reference's `:file:line` on every frame perf could place), but for the records
+    the reference joins into one (seen once in ~10 recordings: the process's first sample, a page fault in
+    `_start`, joined to the next record; --compat joins them too), which ours keeps apart."""
     text = script(recordings, "cpu", ["-F", "+srcline", "--show-task-events"])
     reference = shared / "peer-tests" / "flamegraph-pl" / "bin" / "stackcollapse-perf.pl"
     expected = subprocess.run(["perl", str(reference), "--srcline", str(text)], capture_output=True, check=True)
@@ -210,9 +212,13 @@ def test_srcline_folds_as_the_reference_does(recordings: Path, shared: Path) -> 
     assert ours.returncode == 0 and ours.stdout == expected.stdout
     assert b";leaf:" in expected.stdout and b"prog.c:" in expected.stdout
     folded = fold(text, srcline=True)
-    assert {f"{stack} {count}\n".encode() for stack, count in folded.items()} == set(
-        expected.stdout.splitlines(keepends=True)
-    )
+    mine = {f"{stack} {count}\n".encode() for stack, count in folded.items()}
+    theirs = set(expected.stdout.splitlines(keepends=True))
+    joined = sum(folded.values()) - sum(int(line.rsplit(b" ", 1)[1]) for line in theirs)  # the periods it lost
+    period = min(folded.values())
+    assert joined >= 0 and joined % period == 0, (joined, period)
+    # each record it joins to the next: two stacks of ours become one of its (the second one's count)
+    assert len(mine ^ theirs) <= 4 * (joined // period), sorted(mine ^ theirs)
 
 
 def test_inline_variants_fold_as_plain_inline(recordings: Path) -> None:
