@@ -21,7 +21,7 @@ from itertools import compress
 from operator import not_
 
 from . import tidy
-from .grammar import FRAME_WITHOUT_DSO, INLINED, match_reference, srcline_suffix
+from .grammar import FRAME_WITHOUT_DSO, as_inlined, match_reference, srcline_suffix
 from .options import FoldOptions
 
 UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
@@ -244,7 +244,6 @@ class FrameNames:
         """The name of frame `line` (named `name`) when the source line after it says it is inlined
         (`  prog.c:8 (inlined)`): perf then prints the frame without its DSO, where plain `perf script`
         prints `(inlined)`. Named as that plain line is, so both fold alike."""
-        body = line.rstrip()
-        if not body.endswith(b")"):
-            return self.name(body + INLINED, java) or name
+        if not line.rstrip().endswith(b")"):  # printed without its DSO
+            return self.name(as_inlined(line), java) or name
         return name if not name or name.find(b"_[i]") >= 0 else name + b"_[i]"

@@ -194,6 +194,13 @@ def is_inlined_srcline(line: bytes) -> bool:
     return line.rstrip().endswith(INLINED) and is_srcline(line)
 
 
+def as_inlined(frame: bytes) -> bytes:
+    """A frame line perf printed without its DSO because its source line says it is inlined (-F +srcline),
+    as plain `perf script` prints it: `(inlined)` as its DSO. A line that has one is returned as it is."""
+    body = frame.rstrip()
+    return body if body.endswith(b")") else body + INLINED
+
+
 def srcline_suffix(line: bytes) -> bytes:
     """What stackcollapse-perf.pl --srcline appends of a source line: `[...]` groups removed, blanks
     trimmed ('libc.so.6[27b25]' -> 'libc.so.6', '[kernel.kallsyms][ffff]' -> '')."""
@@ -297,8 +304,7 @@ def join_srclines(lines: Iterable[bytes], compat: bool) -> Iterator[bytes]:
             if not compat and is_inlined_srcline(line):
                 # `\t 1565 apply+0x25` then `  prog.c:8 (inlined)`: the frame as plain perf script prints it
                 # ('(inlined)' its DSO: named `apply_[i]`), with its source line
-                body = frame.rstrip()
-                yield (body if body.endswith(b")") else body + INLINED) + b"\n" + line.rstrip()[: -len(INLINED)]
+                yield as_inlined(frame) + b"\n" + line.rstrip()[: -len(INLINED)]
                 frame = b""
                 continue
             if compat or is_srcline(line):
