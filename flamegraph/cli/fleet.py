@@ -114,7 +114,7 @@ def fleet_record(
     from ..frameworks.jit.hook import JIT_CALL_GRAPH
     from ..pipeline.outputs import Outputs, write_outputs
     from ..record import Status
-    from .record import defaulted, every_event_unless_asked, report_top
+    from .record import defaulted, every_event_unless_asked, rate_text, report_top
 
     target = _target(match, all_cpus, tuple(command or ()))
     if (jit or mxnet) and not target.command:
@@ -125,8 +125,7 @@ def fleet_record(
         raise BadOption("--no-svg needs --folded")
     where = Scheduler.parse(scheduler)
     rate = every_event_unless_asked(ctx, event, freq)  # a tracepoint: every event, as `record` does
-    per = "every event" if rate is None else f"{rate} Hz"
-    subtitle = f"{event}, {per}, call graph {call_graph}: {target.describe()}"
+    subtitle = f"{event}, {rate_text(rate)}, call graph {call_graph}: {target.describe()}"
     options = render_options("fleet", title, subtitle, preset, list(highlight or []))
     outputs = Outputs(None if no_svg else output, options, folded)
     outputs.check(outlier)  # before anything is recorded, as `flamegraph record` checks

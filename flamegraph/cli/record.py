@@ -264,11 +264,15 @@ def every_event_unless_asked(ctx: typer.Context, event: str, freq: int) -> int |
     return None if is_tracepoint(event) and defaulted(ctx, "freq") else freq
 
 
+def rate_text(freq: int | None) -> str:
+    """'499 Hz', or 'every event' (a tracepoint recorded at perf's period 1: every_event_unless_asked)."""
+    return "every event" if freq is None else f"{freq} Hz"
+
+
 def _subtitle(event: str, freq: int | None, call_graph: str, window: str | None, memory: MemoryRequest | None) -> str:
     windowed = f", window {window}" if window else ""
     if memory is None:
-        rate = "every event" if freq is None else f"{freq} Hz"
-        return f"{event}, {rate}, call graph {call_graph}{windowed}"
+        return f"{event}, {rate_text(freq)}, call graph {call_graph}{windowed}"
     what = "bytes allocated" if memory.mode == "alloc" else "bytes still allocated at the end"
     return f"{what}, {memory.rate()}, call graph {call_graph}{windowed}"
 
