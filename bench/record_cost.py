@@ -20,6 +20,8 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     no --mxnet        --jit only (no profiler, no verbose log, bulk execution on)
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
+    perf only, dwarf,32768 / fp / no stacks / -F 99 / -m 64M   perf alone with one thing changed: which
+                      of perf's parts costs the program (the stack copy, the rate, the buffer)
     hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
     --mxnet hook, no perf (, no verbose log)   --mxnet's in-process parts alone (and with DNNL_VERBOSE=0)
     bulk off, no perf  MXNet's bulk execution off (as --mxnet sets it), nothing else
