@@ -160,9 +160,10 @@ LONG_PLAIN_SECONDS ?= $(LONG_SECONDS)
 long-bench: venv perf-deps ## LONG_SECONDS (600; 60 in make test) of --every 60 --max-spool 256M against plain perf record and no recording: peak disk, RSS, samples kept, overhead, CPU per part
 	$(PY) bench/long_record.py --seconds $(LONG_SECONDS) --plain-seconds $(LONG_PLAIN_SECONDS) --every 60 --max-spool 256M
 
-COST_ROUNDS ?= 3
+COST_ROUNDS ?= 6
+COST_EPOCHS ?= 10
 record-cost: venv perf-deps ## make flamegraph's recording cost, part by part (stack copy size, rate, profiler, verbose log, JIT hook), interleaved
-	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/record_cost.py --rounds $(COST_ROUNDS) --epochs 2
+	WORKLOAD_PYTHON="$(WORKLOAD_PYTHON)" $(PY) bench/record_cost.py --rounds $(COST_ROUNDS) --epochs $(COST_EPOCHS)
 
 STACK_ROUNDS ?= 2
 stack-copy: venv perf-deps workload-venv ## how much DWARF stack copy --jit --mxnet needs: rooted stacks, JIT, [op]/[dnnl] coverage, MB/sample, perf's and the trainer's CPU per size, 3.11 threaded + 3.12 naive, interleaved

@@ -20,6 +20,8 @@ The settings take one part away (or change one) from `make flamegraph`'s default
     no --mxnet        --jit only (no profiler, no verbose log, bulk execution on)
     no --jit          --mxnet only (no DNNL_JIT_DUMP, no kernel scan at exit)
     perf only         dwarf,65528 -F 499, no hooks
+    perf only, dwarf,32768 / fp / no stacks / -F 99 / -m 64M   perf alone with one thing changed: which
+                      of perf's parts costs the program (the stack copy, the rate, the buffer)
     hooks, no perf    --jit --mxnet's in-process parts (profiler, verbose log, JIT dumps) without perf
     --mxnet hook, no perf (, no verbose log)   --mxnet's in-process parts alone (and with DNNL_VERBOSE=0)
     bulk off, no perf  MXNet's bulk execution off (as --mxnet sets it), nothing else
@@ -64,6 +66,7 @@ from flamegraph.frameworks.jit.hook import JIT_CALL_GRAPH, JitHook  # noqa: E402
 from flamegraph.frameworks.mxnet.hook import MxnetHook  # noqa: E402
 from flamegraph.frameworks.mxnet.inprocess import BULK_VARIABLES, TRACE_BY_NAME  # noqa: E402
 from flamegraph.record import RecordHook, RecordOptions, RecordSpec  # noqa: E402
+from flamegraph.record.spec import DEFAULT_MMAP  # noqa: E402
 
 FOLD_PRIORITY = "FLAMEGRAPH_FOLD_PRIORITY"
 
@@ -71,8 +74,9 @@ FOLD_PRIORITY = "FLAMEGRAPH_FOLD_PRIORITY"
 @dataclass(frozen=True)
 class Setting:
     name: str
-    call_graph: str = JIT_CALL_GRAPH
+    call_graph: str | None = JIT_CALL_GRAPH  # None: no stacks
     freq: int = 499
+    mmap: str | None = DEFAULT_MMAP
     jit: bool = True
     mxnet: bool = True
     perf: bool = True
@@ -92,6 +96,11 @@ SETTINGS = (
     Setting("no --mxnet", mxnet=False),
     Setting("no --jit", jit=False),
     Setting("perf only", jit=False, mxnet=False),
+    Setting("perf only, dwarf,32768", jit=False, mxnet=False, call_graph="dwarf,32768"),
+    Setting("perf only, fp", jit=False, mxnet=False, call_graph="fp"),
+    Setting("perf only, no stacks", jit=False, mxnet=False, call_graph=None),
+    Setting("perf only, -F 99", jit=False, mxnet=False, freq=99),
+    Setting("perf only, -m 64M", jit=False, mxnet=False, mmap="64M"),
     Setting("hooks, no perf", perf=False),
     Setting("--mxnet hook, no perf", jit=False, perf=False),
     Setting("--mxnet hook, no perf, no verbose log", jit=False, perf=False, env=(("DNNL_VERBOSE", "0"),)),
@@ -132,7 +141,7 @@ def _run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
     hooks = hooks_for(setting, scratch)
     try:
         if setting.perf:
-            how = RecordOptions(call_graph=setting.call_graph, freq=setting.freq)
+            how = RecordOptions(call_graph=setting.call_graph, freq=setting.freq, mmap=setting.mmap)
             return record_mlp(run, scratch / "perf.data", how, hooks).log
         spec = RecordSpec(command=run.command(), env=run.environment(), cwd=str(scratch))  # (oneDNN's dumps land there)
         for hook in hooks:
@@ -154,6 +163,7 @@ def _run_setting(setting: Setting, mlp: MlpRun, scratch: Path) -> TrainLog:
 def run_cli(setting: Setting, run: MlpRun, scratch: Path) -> TrainLog:
     """`flamegraph record` of the trainer (the program's output relayed: its log)."""
     out = scratch / "cli"
+    assert setting.call_graph is not None, "the CLI settings record stacks"
     command = [
         sys.executable, "-m", "flamegraph", "record", "-F", str(setting.freq), "--call-graph", setting.call_graph,
         *(setting.cli or ()), "--no-python", "-o", str(out / "run.svg"), "--", *run.command(),
