@@ -12,6 +12,8 @@ Only a file that says it is one of ours is read or replaced: a user's own X.fold
 from __future__ import annotations
 
 import math
+import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -210,8 +212,11 @@ def _metadata(value: object, problems: list[str]) -> dict[str, str]:
 
 
 def is_ours(path: Path) -> bool:
-    """Whether `path` is missing or a sidecar of ours (so it may be replaced)."""
+    """Whether `path` is missing or a sidecar of ours (so it may be replaced): a link is never ours (someone
+    may have planted it where we would write), nor anything but a regular file."""
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
         _ours(_read_bounded(path))
     except FileNotFoundError:
         return True

@@ -7,6 +7,9 @@
   /dev/stdout and /dev/fd/N write to that open file as it is (a `>>` log is appended to, not replaced);
 - a character device or a FIFO (/dev/null, /dev/full, a named pipe) is written through, never replaced;
 - a directory, block device or socket is refused with one line.
+A name the tool derives itself (`derived`: an interval's STEM-001.svg, the trend page, FILE.json beside
+--folded) is another matter: in a shared directory someone else may have put a link there first, so it
+is never followed: whatever entry has that name (a link, a FIFO, a file) is replaced, never written through.
 A failed write (a full disk, no permission) is `OutputFailed`: one line, exit 4, the old file intact.
 A reader that leaves early (`| head`) is left to the CLI, which exits quietly.
 """
@@ -31,8 +34,13 @@ MAX_LINKS = 40  # as the kernel's ELOOP limit
 
 
 @contextmanager
-def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
-    """A binary stream for `path`; what is written reaches `path` only if the block ends normally."""
+def atomic_output(path: Path | None, derived: bool = False) -> Iterator[BinaryIO]:
+    """A binary stream for `path`; what is written reaches `path` only if the block ends normally.
+    `derived`: a name we picked, whose entry is replaced whatever it is (a link is not followed)."""
+    if derived and path is not None and str(path) != "-":
+        with _replace_entry(path) as out:
+            yield out
+        return
     if path is None or str(path) == "-":
         if sys.stdout is None:  # started with stdout closed (`>&-`)
             raise OutputFailed(f"{STDOUT}: cannot write: it is closed")
@@ -58,9 +66,26 @@ def atomic_output(path: Path | None) -> Iterator[BinaryIO]:
         yield out
 
 
-def write_atomically(path: Path | None, write: Callable[[BinaryIO], None]) -> None:
-    with atomic_output(path) as out:
+def write_atomically(path: Path | None, write: Callable[[BinaryIO], None], derived: bool = False) -> None:
+    with atomic_output(path, derived) as out:
         write(out)
+
+
+@contextmanager
+def _replace_entry(path: Path) -> Iterator[BinaryIO]:
+    """The entry `path` itself replaced by a new file (a regular file's mode and owner kept); a link, FIFO
+    or device there is replaced, not followed or opened; a directory is refused."""
+    try:
+        status: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as err:
+        raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise OutputFailed(f"{path}: is a directory, not a file to write to")
+    regular = status is not None and stat.S_ISREG(status.st_mode)
+    with _replace(path, Path(os.path.abspath(path)), status if regular else None) as out:
+        yield out
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -270,7 +295,7 @@ def write_sidecar(folded: Path | None, context: Context, note: Callable[[str], N
         note(f"note: {path} is not a capture-facts file of ours: left alone (the capture facts are not saved)")
         return None
     data = render_sidecar(context)
-    write_atomically(path, lambda out: _put(out, data))
+    write_atomically(path, lambda out: _put(out, data), derived=True)
     return path
 
 
@@ -282,11 +307,12 @@ def write_results(
     note: Callable[[str], None],
     context: Context | None = None,
     png: Path | None = None,
+    derived: bool = False,
 ) -> None:
     """--folded (with its capture facts beside it), the SVG and its --png preview of a recording, each
-    written atomically and announced."""
+    written atomically and announced; `derived`: names we picked (an interval's), never followed."""
     if folded is not None:
-        write_atomically(folded, lambda out: write_folded(profile, out))
+        write_atomically(folded, lambda out: write_folded(profile, out), derived)
         write_sidecar(folded, context or Context.of(profile), note)
         note(f"wrote {folded} ({len(profile.counts):,} stacks)")
     if svg is not None:
@@ -295,7 +321,7 @@ def write_results(
             from ..render import render_png
 
             preview = render_png(image)
-            write_atomically(png, lambda out: _put(out, preview))
+            write_atomically(png, lambda out: _put(out, preview), derived)
             note(f"wrote {png}")
-        write_atomically(svg, lambda out: _put(out, image))
+        write_atomically(svg, lambda out: _put(out, image), derived)
         note(f"wrote {svg}")

@@ -35,6 +35,7 @@ class Outputs:
     folded: Path | None = None
     png: Path | None = None
     exports: ExportRequest = ExportRequest()
+    derived: bool = False  # names we picked (an interval's STEM-001.svg): a link there is replaced, never followed
 
     def check(self, *also: Path | None) -> None:
         """Every output (and `also`: perf.data, fleet's outlier SVG) can be written, and a PNG can be drawn:
@@ -79,7 +80,7 @@ def write_outputs(profile: FoldedProfile, outputs: Outputs, note: Callable[[str]
     png = outputs.png if svg is not None else None
     context = Context.of(profile, **drawn_with(options))
     draw = (lambda: render_svg(profile, options)) if options is not None else (lambda: b"")
-    write_results(profile, outputs.folded, svg, draw, note, context, png)
+    write_results(profile, outputs.folded, svg, draw, note, context, png, outputs.derived)
     return Written(svg, outputs.folded, png)
 
 

@@ -202,7 +202,8 @@ def _write_interval(
     if options is not None:
         options = dataclasses.replace(options, subtitle=f"{options.subtitle}; interval {facts['interval']}")
     svg = interval_path(base, interval.number, ".svg") if options is not None else None
-    write_outputs(profile, Outputs(svg, options, interval_path(base, interval.number, ".folded")), status.note)
+    folded = interval_path(base, interval.number, ".folded")
+    write_outputs(profile, Outputs(svg, options, folded, derived=True), status.note)
 
 
 def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) -> str:
@@ -293,7 +294,7 @@ def _write_trend(intervals: list[Interval], base: Path, graph_title: str, width:
     title = f"{graph_title}: share per interval ({last} intervals)"
     image = render_trend([(i.number, i.profile) for i in intervals], title, hint, width)
     path = trend_path(base)
-    write_atomically(path, lambda out: _put(out, image))
+    write_atomically(path, lambda out: _put(out, image), derived=True)
     status.note(f"wrote {path}")
 
 
