@@ -84,3 +84,39 @@ def test_named_perf_data_leaves_no_scratch_directory(tmp_path: Path, command: st
     one_line(proc, EXIT_BAD_INPUT)  # nothing in a window long before the recording
     assert f"the recording is kept in {data}" in proc.stderr and data.is_file()
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+PRINTER = "echo 'hello from the program'; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo bye"
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize(
+    ("command", "outputs", "starts"),
+    [("record", ["-o", "-"], b"<?xml"), ("offcpu", ["-o", "-"], b"<?xml"),
+     ("record", ["--no-svg", "--folded", "-"], b"sh;"), ("record", ["--no-svg", "--pprof", "-"], b"\x1f\x8b")],
+    ids=["record-svg", "offcpu-svg", "record-folded", "record-pprof"],
+)  # fmt: skip
+def test_the_commands_own_prints_stay_out_of_an_output_on_stdout(
+    tmp_path: Path, command: str, outputs: list[str], starts: bytes
+) -> None:
+    """`-o -`: the command shares our stdout, so its prints went into the SVG (newcomer10 b-13); they go to
+    our stderr instead, and the output is the file it would be."""
+    done = subprocess.run([*FLAMEGRAPH, command, *outputs, "--", "sh", "-c", PRINTER], capture_output=True,
+                          timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(starts), done.stdout[:200]
+    lines = done.stdout.split(b"\n")  # (the SVG's subtitle quotes the command line: its text is there, not its lines)
+    assert b"hello from the program" not in lines and b"bye" not in lines
+    assert b"hello from the program\n" in done.stderr and b"bye\n" in done.stderr
+    if starts == b"<?xml":
+        import xml.dom.minidom
+
+        xml.dom.minidom.parseString(done.stdout)
+
+
+@pytest.mark.perf
+def test_a_commands_prints_stay_on_stdout_when_the_output_is_a_file(tmp_path: Path) -> None:
+    done = subprocess.run([*FLAMEGRAPH, "record", "-o", "run.svg", "--", "sh", "-c", PRINTER], capture_output=True,
+                          timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"hello from the program\nbye\n"

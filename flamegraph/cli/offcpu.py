@@ -34,6 +34,7 @@ from .record_flags import (
     parse_call_graph_option,
     render_options,
     say_whole,
+    stdout_taken,
 )
 
 STATES = frozenset("SDRTtXZPI?")  # sched_switch's prev_state letters, and ? for "unknown"
@@ -156,6 +157,7 @@ def offcpu_cli(
     span = parse_window_option(window)
     options = OffCpuOptions(keep_kernel=kernel, states=parse_states(state), min_us=min_us, window=span)
     spec = offcpu_spec(pid, command or (), duration, call_graph, wakers)
+    spec = spec.replace(stdout_ours=stdout_taken(no_svg, output, folded, exports))
     status = Status()
     name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
     subtitle = f"off-CPU time (µs), sched:sched_switch{' and who woke it' if wakers else ''}, call graph {call_graph}"

@@ -38,6 +38,7 @@ from .record_flags import (
     check_request,
     parse_call_graph_option,
     render_options,
+    stdout_taken,
 )
 
 if TYPE_CHECKING:
@@ -222,7 +223,8 @@ def record_cli(
     wanted = _memory_request(memory, memory_sample, memory_max_rate, pid)  # a bad mode: one line, before recording
     rate = every_event_unless_asked(ctx, event, freq)
     how = RecordOptions(event=event, freq=rate, call_graph=call_graph, duration=duration)
-    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
+    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how,
+                      stdout_ours=stdout_taken(no_svg, output, folded, exports))  # fmt: skip
     fallback = None
     if wanted is not None:
         from ..record.memory import plan_request
@@ -362,7 +364,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     if defaulted(ctx, "call_graph"):
         call_graph = OFFCPU_CALL_GRAPH  # a sched_switch stack dump per switch: dwarf,8192 as offcpu records
     how = wall_options(freq, duration, call_graph)
-    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how)
+    spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how,
+                      stdout_ours=stdout_taken(no_svg, output, folded, exports))  # fmt: skip
     subtitle = f"wall time (µs): {ONCPU_EVENT} {freq} Hz (on-CPU, warm) + sched:sched_switch (waits, cold)"
     options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
     request = OnCpuRequest(spec, span, group_unknown=group_unknown, perf_data=perf_data)

@@ -113,6 +113,12 @@ def check_request(command: Sequence[str] | None, pid: int | None, no_svg: bool, 
         raise BadOption("--no-svg needs --folded or an export (--speedscope, --pprof, --chrome-trace)")
 
 
+def stdout_taken(no_svg: bool, output: Path, folded: Path | None, exports: ExportRequest) -> bool:
+    """Whether an output goes to stdout (`-`): the command's own prints must not end up in it."""
+    paths = (None if no_svg else output, folded, *(path for _, path in exports.files))
+    return any(path is not None and str(path) == "-" for path in paths)
+
+
 def check_every(every: float | None, no_svg: bool, output: Path, folded: Path | None) -> None:
     """--every names its files after the SVG (or --folded with --no-svg): stdout gives no name to take."""
     option, base = ("--folded", folded) if no_svg else ("-o", output)

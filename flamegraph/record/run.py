@@ -166,7 +166,7 @@ def record(
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()
     previous = _identity(output)  # perf renames an old file away: a new one means perf has begun
-    proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None)
+    proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None, spec.stdout_ours)
     warnings = PerfWarnings()
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
@@ -228,18 +228,22 @@ def _read_scope_and_lost(
         status.note(f"note: {lost.line()}")
 
 
+STDERR_FD = 2
+
+
 def _start(
-    argv: list[str], piped: bool, env: dict[str, str], cwd: str | None, ignore_hangup: bool
+    argv: list[str], piped: bool, env: dict[str, str], cwd: str | None, ignore_hangup: bool, stdout_ours: bool
 ) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
     """perf, started in a process group of its own; its stderr (and the command's) to read. perf gets a
     copy of that pipe's read end: should we die (SIGKILL), its closing messages then fit in the pipe
-    instead of killing it by SIGPIPE before it has finished perf.data and ended the command it launched."""
+    instead of killing it by SIGPIPE before it has finished perf.data and ended the command it launched.
+    `stdout_ours`: our stdout carries the graph (-o -), so the command prints to our stderr instead."""
     reader, writer = os.pipe()
     try:
         proc = subprocess.Popen(
             [PERF_ARGV0, *argv[1:]],  # no directory in argv[0]: perf then puts none of its own in PATH
             executable=argv[0],
-            stdout=subprocess.PIPE if piped else None,
+            stdout=subprocess.PIPE if piped else (STDERR_FD if stdout_ours else None),
             stderr=writer,
             env=env,
             cwd=cwd,

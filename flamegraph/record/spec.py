@@ -67,6 +67,7 @@ class RecordSpec:
     pid: int | None = None
     options: RecordOptions = RecordOptions()
     env: dict[str, str] = field(default_factory=dict)  # added to the command's environment
+    stdout_ours: bool = False  # an output goes to our stdout (-o -): the command's stdout goes to our stderr
     cwd: str | None = None  # the command's working directory (perf.data paths stay absolute)
 
     def __post_init__(self) -> None:
