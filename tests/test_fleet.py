@@ -10,6 +10,7 @@ its function by its host's name; `--match` is tested where one machine is one ho
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -356,6 +357,30 @@ def test_local_cluster_records_a_host_once(tmp_path: Path) -> None:
     text = svg.read_text()
     assert "2 workers on this host, recorded once" in text and "1 process" in text
     assert share(load(folded), "SHA256") > 0.5  # this host is not "alpha": it hashes
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "said"),
+    [("exit 9", 9, "the command exited with status 9"), ("kill -SEGV $$", 139, "the command was killed by SIGSEGV"),
+     ("exit 0", 0, None)],
+    ids=["status", "signal", "success"],
+)  # fmt: skip
+def test_fleet_record_passes_the_commands_status_on_as_record_does(
+    tmp_path: Path, script: str, status: int, said: str | None
+) -> None:
+    """`fleet record -- pytest` must fail when the tests fail (newcomer10 b-10: exit 0, the status only in a
+    host's notes): the graph is drawn, one line names the status and the host, and it is the exit status."""
+    need("distributed")
+    busy = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; "
+    proc = run_cli("fleet", "record", "--scheduler", "local:1", "--duration", "30", "-F", "199",
+                   "-o", str(tmp_path / "fleet.svg"), "--", "sh", "-c", busy + script)  # fmt: skip
+    assert proc.returncode == status, proc.stderr
+    assert (tmp_path / "fleet.svg").exists()
+    last = proc.stderr.strip().splitlines()[-1]
+    if said is None:
+        assert "flamegraph: exit" not in proc.stderr
+    else:
+        assert re.fullmatch(rf"flamegraph: exit {status}: {said} on \S+ \(the graph was drawn\)", last), last
 
 
 # -- without Dask ----------------------------------------------------------------------------------------

@@ -105,7 +105,8 @@ def fleet_record(
     """Record every host of a Dask cluster at once (one recording per host, however many workers it has),
     fold each where its binaries are, and draw one flame graph.
 
-    Exit status 10: the graph was drawn, but some hosts are missing (the header and stderr say why).
+    Exit status 10: the graph was drawn, but some hosts are missing (the header and stderr say why); else
+    the command's status where it failed (as `flamegraph record` passes it on).
     """
     from ..fleet.cluster import connect, record_fleet
     from ..fleet.model import OK, HostRequest
@@ -150,6 +151,19 @@ def fleet_record(
             f"partial graph: {len(missing)} of {len(results)} hosts missing: "
             + "; ".join(f"{r.host} ({r.reason})" for r in missing)
         )
+    if recording.stop_signal is None:  # (stopped by Ctrl-C: the commands were ended by us, as `record` says)
+        _exit_like_the_command(results, status)
+
+
+def _exit_like_the_command(results: list[HostResult], status: Status) -> None:
+    """`fleet record -- pytest` fails as pytest does: the status of the first host where the command failed."""
+    from ..pipeline.scratch import exit_with_the_commands_status
+
+    failed = [r for r in results if r.command_status]
+    if failed:
+        others = len(failed) - 1
+        on_hosts = f" on {failed[0].host}" + (f" (and on {others} other host{'s' * (others > 1)})" if others else "")
+        exit_with_the_commands_status(failed[0].command_status, status.note, on_hosts)
 
 
 def _target(match: str | None, all_cpus: bool, command: tuple[str, ...]) -> Target:

@@ -81,6 +81,7 @@ class HostResult:
     profile: FoldedProfile | None = None  # folded stacks + capture facts + attribution figures
     reason: str = ""  # why FAILED or MISSING, one line
     exit_code: int | None = None  # the error's exit code when FAILED
+    command_status: int | None = None  # the launched command's status when it ended by itself non-zero (-N: signal N)
     pids: tuple[int, ...] = ()  # the matched processes (--match)
     seconds: float = 0.0  # recording time
     perf_cpu: float | None = None  # CPU seconds perf itself used there (None: not measurable)

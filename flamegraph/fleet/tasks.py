@@ -31,6 +31,7 @@ from pathlib import Path
 from ..io.diagnostics import FlamegraphError, NoSamples, NoSuchProcess
 from ..io.private import scratch_dir
 from ..pipeline.oncpu import OnCpuRequest, RecordHooks, fold_oncpu, record_hooked
+from ..pipeline.scratch import command_ended
 from ..record import RecordOptions, RecordSpec, Status
 from ..record.command import python_target
 from . import watchdog
@@ -116,13 +117,15 @@ def _record_and_fold(
     try:
         with RecordHooks.of(oncpu, data, notes.note) as hooks:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            with Stopper(data, stop, request.duration if request.target.command else None):
+            with Stopper(data, stop, request.duration if request.target.command else None) as stopper:
                 recording, _ = record_hooked(oncpu, data, hooks, notes, on_recording=recorded)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if not request.target.command:  # else the command's CPU is mixed in
                 result.perf_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            if recording.exit_status and request.target.command:  # (not the `sleep` that bounds a --match recording)
-                notes.note(f"the command exited with status {recording.exit_status}")
+            # (not the `sleep` that bounds a --match recording; not the SIGTERM perf ends it with when stopped)
+            if recording.exit_status and request.target.command and not stopper.interrupted:
+                notes.note(command_ended(recording.exit_status))
+                result.command_status = recording.exit_status
             profile = fold_oncpu(recording, oncpu, notes, hooks)  # the perf maps the JIT hook wrote go after it
         if result.pids:
             profile.metadata["command"] = "; ".join(
@@ -179,6 +182,7 @@ class Stopper:
         self.duration = duration
         self.watchdog: subprocess.Popen[bytes] | None = None
         self.done = threading.Event()
+        self.interrupted = False  # perf was told to stop: the command's end (perf's SIGTERM) is ours, not its own
         self.thread = threading.Thread(target=self._run, name="flamegraph-fleet-stopper", daemon=True)
 
     def __enter__(self) -> Stopper:
@@ -209,5 +213,6 @@ class Stopper:
             if records_into(pid, self.data):
                 try:
                     os.kill(pid, signal.SIGINT)
+                    self.interrupted = True
                 except OSError:
                     pass

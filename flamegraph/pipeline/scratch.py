@@ -65,11 +65,16 @@ def exit_like_the_command(recording: Recording, note: Callable[[str], None]) -> 
     and `timeout` pass a status through. Ctrl-C and --duration end in 0."""
     if recording.stop_signal in (signal.SIGTERM, signal.SIGHUP):
         raise SystemExit(128 + recording.stop_signal)
-    code = recording.exit_status
+    exit_with_the_commands_status(recording.exit_status, note)
+
+
+def exit_with_the_commands_status(code: int | None, note: Callable[[str], None], where: str = "") -> None:
+    """A non-zero status (negative: the signal that killed it) said in one line and passed on, as a shell
+    gives it; `where`: ' on HOST' for a fleet."""
     if not code:
         return
     status = code if code > 0 else 128 - code
-    note(f"flamegraph: exit {status}: {command_ended(code)} (the graph was drawn)")
+    note(f"flamegraph: exit {status}: {command_ended(code)}{where} (the graph was drawn)")
     raise SystemExit(status)
 
 
