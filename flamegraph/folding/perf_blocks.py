@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import filterfalse
 from typing import IO
 
+from ..io.folded import MAX_LINE, too_long
 from .grammar import NON_SAMPLE, is_detail, is_inlined_srcline
 from .perf import HeaderFacts, Names, PerfCollapser
 
@@ -44,14 +45,20 @@ def iter_blocks(stream: IO[bytes], limit: int | None = None, size: int = BLOCK) 
         yield block
 
 
-def iter_lines(blocks: Iterable[bytes], progress: Callable[[int], None] | None = None) -> Iterator[bytes]:
+def iter_lines(
+    blocks: Iterable[bytes], progress: Callable[[int], None] | None = None, path: str = "<input>"
+) -> Iterator[bytes]:
     """The lines of a stream given as raw blocks, without their line ends (`progress` as below)."""
     carry = b""
     done = 0
+    number = 0  # lines so far
     for block in blocks:
         done += len(block)
         lines = (carry + block if carry else block).split(b"\n")
         carry = lines.pop()
+        number += len(lines)
+        if len(carry) > MAX_LINE:  # no line end at all (/dev/zero)
+            raise too_long(path, number + 1)
         yield from lines
         if progress is not None:
             progress(done)
@@ -83,6 +90,8 @@ def fold_blocks(
             if end >= 0:  # no blank line for long (CRLF, garbage): the state machine reads on
                 line += collapser.feed_lines(carry[:end].split(b"\n"), path, line)
                 carry, pending = carry[end + 1 :], True
+            elif len(carry) > MAX_LINE:  # no line end at all (/dev/zero): no text of perf's
+                raise too_long(path, line)
             continue
         carry = data[cut + 2 :]
         line = _fold_records(collapser, data[:cut], path, line, pending)

@@ -54,7 +54,7 @@ def open_lines(
 ) -> Iterator[Iterator[bytes]]:
     """The lines of any input, without their line ends, for folders that read line by line (off-CPU)."""
     with open_stream(path, script_args=script_args) as stream:
-        yield iter_lines(iter_blocks(stream), progress)
+        yield iter_lines(iter_blocks(stream), progress, path)
 
 
 def fold_input(
@@ -87,7 +87,7 @@ def fold_input(
     with open_stream(path, with_pid, script_args) as stream:
         source = stream if window is None else WindowFilter(stream, window)
         if options.srcline:  # a frame and its source line are one line to name: the line path
-            lines = iter_lines(iter_blocks(source), progress)  # type: ignore[arg-type]
+            lines = iter_lines(iter_blocks(source), progress, where)  # type: ignore[arg-type]
             failed: list[Exception] = []
             collapser.feed_lines(join_srclines(_until_failure(lines, failed), options.compat), where)
             if failed:  # (perf script killed: the record it cut short stays open, for the caller to drop)

@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from itertools import chain
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from ..model import FoldedProfile
 from .diagnostics import BadCounts, Diagnostics, InputMissing
@@ -40,6 +40,7 @@ def encode(text: str) -> bytes:
 
 DECIMAL = re.compile(rb"[0-9]+\.[0-9]*")
 FLOAT_MAX = sys.float_info.max
+MAX_LINE = 64 << 20  # a line longer than this is no folded stack nor perf script text (/dev/zero: no line end ever)
 MAX_DIGITS = len(str(int(FLOAT_MAX)))  # 309: an integer count with more digits overflows a float
 
 
@@ -160,6 +161,35 @@ def read_folded(
     return profile
 
 
+def _regular(stream: IO[bytes]) -> bool:
+    """A plain regular file: its lines are bounded by its size (a device, a pipe or a gzip stream may never end)."""
+    import os
+    import stat
+
+    try:
+        return type(stream).__name__ != "GzipFile" and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def iter_bounded_lines(stream: IO[bytes], path: str) -> Iterator[bytes]:
+    """The lines of a stream that may never end, none longer than MAX_LINE: a longer one is no input of ours
+    (not a MemoryError, nor all the machine's memory)."""
+    readline = stream.readline
+    number = 0
+    while line := readline(MAX_LINE + 1):
+        number += 1
+        if len(line) > MAX_LINE:
+            raise too_long(path, number)
+        yield line
+
+
+def too_long(path: str, number: int) -> InputMissing:
+    return InputMissing(
+        f"{path}: line {number:,} is longer than {MAX_LINE >> 20} MiB: not perf script text or folded stacks"
+    )
+
+
 def has_two_counts(lines: Iterator[bytes]) -> tuple[bool, Iterator[bytes]]:
     """Whether the first record holds two counts (a differential file), and the lines, none lost."""
     seen = []
@@ -210,7 +240,7 @@ def read_folded_inputs(paths: Iterable[str], diagnostics: Diagnostics, keep_orde
     read = FoldedRead(FoldedProfile(), stacks=[] if keep_order else None)
     for index, path in enumerate(paths):
         with open_stream(path) as stream, gzip_errors(path):
-            two, lines = has_two_counts(iter(stream))
+            two, lines = has_two_counts(iter(stream) if _regular(stream) else iter_bounded_lines(stream, label(path)))
             if index == 0 and two:
                 read.before = FoldedProfile()
             read_folded(lines, label(path), diagnostics, read.profile, read.before, read.stacks)
