@@ -79,6 +79,38 @@ def test_fork_and_spawn_workers_are_unwound_like_the_command(release: str, tmp_p
     spawned = [stack for stack in work if "spawn_main (spawn.py)" in stack]
     assert forked and spawned, "both the fork and the spawn workers' samples are there"
     assert len(pids) >= 6, f"the command, 2 fork workers, 2 spawn workers and the resource tracker: {err}"
+    assert not {p for p in pids if os.path.lexists(f"/tmp/perf-{p}.map")}, "a perf map our perf support caused was left"
+
+
+@pytest.mark.perf
+def test_a_python_the_hook_cannot_reach_is_said_and_its_map_removed(tmp_path: Path) -> None:
+    """`python -S` skips site (so our sitecustomize) but keeps the inherited PYTHONPERFSUPPORT: named, not unwound."""
+    stacks, pids, err = _record(tmp_path, need_python("3.12"), bare=True)
+    found = UNHOOKED.search(err)
+    assert found is not None, err
+    bare = int(found.group(1))
+    assert bare not in pids
+    assert any("bare_work (<string>)" in stack for stack in stacks), "its functions are named (its perf map)"
+    left = {p for p in (*pids, bare) if os.path.lexists(f"/tmp/perf-{p}.map")}
+    assert not left, f"perf maps our perf support caused were left: {sorted(left)}"
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize(
+    ("options", "env"),
+    [(("--perf-data", "kept.data"), {}), ((), {"PYTHONPERFSUPPORT": "1"})],
+    ids=["raw-recording-kept", "user-perf-support"],
+)
+def test_the_children_maps_stay_when_kept_or_not_ours(
+    options: tuple[str, ...], env: dict[str, str], tmp_path: Path
+) -> None:
+    _stacks, pids, _err = _record(tmp_path, need_python("3.13"), *options, env=env)
+    maps = [Path(f"/tmp/perf-{pid}.map") for pid in pids]
+    try:
+        assert len(pids) >= 6 and all(path.is_file() and not path.is_symlink() for path in maps)
+    finally:
+        for path in maps:
+            path.unlink(missing_ok=True)
 
 
 def _perf_data(records: list[bytes]) -> bytes:

@@ -320,12 +320,17 @@ class JitHook:
         for directory in sorted(self.map_dirs):
             jitmap.remove_perf_maps(directory)
         if self.python_maps_ours and not self.keep_python_maps and self.in_use:
+            owners = set()
             for pid in session.python_pids(str(self.directory)):
                 try:  # the launcher wrote the trampoline as the process's user: the map's owner
                     owner = os.lstat(jitdump.trampoline_path(str(self.directory), pid)).st_uid
                 except OSError:
                     continue
+                owners.add(owner)
                 jitmap.remove_process_map(pid, owner, self.started)
+            if len(owners) == 1:  # the command's processes our hook did not reach: theirs are ours too
+                for pid in self.unhooked:
+                    jitmap.remove_process_map(pid, next(iter(owners)), self.started)
 
     def name_running(self, pid: int) -> None:
         """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
