@@ -91,6 +91,7 @@ def test_a_python_the_hook_cannot_reach_is_said_and_its_map_removed(tmp_path: Pa
     bare = int(found.group(1))
     assert bare not in pids
     assert any("bare_work (<string>)" in stack for stack in stacks), "its functions are named (its perf map)"
+    assert "stacks stop at their first Python function" in err, "the fix line says why, not 'a larger copy'"
     left = {p for p in (*pids, bare) if os.path.lexists(f"/tmp/perf-{p}.map")}
     assert not left, f"perf maps our perf support caused were left: {sorted(left)}"
 
