@@ -384,6 +384,21 @@ def test_interpreter_frames_fold_onto_the_python_function(stack: tuple[str, ...]
     assert python_stack(stack, LAUNCHER) == folded
 
 
+def test_keep_interpreter_drops_only_the_launcher() -> None:
+    """--keep-interpreter: CPython's frames stay, the launcher's and runpy's go with the exec between them."""
+    from flamegraph.folding.python import python_stack
+
+    launched = (*ROOT, "<module> (flamegraph_launcher.py)", *CALL, "main (flamegraph_launcher.py)", *CALL,
+                "run_path (<frozen runpy>)", *CALL, "_run_code (<frozen runpy>)", "_PyEval_EvalFrameDefault",
+                "builtin_exec", "PyEval_EvalCode", "py_trampoline_evaluator", "<module> (t.py)", *CALL,
+                "main (t.py)", "_PyEval_EvalFrameDefault")  # fmt: skip
+    plain = (*ROOT, "<module> (t.py)", *CALL, "main (t.py)", "_PyEval_EvalFrameDefault")  # `python t.py`
+    assert python_stack(launched, LAUNCHER, keep_interpreter=True) == plain
+    assert python_stack(plain, LAUNCHER, keep_interpreter=True) == plain
+    only_ours = (*ROOT, "<module> (flamegraph_launcher.py)", *CALL, "prepare (flamegraph_launcher.py)", "open64")
+    assert python_stack(only_ours, LAUNCHER, keep_interpreter=True) == (*ROOT, "open64")
+
+
 def test_folding_merges_stacks_and_keeps_the_total() -> None:
     from flamegraph.folding.python import fold_interpreter
     from flamegraph.model import FoldedProfile

@@ -92,3 +92,22 @@ def test_the_map_stays_when_kept_or_not_ours(options: tuple[str, ...], env: dict
         assert path.is_file() and not path.is_symlink()
     finally:
         path.unlink(missing_ok=True)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("release", ["3.12", "3.13"])
+def test_keep_interpreter_leaves_the_launcher_out_too(release: str, tmp_path: Path) -> None:
+    """--keep-interpreter keeps CPython's frames, not ours: the program's `<module>` follows the interpreter's
+    `PyEval_EvalCode; py_trampoline_evaluator` as in `python prog.py`, without the launcher's or runpy's frames
+    nor the `builtin_exec` they run it with."""
+    folded, _pid = _run(tmp_path, "record", need_python(release), "--keep-interpreter")
+    stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+    ours = {f for stack in stacks for f in stack if f.endswith(("(flamegraph_launcher.py)", "(<frozen runpy>)"))}
+    assert not ours, f"frames of the launcher in the graph: {sorted(ours)}"
+    work = [stack for stack in stacks if "spin (prog.py)" in stack]
+    assert work, "no stack reaches spin (prog.py)"
+    for stack in work:
+        module = stack.index("<module> (prog.py)")
+        assert "builtin_exec" not in stack[:module], stack
+        assert stack[module - 1] == "py_trampoline_evaluator", stack
+    assert any("_PyEval_EvalFrameDefault" in stack for stack in work), "the interpreter's frames were not kept"

@@ -85,7 +85,7 @@ def test_figures_of_the_crafted_recording() -> None:
     assert a.share(a.jit) == 40.0  # innermost user frame is JIT: 5 + 2 + 1 (under a kernel frame)
     assert a.share(a.jit_named, a.jit) == 75.0 and a.share(a.jit_reach_root, a.jit) == 75.0
     assert a.mean_depth == (10 * 5 + 5 * 5 + 2 * 1 + 2 * 2 + 1 * 4) / 20
-    assert a.cut_ends == {"jit": 2, "kernel": 0, "other": 2, "empty": 0}
+    assert a.cut_ends == {"jit": 2, "kernel": 0, "python": 0, "other": 2, "empty": 0}
     fixes = suggest(a, grouping=True, unreadable=observer.namer.unreadable if observer.namer else None)
     assert fixes == [
         "10.0 % of stacks stop at a JIT frame: record with --jit (unwind info for the kernels) and --call-graph "
@@ -95,6 +95,25 @@ def test_figures_of_the_crafted_recording() -> None:
         "10.0 % of samples are in unnamed JIT code: record with --jit (DNNL_JIT_DUMP=1 names oneDNN's kernels; "
         "--pid needs root)",
     ]
+
+
+def test_a_stack_stopped_at_its_first_python_function_is_not_a_stack_copy_problem() -> None:
+    """A Python process whose trampolines have no unwind info stops at its first Python function (one Python frame);
+    a stack copy that ran out leaves several: only the first asks for no bigger copy."""
+    from flamegraph.model import FoldedProfile
+
+    counts = {
+        "python;_start;main;<module> (prog.py);work (prog.py)": 6.0,  # rooted
+        "python;child_work (mp.py);long_dealloc": 3.0,  # the trampoline stopped the unwinder
+        "python;_find_and_load (<frozen importlib._bootstrap>)": 1.0,  # start-up before the hook's marker
+        "python;[unknown];run (a.py);_PyEval_EvalFrameDefault;leaf (a.py)": 2.0,  # the copy ran out
+    }
+    a = attribute(FoldedProfile(counts=counts))
+    assert a.cut_ends == {"jit": 0, "kernel": 0, "python": 4, "other": 2, "empty": 0}
+    fixes = suggest(a, call_graph="dwarf,16384")
+    assert fixes[0].startswith("33.3 % of stacks stop at their first Python function: its trampoline had no unwind")
+    assert "a larger stack copy does not help" in fixes[0]
+    assert fixes[1].startswith("16.7 % of stacks are cut before a thread root") and fixes[1].endswith("dwarf,65528")
 
 
 def test_without_grouping_the_fix_says_how_to_group() -> None:

@@ -17,13 +17,14 @@ import re
 from dataclasses import dataclass, field
 
 from ..color import strip_annotation
-from ..model import INSTRUMENTATION, FoldedProfile
+from ..model import INSTRUMENTATION, PYTHON_FUNCTION, FoldedProfile
 from ..naming.observer import FrameObserver
 
 ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
 UNNAMED_JIT = re.compile(r"^\[(unknown|anon.*|perf-\d+\.map|jitted-\d+-\d+\.so)( <[0-9a-f]+>)?\]$")
 BRACKETED = re.compile(r"^\[.*\]$")
-END_KINDS = ("jit", "kernel", "other", "empty")
+END_KINDS = ("jit", "kernel", "python", "other", "empty")
+PYTHON = re.compile(PYTHON_FUNCTION)
 ROOT_TARGET = 99.0  # % of samples: below this the report says how to do better
 
 
@@ -90,7 +91,7 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
         reached = len(flags) > outer and bool(flags[outer] & ROOT)
         result.reach_root += weight if reached else 0
         if not reached:
-            result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
+            result.cut_ends[_end_kind(flags[outer], frames[outer:]) if len(flags) > outer else "empty"] += weight
         if any(f & UNKNOWN for f in flags):
             result.any_unknown += weight
             if any(f & UNKNOWN and not f & GROUPED for f in flags):
@@ -103,11 +104,16 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
     return result
 
 
-def _end_kind(flags: int, frame: str) -> str:
-    """Why a stack without a root stops: at JIT code, or somewhere else (a bare [unknown] at the
-    end of a long stack is what an unwinder leaves when perf's copy of the stack ran out)."""
+def _end_kind(flags: int, frames: list[str]) -> str:
+    """Why a stack without a root (`frames`, outermost first) stops: at JIT code, at its only Python function
+    (a trampoline perf had no unwind info for: an interpreter before our hook ran, or one it did not reach;
+    a stack copy that ran out leaves several), or somewhere else (a bare [unknown] at the end of a long
+    stack is what an unwinder leaves when perf's copy of the stack ran out)."""
+    frame = frames[0]
     if flags & JIT and not frame.startswith("[unknown]"):
         return "jit"
+    if PYTHON.match(frame) and not any(PYTHON.match(f) for f in frames[1:]):
+        return "python"
     return "kernel" if flags & KERNEL else "other"
 
 
@@ -172,7 +178,13 @@ def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> lis
             f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
             "(unwind info for the kernels) and --call-graph dwarf,65528"
         )
-    other = cut - a.cut_ends["jit"]
+    if a.cut_ends["python"] > 0.1 * cut:
+        fixes.append(
+            f"{a.share(a.cut_ends['python']):.1f} % of stacks stop at their first Python function: its trampoline "
+            "had no unwind info (an interpreter's start-up before our hook ran, or a Python process the hook did "
+            "not reach: said above, or recorded without --python); a larger stack copy does not help"
+        )
+    other = cut - a.cut_ends["jit"] - a.cut_ends["python"]
     if other > 0.1 * cut:
         size = call_graph.partition(",")[2] if call_graph and call_graph.startswith("dwarf") else ""
         if size and int(size) >= MAX_DWARF:

@@ -12,7 +12,9 @@ The machinery right after the last Python function goes too, so the eval loop's 
 function's self time; C functions it calls that are not call machinery (_PyObject_Malloc, time_sleep,
 builtin_sorted, MXNet's) stay. Before the first Python function nothing changes. A stack with no
 Python function is left as it is (Python 3.11 and older: no perf support, nothing to fold onto).
-`--keep-interpreter` (and --compat, whose names are perf's own) skip all of this.
+`--keep-interpreter` keeps the machinery; only the launcher's frames go (with what lies between them and
+the program's first function: runpy's exec), so that the program's `<module>` follows `PyEval_EvalCode`
+as it would without us. (--compat, whose names are perf's own, skips all of this.)
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ def is_interpreter(frame: str) -> bool:
     return frame in INTERPRETER or CLONE_SUFFIX.sub("", frame) in INTERPRETER
 
 
-def python_stack(stack: Stack, launcher: frozenset[str]) -> Stack:
+def python_stack(stack: Stack, launcher: frozenset[str], keep_interpreter: bool = False) -> Stack:
     """`stack` (root first) with the interpreter's machinery after its first Python function folded
-    away, and the `launcher`'s frames left out; unchanged when it has no Python function."""
+    away (unless `keep_interpreter`), and the `launcher`'s frames left out; unchanged when it has no
+    Python function."""
     python = [i for i, frame in enumerate(stack) if is_python(frame)]
     if not python:
         return stack
@@ -68,6 +71,10 @@ def python_stack(stack: Stack, launcher: frozenset[str]) -> Stack:
     ours = _launcher_frames(stack, python, launcher)
     kept = list(stack[:first])  # with the launcher's frames, what lies between them goes too (runpy's exec)
     program = next((i for i in python if i not in ours), None)  # the program's first function
+    if keep_interpreter:
+        if not ours:
+            return stack
+        return (*kept, *stack[program if program is not None else last + 1 :])
     if program is not None:
         kept += [stack[i] for i in range(program, last + 1) if not is_interpreter(stack[i])]
     after = last + 1
@@ -93,18 +100,20 @@ def _launcher_frames(stack: Stack, python: list[int], launcher: frozenset[str]) 
     return dropped
 
 
-def python_stacks(counts: Iterable[tuple[str, float]], launcher: frozenset[str]) -> dict[str, float]:
+def python_stacks(
+    counts: Iterable[tuple[str, float]], launcher: frozenset[str], keep_interpreter: bool = False
+) -> dict[str, float]:
     """Folded stacks ("a;b;c" -> weight) with `python_stack` applied; stacks that become one merge."""
     merged: dict[str, float] = {}
     for text, weight in counts:
         stack = tuple(text.split(";"))
-        folded = ";".join(python_stack(stack, launcher)) if any(map(is_python, stack)) else text
+        folded = ";".join(python_stack(stack, launcher, keep_interpreter)) if any(map(is_python, stack)) else text
         merged[folded] = merged.get(folded, 0) + weight
     return merged
 
 
-def fold_interpreter(profile: FoldedProfile, launcher: frozenset[str]) -> FoldedProfile:
-    """The profile with its Python stacks read as Python, the `launcher`'s frames left out (in place;
-    returned for chaining)."""
-    profile.counts = python_stacks(profile.counts.items(), launcher)
+def fold_interpreter(profile: FoldedProfile, launcher: frozenset[str], keep_interpreter: bool = False) -> FoldedProfile:
+    """The profile with its Python stacks read as Python (the interpreter's frames kept with
+    `keep_interpreter`), the `launcher`'s frames left out (in place; returned for chaining)."""
+    profile.counts = python_stacks(profile.counts.items(), launcher, keep_interpreter)
     return profile

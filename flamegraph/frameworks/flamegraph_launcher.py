@@ -39,11 +39,11 @@ from types import FunctionType
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
     _here = os.path.abspath(__file__)
     sys.path[0] = _here[: _here.rindex(f"{os.sep}flamegraph{os.sep}")]  # the package's parent, at any depth
-    from flamegraph.frameworks.jit import jitdump
+    from flamegraph.frameworks.jit import jitdump, pychild
     from flamegraph.io import private
 else:
     from ..io import private
-    from .jit import jitdump
+    from .jit import jitdump, pychild
 
 USAGE = (
     f"usage: {os.path.basename(__file__)} [--jit-dir DIR] [--no-jitdump] [--quiet] [--mxnet-dir DIR] "
@@ -119,6 +119,21 @@ def save_trampoline(directory: str) -> None:
         private.replace_file(jitdump.trampoline_path(directory, os.getpid()), ctypes.string_at(start, end - start))
 
 
+def start_python(directory: str, marker: bool = True) -> None:
+    """This interpreter's jitdump marker and trampoline bytes in `directory` (ours alone), and the same for
+    every child it forks (multiprocessing's fork workers: `pychild.save` at fork): each process's
+    trampolines get unwind info after the run (`flamegraph.frameworks.jit.session.complete`). Children
+    started afresh (spawn, the resource tracker, subprocess) load `pychild` through the sitecustomize the
+    recorder puts first on PYTHONPATH (`flamegraph.frameworks.jit.pysite`)."""
+    private.private_dir(directory)
+    if marker:
+        jitdump.create_marker(directory)
+    save_trampoline(directory)
+    code = pychild.trampoline_code()
+    if code:
+        os.register_at_fork(after_in_child=lambda: pychild.save(directory, os.getpid(), code))
+
+
 def dump_dirs(*candidates: str) -> list[str]:
     """Where to look for oneDNN's dumps: the working directories (at start, at exit) nobody else may
     write to (a program that moved to /tmp leaves its later dumps there, unread and unmoved)."""
@@ -169,10 +184,7 @@ def prepare(
 ) -> None:
     """The directories checked to be ours alone, then the dumps and the profiler switched on."""
     if python_dir is not None:
-        private.private_dir(python_dir)
-        if python_dir != jit_dir or not with_jitdump:  # one marker per process
-            jitdump.create_marker(python_dir)
-        save_trampoline(python_dir)
+        start_python(python_dir, marker=python_dir != jit_dir or not with_jitdump)  # one marker per process
     if jit_dir is not None:
         private.private_dir(jit_dir)
         if os.environ.get("DNNL_JIT_DUMP", "1") == "1":

@@ -83,7 +83,7 @@ def record_offcpu_graph(request: OffCpuRequest, outputs: Outputs, status: Status
             hooked = OnCpuRequest(request.spec, python=request.python, perf_data=request.perf_data)
             hooks = stack.enter_context(RecordHooks.of(hooked, session.data_path, status.note))
             fold, recording = _record_and_pair(request, session, hooks, status, resolve)
-        profile = fold.profile if request.keep_interpreter else fold_interpreter(fold.profile, own_frames())
+        profile = fold_interpreter(fold.profile, own_frames(), request.keep_interpreter)
         written = write_outputs(profile, outputs, status.note)
         written.exports = write_exports(profile, outputs, recording, status.note, offcpu=request.options, pid=pid)
     return OffCpuResult(recording, profile, written, fold.totals)

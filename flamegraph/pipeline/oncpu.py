@@ -154,8 +154,7 @@ def fold_oncpu(
     else:
         unwound = hooks is not None and hooks.unwound
         profile = fold_with_report(recording, window, status, threads, group, joiner, unwound)
-    if not request.keep_interpreter:
-        fold_interpreter(profile, own_frames())
+    fold_interpreter(profile, own_frames(), request.keep_interpreter)  # the launcher's frames go in any case
     if mx and joiner:
         mx.report(joiner, profile)
         if request.memory is not None:

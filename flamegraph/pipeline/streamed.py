@@ -82,8 +82,7 @@ def record_streamed(
 
         def on_interval(interval: Interval) -> None:
             if every is not None and interval.profile.counts:
-                if not request.keep_interpreter:
-                    fold_interpreter(interval.profile, own_frames())
+                fold_interpreter(interval.profile, own_frames(), request.keep_interpreter)
                 _write_interval(interval, base, outputs, metadata, spool, status)
                 written.append(interval)
 
@@ -119,8 +118,7 @@ def record_streamed(
         _finish(recording, fold, spool, status)
         if mxnet is not None:
             mxnet.join(profile, recording)
-        if not request.keep_interpreter:
-            fold_interpreter(profile, own_frames())
+        fold_interpreter(profile, own_frames(), request.keep_interpreter)
         unwound = jit is not None and jit.unwound
         files = _write_whole(profile, recording, outputs, hook, status, window, unwound)
         if every is not None and written and outputs.render is not None and outputs.svg is not None:

@@ -18,6 +18,7 @@ from typing import IO
 from ..io.diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..io.perf import describe_exit, find_perf
 from .command import command_facts, perf_environment, python_note, resolve_command
+from .exec_forks import mark_exec_forks
 from .lost import PerfWarnings, read_lost
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .scope import kernel_note, recorded_events, user_space_only
@@ -206,6 +207,8 @@ def record(
     keep()
     recording = _recording(spec, output, metadata, seconds, captured[-1].group(2), ending, proc.returncode)
     recording.perf_pid = proc.pid
+    if spool is None:  # (a spool's chunks are marked one by one, before they are folded)
+        mark_exec_forks(str(output))  # before the hooks' perf inject: an exec'd child's maps are its own
     for hook in hooks:
         recording = hook.finish(recording)
     if typed:

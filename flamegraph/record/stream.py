@@ -36,6 +36,7 @@ from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
 from .chunk_names import ChunkNames
+from .exec_forks import mark_exec_forks
 from .fold_priority import FoldPriority
 from .scope import recorded_events
 from .spool import Chunk, ChunkCounts, Spool, read_chunk
@@ -147,6 +148,7 @@ class StreamedFold:
                 self._close(chunk.ended_ns)
             return
         try:
+            mark_exec_forks(str(chunk.path))  # before perf inject reads it: an exec'd child's maps are its own
             if self._prepare is not None:
                 self._prepare(chunk.path)
             counts = _read_and_merge(chunk, self._namer)

@@ -8,6 +8,8 @@ jitdump.py    perf's jitdump format: the marker and the code-load / unwinding re
 session.py    the JIT directory of a recording; `complete` writes the records
 hook.py       `flamegraph record --jit`: the record hook (pre-step, external scan, perf inject --jit)
 chunks.py     a streamed recording: each chunk completed and injected before it is folded
+pychild.py    inside each Python child of the command: its marker and trampoline bytes (standard library only)
+pysite.py     the sitecustomize that brings pychild to the Python processes the command starts afresh
 
 The program runs through flamegraph/frameworks/flamegraph_launcher.py (DNNL_JIT_DUMP=1; at exit the kernels are
 located), which --mxnet shares: this package never imports frameworks/mxnet/.

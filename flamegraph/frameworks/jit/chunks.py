@@ -52,6 +52,7 @@ class ChunkJit:
     _naming: dict[int, tuple[str, int | None]] = field(default_factory=dict)  # pid -> (how, ms) at exit
     _unreadable: set[int] = field(default_factory=set)
     _completed: list[session.Completed] = field(default_factory=list)
+    _forked: dict[int, int] = field(default_factory=dict)  # every chunk's forks: child pid -> parent pid
 
     def __call__(self, chunk: Path) -> None:
         if not self.hook.in_use:  # not a Python or --jit command: nothing to complete
@@ -59,7 +60,9 @@ class ChunkJit:
         directory = str(self.hook.directory)
         started = time.perf_counter()
         located = self._locate(directory) if self.hook.dnnl else {}
-        arenas = trampolines.read_arenas(self.perf, str(chunk)) if session.python_pids(directory) else None
+        processes = trampolines.read_processes(self.perf, str(chunk)) if session.python_pids(directory) else None
+        arenas = processes.arenas if processes is not None else None
+        self._forked.update(processes.forked if processes is not None else {})
         completed = [c for c in session.complete(directory, arenas, located) if c.kernels or c.python_functions]
         self.unwind_seconds += time.perf_counter() - started
         if not completed:
@@ -84,7 +87,9 @@ class ChunkJit:
         if self.failures:
             self.hook.note(f"flamegraph: perf inject --jit failed on {self.failures} of "
                            f"{self.failures + self.chunks} chunks")  # fmt: skip
-        self.hook.report(self._completed, self.chunks > 0, self.unwind_seconds, self.inject_seconds)
+        processes = trampolines.Processes({}, self._forked)
+        self.hook.report(self._completed, self.chunks > 0, self.unwind_seconds, self.inject_seconds, processes)
+        self.hook.say_unhooked(processes)
         self.hook.summary.chunks = self.chunks + self.failures
         recording.metadata.update(self.hook.summary.metadata())
         return recording

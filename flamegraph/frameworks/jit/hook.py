@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from ...io.perf import find_perf
 from ...io.private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ...record.command import python_target
 from ...record.spec import Recording, RecordSpec
-from . import jitdump, jitmap, session, trampolines
+from . import jitdump, jitmap, pysite, session, trampolines
 
 
 def _module_file(name: str) -> Path:
@@ -169,6 +170,7 @@ class JitHook:
     in_use: bool = False  # `directory` was made ours (a Python or --jit command, or --pid with --jit)
     python_maps_ours: bool = False  # the Python maps exist because we turned perf support on, not the user
     started: float = 0.0  # time.time() at prepare: a map older than that is not this run's
+    unhooked: list[int] = field(default_factory=list)  # Python processes of the command our hook did not reach
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.started = time.time()
@@ -200,6 +202,8 @@ class JitHook:
             return spec  # no directory: nothing would write there (a C program's PERF_DATA.jit/ is not made)
         self.use_directory()  # oneDNN, the hook and perf inject write there by name
         clear_previous(self.directory)
+        if self.python_on:  # the Python processes the command starts get what its own interpreter gets
+            env = pysite.install(self.directory, HOOK, env)
         self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
         if self.dnnl:
             check_dumps_cwd(spec.cwd or os.getcwd())
@@ -243,7 +247,8 @@ class JitHook:
             self.name_running(recording.spec.pid)
         started = time.perf_counter()
         pythons = session.python_pids(str(self.directory))
-        arenas = trampolines.read_arenas(find_perf(), str(recording.perf_data)) if pythons else None
+        processes = trampolines.read_processes(find_perf(), str(recording.perf_data)) if pythons else None
+        arenas = processes.arenas if processes is not None else None
         completed = [c for c in session.complete(str(self.directory), arenas) if c.kernels or c.python_functions]
         unwind_seconds = time.perf_counter() - started
         failure = inject(recording.perf_data, self.directory) if completed else None
@@ -253,20 +258,49 @@ class JitHook:
             self.note(f"flamegraph: {failure}; JIT frames keep their perf-map names only")
         if unnamed:
             self.note(f"flamegraph: {unnamed} runs of Python functions could not be named in their jitted files")
-        self.report(completed, failure is None, unwind_seconds, inject_seconds)
+        self.report(completed, failure is None, unwind_seconds, inject_seconds, processes)
+        if processes is not None:
+            self.say_unhooked(processes)
         recording.metadata.update(self.summary.metadata())
         return recording
 
-    def report(self, completed: list[session.Completed], injected: bool, unwind: float, inject: float) -> None:
-        """What was completed, said per process (one line per kind of kernel left without unwind info),
-        and kept in the summary."""
+    def say_unhooked(self, processes: trampolines.Processes) -> None:
+        """One line for the Python processes of the command our hook did not reach (kept for `cleanup`)."""
+        if not self.in_use or not self.python_on or not processes.forked:
+            return
+        hooked = set(session.python_pids(str(self.directory)))
+        self.unhooked = unhooked_pythons(processes, hooked, self.started)
+        if self.unhooked:
+            self.note(unhooked_line(self.unhooked))
+
+    def report(
+        self,
+        completed: list[session.Completed],
+        injected: bool,
+        unwind: float,
+        inject: float,
+        processes: trampolines.Processes | None = None,
+    ) -> None:
+        """What was completed, said per process (one line per kind of kernel left without unwind info; the
+        Python processes the command started, one line for them all), and kept in the summary."""
+        done = "; perf inject --jit done" if injected else ""
+        pids = {c.pid for c in completed}
+        forked = processes.forked if processes is not None else {}
+        children = [c for c in completed if forked.get(c.pid) in pids and not c.kernels and c.python_functions]
         for c in completed:
+            if c in children:
+                continue
             if c.located:
                 self.note(f"flamegraph: pid {c.pid}: {c.located}")
-            self.note(f"flamegraph: {c.summary()}" + ("; perf inject --jit done" if injected else ""))
+            self.note(f"flamegraph: {c.summary()}{done}")
             for (name, why), times in Counter(c.no_cfi).items():  # one line per kind, not per copy
                 copies = f" ({times} kernels)" if times > 1 else ""
                 self.note(f"flamegraph:   no unwind info for {name}{copies}: {why}")
+        if children:  # (after the command's own: one line for them all)
+            functions = sum(c.python_functions for c in children)
+            self.note(f"flamegraph: {plural(len(children), 'Python process')} it started ({pid_list(children)}): "
+                      f"{functions} Python functions with unwind info ({sum(c.seconds for c in children):.2f} s)"
+                      f"{done}")  # fmt: skip
         if completed:
             self.summary.kernels = sum(c.kernels for c in completed)
             self.summary.with_cfi = sum(c.with_cfi for c in completed)
@@ -286,12 +320,17 @@ class JitHook:
         for directory in sorted(self.map_dirs):
             jitmap.remove_perf_maps(directory)
         if self.python_maps_ours and not self.keep_python_maps and self.in_use:
+            owners = set()
             for pid in session.python_pids(str(self.directory)):
                 try:  # the launcher wrote the trampoline as the process's user: the map's owner
                     owner = os.lstat(jitdump.trampoline_path(str(self.directory), pid)).st_uid
                 except OSError:
                     continue
+                owners.add(owner)
                 jitmap.remove_process_map(pid, owner, self.started)
+            if len(owners) == 1:  # the command's processes our hook did not reach: theirs are ours too
+                for pid in self.unhooked:
+                    jitmap.remove_process_map(pid, next(iter(owners)), self.started)
 
     def name_running(self, pid: int) -> None:
         """--pid: find the kernels from outside while the process lives; perf map + kernels file."""
@@ -318,6 +357,45 @@ class JitHook:
                 return
             session.write_kernels(str(directory), pid, result.kernels)
             self.directory = directory
+
+
+def unhooked_pythons(processes: trampolines.Processes, hooked: set[int], since: float) -> list[int]:
+    """The processes the command started that ran Python with perf support (a /tmp/perf-PID.map of Python
+    functions written during the run) but without our hook (no trampoline bytes: `python -S`, an environment
+    without our PYTHONPATH, a failed at-fork hook): their functions are named, not unwound."""
+    found = []
+    for pid in sorted(processes.forked.keys() - hooked):
+        path = jitmap.perf_map_path(pid)
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_mtime < since - 1:
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                head = f.read(1 << 16)
+        except OSError:
+            continue
+        if b" py::" in head:
+            found.append(pid)
+    return found
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("es" if n != 1 and noun.endswith("s") else "s" if n != 1 else "")
+
+
+def pid_list(items: list[int] | list[session.Completed]) -> str:
+    pids = [item if isinstance(item, int) else item.pid for item in items]
+    listed = ", ".join(map(str, pids[:8])) + (", ..." if len(pids) > 8 else "")
+    return f"pid{'s' if len(pids) != 1 else ''} {listed}"
+
+
+def unhooked_line(pids: list[int]) -> str:
+    return (
+        f"flamegraph: {plural(len(pids), 'Python process')} of the command ran without our start-up hook "
+        f"({pid_list(pids)}: python -S, or an environment without our PYTHONPATH): their Python functions are "
+        "named, not unwound, so their stacks stop at their first Python frame"
+    )
 
 
 def asked_for_perf_support(command: tuple[str, ...], env: Mapping[str, str]) -> bool:

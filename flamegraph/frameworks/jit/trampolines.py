@@ -198,15 +198,42 @@ def iter_arenas(lines: Iterable[str], pid: int) -> Iterator[Arena]:
             yield Arena(start, start + length, int(match.group(2)) * 10**9 + int(match.group(3)))
 
 
+FORK_LINE = re.compile(r"^\s*\d+\s+(\d+)\.(\d{9}): PERF_RECORD_FORK\((\d+):\d+\):\((\d+):\d+\)")
+
+
+@dataclass(frozen=True)
+class Processes:
+    """The recording's processes as perf saw them: each one's executable anonymous mappings (a forked
+    child's include those it inherited) and which process forked which."""
+
+    arenas: dict[int, list[Arena]]
+    forked: dict[int, int]  # child pid -> parent pid (threads are not forks)
+
+
 def read_arenas(perf: str, perf_data: str) -> dict[int, list[Arena]]:
+    return read_processes(perf, perf_data).arenas
+
+
+def read_processes(perf: str, perf_data: str) -> Processes:
     """Every process's executable anonymous mappings in a recording (before perf inject, which drops
-    them): one `perf script` pass over the non-sample records (~1.6 s for the MLP's 333 MB)."""
+    them): one `perf script` pass over the non-sample records (~1.6 s for the MLP's 333 MB).
+    A forked child has no MMAP2 record of the arenas it inherited, where its interpreter goes on making
+    trampolines (3.12): it gets its parent's arenas as they were at the fork, stamped at the fork (a load
+    stamped before the child existed would be dropped with the thread perf replaces at its FORK record)."""
     proc = children.run(
-        [perf, "script", "-i", perf_data, "--show-mmap-events", "--ns", "-F", "pid,time"],
+        [perf, "script", "-i", perf_data, "--show-mmap-events", "--show-task-events", "--ns", "-F", "pid,time"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace",
     )  # fmt: skip
     found: dict[int, list[Arena]] = {}
+    forked: dict[int, int] = {}
     for line in proc.stdout.splitlines():
         if "r-xp //anon" in line and (match := MMAP_LINE.match(line)):
             found.setdefault(int(match.group(1)), []).extend(iter_arenas([line], int(match.group(1))))
-    return found
+        elif "PERF_RECORD_FORK" in line and (fork := FORK_LINE.match(line)):
+            child, parent = int(fork.group(3)), int(fork.group(4))
+            if child != parent:  # a new process, not a thread
+                at = int(fork.group(1)) * 10**9 + int(fork.group(2))
+                inherited = [Arena(a.start, a.end, at) for a in found.get(parent, []) if a.time_ns < at]
+                found[child] = [*inherited, *found.get(child, [])]  # (records are in time order)
+                forked[child] = parent
+    return Processes(found, forked)
