@@ -66,7 +66,7 @@ Meta = Annotated[
 ShowIdle = Annotated[
     bool,
     typer.Option(
-        "--show-idle", help="off-CPU: draw the threads idle the whole window too (default: one line names them)"
+        "--show-idle", help="off-CPU: draw idle threads' idle stacks too (default: one line says whose)"
     ),
 ]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
