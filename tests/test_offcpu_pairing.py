@@ -214,20 +214,25 @@ def test_malformed_records_are_reported_with_their_line() -> None:
     assert [w.ns for w in found if w.thread == b"app-10"] == [100_000_000]
 
 
-def test_an_exited_tasks_last_switch_is_reported_as_such() -> None:
-    """perf script prints a task that had exited when it read the record as `:-1 -1`: no wait of any
-    thread, named `exited-task` as the on-CPU fold names it, not a malformed header."""
+def test_an_exited_tasks_last_switch_is_read_as_any_record() -> None:
+    """perf script prints a task that had exited when it read the record as `:-1 -1` (the kernel had
+    released its pid; only recordings on all CPUs see it): no wait of the exiting task (prev_state X),
+    but the thread it switches in ends its wait there; nothing to warn about (newcomer10 b-5: such
+    records of other processes gave ~10 warnings per `offcpu --wakers` run)."""
     text = (
-        ":-1    -1 [001]     1.000000: sched:sched_switch: prev_comm=app prev_pid=12 prev_prio=120"
-        " prev_state=X ==> next_comm=b next_pid=11 next_prio=120\n"  # 1
-        "\tffffffff821f8298 __schedule+0x618 ([kernel.kallsyms])\n"  # 2
+        switch("b", 11, "0.900000", "S", "app", 12, NANOSLEEP[:1])
+        + ":-1    -1 [001]     1.000000: sched:sched_switch: prev_comm=app prev_pid=12 prev_prio=120"
+        " prev_state=X ==> next_comm=b next_pid=11 next_prio=120\n"
+        "\tffffffff821f8298 __schedule+0x618 ([kernel.kallsyms])\n"
         "\n"
-        + switch("app", 10, "1.100000", "S", "b", 11, NANOSLEEP[:1])  # 4, 5
+        ":-1    -1 [001]     1.000001: PERF_RECORD_SWITCH_CPU_WIDE OUT          next pid/tid:    11/11\n"
+        + switch("app", 10, "1.100000", "S", "b", 11, NANOSLEEP[:1])
         + record("app", 10, "1.200000", "PERF_RECORD_SWITCH IN")
     )
     found, diagnostics = waits(text)
-    assert [(p.line, p.kind) for p in diagnostics.problems] == [(1, "exited-task")]
-    assert [w.ns for w in found if w.thread == b"app-10"] == [100_000_000]
+    assert not diagnostics.problems and not diagnostics.counts
+    # app-12 runs from the first record on (a wait of 0 ns before it); exiting, it has no wait of its own
+    assert [(w.thread, w.ns) for w in found if w.ns] == [(b"b-11", 100_000_000), (b"app-10", 100_000_000)]
 
 
 def test_kernel_frames_dropped_or_annotated() -> None:

@@ -37,13 +37,14 @@ from ..window import Window
 from .frames import FrameNames
 from .grammar import (
     COMM_RECORD,
+    EXITED_COMM,
+    EXITED_SCHED_HEADER,
     LOST_RECORD,
     SCHED_HEADER,
     SWITCH_FIELDS,
     SWITCH_RECORD,
     TASK_RECORD,
     is_detail,
-    is_exited_task,
 )
 from .grammar import time_ns as parse_time_ns
 from .options import FoldOptions, FrameHook, SampleHook
@@ -414,14 +415,19 @@ class SchedCollapser:
         """Handle one record header; a sched_switch returns its switch-out, to be completed by frames."""
         self.diagnostics.records += 1
         header = SCHED_HEADER.match(line)
-        if header is None:
-            # `:-1 -1`: the last switch of a task that had exited when perf script read it, no wait.
-            kind = "exited-task" if is_exited_task(line.lstrip()) else "bad-header"
-            self.diagnostics.report(pairing.path, number, kind, decode(line))
+        if header is not None:
+            comm, pid, tid_text, seconds, fraction, rest = header.groups()
+            tid = int(tid_text or pid)
+        elif (exited := EXITED_SCHED_HEADER.match(line)) is not None:
+            # `:-1 -1`: a record of a task perf script could no longer name, the kernel having released its
+            # pid as it exited; only an all-CPU recording (--wakers) sees them, every exiting task of the
+            # machine's. Its last switch-out is no wait (prev_state X), but what its records say of others
+            # counts: the next_pid switched in, the thread it woke.
+            comm, tid, (seconds, fraction, rest) = EXITED_COMM, -1, exited.groups()
+        else:
+            self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
             self.diagnostics.skipped_records += 1
             return None
-        comm, pid, tid_text, seconds, fraction, rest = header.groups()
-        tid = int(tid_text or pid)
         ns = parse_time_ns(seconds, fraction)
         pairing.tick(ns)
         if ns and tid > 0:
