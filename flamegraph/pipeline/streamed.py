@@ -290,8 +290,8 @@ def _write_trend(intervals: list[Interval], base: Path, graph_title: str, width:
     # The paths as the user gave -o (relative to where the command ran, not to the page), quoted for a shell.
     paths = (first_folded, last_folded, base.with_name(f"{base.stem}-diff.svg"))
     hint = "flamegraph diff {} {} --normalize -o {}".format(*(shlex.quote(str(path)) for path in paths))
-    title = f"{graph_title}: share per interval ({last} intervals)"
-    image = render_trend([(i.number, i.profile) for i in intervals], title, hint, width)
+    title = f"{graph_title}: share per interval ({last} interval{'s' if last != 1 else ''})"
+    image = render_trend([(i.number, i.profile) for i in intervals], title, hint if last > 1 else None, width)
     path = trend_path(base)
     write_atomically(path, lambda out: _put(out, image))
     status.note(f"wrote {path}")
