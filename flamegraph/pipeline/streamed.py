@@ -212,8 +212,7 @@ def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) ->
     samples = fold.counts.samples + spool.dropped.samples
     return (
         f"recorded {samples:,} samples in {recording.seconds:.1f} s, folded as recorded in {fold.chunks} "
-        f"chunk{'s' if fold.chunks != 1 else ''} (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {spool.cap / 1e6:.1f} MB){ended}"
+        f"chunk{'s' if fold.chunks != 1 else ''} ({spool.bound_text()}){ended}"
     )
 
 
@@ -327,8 +326,8 @@ def pair_spooled(
     chunks = spool.chunks
     exited = pid_exited(recording, spec.pid)
     status.note(
-        f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {cap / 1e6:.1f} MB)" + (f"; {exited}" if exited is not None else "")
+        f"recorded {recording.seconds:.1f} s, paired as recorded ({spool.bound_text()})"
+        + (f"; {exited}" if exited is not None else "")
     )
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
     fold.profile.metadata.update(captured)
