@@ -235,6 +235,28 @@ def test_an_exited_tasks_last_switch_is_read_as_any_record() -> None:
     assert [(w.thread, w.ns) for w in found if w.ns] == [(b"b-11", 100_000_000), (b"app-10", 100_000_000)]
 
 
+def test_without_switch_records_a_last_switch_out_is_no_wait_open_to_the_end() -> None:
+    """newcomer10 a-F18: text of a recording without --switch-events (or printed without
+    --show-switch-events) has most switch-ins missing; a thread's last switch-out, its switch-in and its
+    exit unseen, was drawn as a wait until the recording's end (a thread preempted once, then run to its
+    end, drawn 348 ms preempted). Those are left out and said; paired waits stay."""
+    text = (
+        switch("app", 10, "1.000000", "S", "b", 11, NANOSLEEP[:1])
+        + switch("b", 11, "1.100000", "S", "app", 10, NANOSLEEP[:1])  # app-10 back: a paired wait of 100 ms
+        + switch("app", 10, "1.200000", "R+", "swapper/0", 0, NANOSLEEP[:1])  # preempted: then ran, unseen
+        + switch("app", 10, "1.500000", "S", "swapper/0", 0, NANOSLEEP[:1])  # so: unpaired
+        + switch("c", 12, "1.900000", "S", "swapper/0", 0, NANOSLEEP[:1])
+    )
+    found, diagnostics = waits(text)
+    assert [(w.thread, w.ns) for w in found if w.ns] == [(b"app-10", 100_000_000)]  # no S of 400 ms, 800 ms
+    assert [note for note in diagnostics.notes if "open at the end" in note] == [
+        "t.txt: 1 switch-outs had no switch-in (and 3 waits open at the end, 1,200.0 ms, left out: as unknown): "
+        "the text has no PERF_RECORD_SWITCH records, so most off-CPU time is missing: print it with `perf script "
+        "--show-switch-events` (of a recording made with `perf record --switch-events`, as `flamegraph offcpu` "
+        "makes them)"
+    ]
+
+
 def test_kernel_frames_dropped_or_annotated() -> None:
     text = switch("app", 10, "1.0", "S", "b", 11, NANOSLEEP) + record("app", 10, "1.5", "PERF_RECORD_SWITCH IN")
     assert list(fold(text, OffCpuOptions(keep_kernel=False)).counts) == ["app-10;main;clock_nanosleep@GLIBC_2.2.5;[S]"]

@@ -232,6 +232,13 @@ class _Pairing:
         if self.end is not None and ns > self.end:
             self.end = ns
 
+    def drop_open(self) -> tuple[int, int]:
+        """Forget the waits still open (how many, and their ns to the last timestamp)."""
+        end = self.end or 0
+        dropped = (len(self.out), sum(max(0, end - pending.ns) for pending in self.out.values()))
+        self.out.clear()
+        return dropped
+
     def close(self) -> Iterator[Wait]:
         """Clip the waits still open when the recording ended to its last timestamp."""
         end = self.end or 0
@@ -245,7 +252,7 @@ class _Pairing:
 # next_pid only, and a recording of some tasks (not -a) has that record only when the switching-out
 # task is traced too: most switch-ins are in PERF_RECORD_SWITCH records, which perf script hides.
 NO_SWITCH_RECORDS = (
-    "{path}: {count:,} switch-outs had no switch-in: the text has no PERF_RECORD_SWITCH records, so most "
+    "{path}: {count:,} switch-outs had no switch-in{left}: the text has no PERF_RECORD_SWITCH records, so most "
     "off-CPU time is missing: print it with `perf script --show-switch-events` (of a recording made with "
     "`perf record --switch-events`, as `flamegraph offcpu` makes them)"
 )
@@ -369,9 +376,7 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
-        if pairing.unpaired and not pairing.switch_records:
-            diagnostics.note(NO_SWITCH_RECORDS.format(path=path, count=pairing.unpaired))
-            self.hidden_switch_ins = True
+        missing_ins = pairing.unpaired and not pairing.switch_records  # most switch-ins are not in the text
         if callable(recording_end):
             recording_end = recording_end()
         if recording_end is not None:
@@ -383,6 +388,14 @@ class SchedCollapser:
         self.silent = [
             (tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen and pairing.wants(tid)
         ]
+        if missing_ins:
+            # A thread's last switch-out is no wait open to the end when its switch-ins are not in the text:
+            # a thread preempted once, then run to its end, was drawn preempted until the recording stopped.
+            count, ns = pairing.drop_open()
+            waits = f"{count:,} wait{'s' if count != 1 else ''}"
+            left = f" (and {waits} open at the end, {ns / 1e6:,.1f} ms, left out: as unknown)" if count else ""
+            diagnostics.note(NO_SWITCH_RECORDS.format(path=path, count=pairing.unpaired, left=left))
+            self.hidden_switch_ins = True
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchRecord, frames: list[bytes], ready: list[Wait]) -> None:
