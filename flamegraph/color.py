@@ -14,6 +14,7 @@ import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import cast
 
 from .io.diagnostics import BadOption
@@ -225,6 +226,35 @@ def diff_color(delta: float, max_delta: float) -> str:
         return "#ffffff"
     fade = max(0, min(210, int(210 * ((max_delta - abs(delta)) / max_delta))))  # divide first: no overflow
     return hex_color((255, fade, fade) if delta > 0 else (fade, fade, 255))
+
+
+# --- label text on a fill: black, or white where black would not be read (WCAG 2 contrast) ----------
+MIN_CONTRAST = 4.5  # WCAG AA for text
+LIGHT_TEXT = "#ffffff"
+HEX = re.compile(r"#([0-9a-fA-F]{2})([0-9a-fA-F]{2})([0-9a-fA-F]{2})")
+
+
+def luminance(rgb: RGB) -> float:
+    """WCAG 2's relative luminance of an sRGB colour (0 black, 1 white)."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(one: RGB, other: RGB) -> float:
+    light, dark = sorted((luminance(one), luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+@cache  # a diff draws from ~420 fills
+def label_fill(fill: str) -> str | None:
+    """White for a label on `fill` ('#rrggbb') where black text falls below 4.5:1 (the diff scale's deep
+    blues: black on #0000ff is 2.4:1, white 8.6:1), else None (black, the page's text colour). Black's
+    and white's contrasts on one fill multiply to 21: where black is under 4.5:1, white is over 4.67:1."""
+    found = HEX.fullmatch(fill)
+    if found is None:
+        return None
+    rgb = (int(found.group(1), 16), int(found.group(2), 16), int(found.group(3), 16))
+    return LIGHT_TEXT if (luminance(rgb) + 0.05) / 0.05 < MIN_CONTRAST else None
 
 
 # --- palette files (--cp) ----------------------------------------------------------------------

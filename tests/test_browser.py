@@ -388,3 +388,35 @@ def test_self_counts_get_their_unit_back(browser, tmp_path: Path) -> None:  # ty
     assert frames(sizes.read_bytes())[1].title == "main (5.50 KiB, 100.00%; self 1.50 KiB, 27.27%)"
     browser.get(sizes.as_uri())
     assert browser.execute_script(titles)[1] == "main (5.50 KiB, 100.00%; self 1.50 KiB, 27.27%)"
+
+
+def test_a_diffs_deep_blue_labels_stay_white_when_zoomed(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """newcomer10 a-F10: the page relabels on zoom; its rule for white text is color.label_fill's, fill by
+    fill over the whole diff scale, and the label on the deepest blue reads white in the browser."""
+    from flamegraph.color import label_fill
+    from flamegraph.render import render_diff
+
+    before = {"main;compute;gemm": 50, "main;compute;relu": 10, "main;io;read": 20}
+    after = {"main;compute;gemm": 10, "main;compute;relu": 12, "main;io;read": 25}
+    path = tmp_path / "diff.svg"
+    path.write_bytes(render_diff(FoldedProfile(before), FoldedProfile(after), RenderOptions()))
+    browser.get(path.as_uri())
+    assert fill(browser, "gemm") == "#0000ff"  # -40: the scale's end
+    script = """
+        const out = [];
+        for (const t of document.querySelectorAll('#labels text'))
+            out.push([t.textContent, t.getAttribute('class') || '', getComputedStyle(t).fill]);
+        return out;"""
+    white, black = "rgb(255, 255, 255)", "rgb(0, 0, 0)"
+    for zoom in (None, "compute"):
+        if zoom:
+            click(browser, frame(browser, zoom))
+        labels = {name: (cls, colour) for name, cls, colour in browser.execute_script(script)}
+        assert labels["gemm"] == ("light", white), (zoom, labels)
+        assert labels["relu"][1] == black and labels["compute"][1] == black, (zoom, labels)
+    source = (REPO / "flamegraph" / "render" / "assets" / "flamegraph.js").read_text()
+    found = re.search(r"\n  function lightText\(fill\) \{\n.*?\n  \}\n", source, re.S)
+    assert found is not None
+    fills = ["#ffffff", *(f"#ff{f:02x}{f:02x}" for f in range(211)), *(f"#{f:02x}{f:02x}ff" for f in range(211))]
+    in_page = browser.execute_script(found.group(0) + "return arguments[0].map(lightText);", fills)
+    assert in_page == [label_fill(one) is not None for one in fills]

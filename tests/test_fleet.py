@@ -9,6 +9,7 @@ its function by its host's name; `--match` is tested where one machine is one ho
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -381,6 +382,58 @@ def test_fleet_record_passes_the_commands_status_on_as_record_does(
         assert "flamegraph: exit" not in proc.stderr
     else:
         assert re.fullmatch(rf"flamegraph: exit {status}: {said} on \S+ \(the graph was drawn\)", last), last
+
+
+# Start the LocalCluster of `--scheduler local:1` while 8787 (Dask's dashboard port) is taken; ask every HTTP
+# server it opened for the pages Dask serves by default. A script: its workers re-import __main__.
+HTTP_PROBE = """
+import json, socket, sys, urllib.error, urllib.request, warnings
+def status(host, port, path):
+    try:
+        return urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=10).status
+    except urllib.error.HTTPError as err:
+        return err.code
+def main():
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", 8787)); held.listen(1)
+    except OSError:
+        pass  # held by someone else: taken either way
+    import distributed
+    from flamegraph.fleet.cluster import _local_cluster
+    found = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _local_cluster(distributed, 1) as cluster, distributed.Client(cluster) as client:
+            servers = {"scheduler": [s.getsockname() for s in cluster.scheduler.http_server._sockets.values()]}
+            for addrs in client.run(lambda dask_worker: [s.getsockname() for s in
+                                                         dask_worker.http_server._sockets.values()]).values():
+                servers["worker"] = addrs
+            for who, addrs in servers.items():
+                found[who] = [[host, {path: status(host, port, path) for path in ("/health", "/metrics",
+                              "/info/main/workers.html", "/json/counts.json", "/status")}] for host, port in addrs]
+    print(json.dumps({"servers": found, "warnings": [str(w.message) for w in caught if "8787" in str(w.message)]}))
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parallel  # no perf, no shared cluster, no tight bound: passes beside two busy loops
+def test_the_local_cluster_serves_no_dashboard_and_fights_no_one_for_8787(tmp_path: Path) -> None:
+    """newcomer10 b-25: `dashboard_address=None` still started Dask's HTTP servers, the scheduler's on 8787
+    or, that port taken, on another with Dask's warning on stderr, serving its info pages, JSON and
+    metrics to any local user. Now on free ports of 127.0.0.1, serving nothing, without a warning."""
+    need("distributed")
+    script = tmp_path / "probe.py"
+    script.write_text(HTTP_PROBE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["warnings"] == [] and "8787" not in done.stderr
+    assert set(said["servers"]) == {"scheduler", "worker"}, said
+    for who, servers in said["servers"].items():
+        for host, pages in servers:
+            assert host == "127.0.0.1" and set(pages.values()) == {404}, (who, host, pages)
 
 
 # -- without Dask ----------------------------------------------------------------------------------------

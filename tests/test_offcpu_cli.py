@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import NO_CAPABILITIES, NOBODY, Unprivileged, wait_for_perf_events
 from helpers.children import ended, interruptible
+from helpers.programs import compile_c
+from helpers.svg import frames, texts
 
 from flamegraph.io.diagnostics import (
     EXIT_NO_PERF,
@@ -189,6 +191,47 @@ def test_svg_says_microseconds_and_totals(tmp_path: Path) -> None:
     assert "microseconds" in text
     assert "by state: S " in text and "Off-CPU time per thread of the " in text  # per-thread totals: a table
     assert "<title>hrtimer_nanosleep (" in text and "<title>[S] (" in text  # frames: the sleep, its state
+
+
+# Main reads a pipe 3 times (5 ms each, a writer thread's nanosleep apart), then joins a thread that sleeps 1.2 s.
+READS_THEN_JOINS = r"""
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+static int fds[2];
+static void nap(long ms) { struct timespec ts = {0, ms * 1000000L}; nanosleep(&ts, 0); }
+static void *writer(void *arg) { for (int i = 0; i < 3; i++) { nap(5); write(fds[1], "x", 1); } return arg; }
+static void *sleeper(void *arg) { nap(600); nap(600); return arg; }
+__attribute__((noinline)) void main_reads(void) { char c; for (int i = 0; i < 3; i++) read(fds[0], &c, 1); }
+int main(void) {
+    pthread_t w, s;
+    pipe(fds);
+    pthread_create(&s, 0, sleeper, 0);
+    pthread_create(&w, 0, writer, 0);
+    main_reads();
+    pthread_join(w, 0);
+    pthread_join(s, 0);
+    return 0;
+}
+"""
+
+
+@pytest.mark.perf
+def test_an_idle_main_thread_keeps_its_other_waits(tmp_path: Path) -> None:
+    """newcomer10 a-F5: a main thread off-CPU all the window, 98 % of it in one join, is idle; only the
+    join is left out, its reads are drawn under its root, and the header line says so."""
+    program = compile_c(tmp_path, "reader", READS_THEN_JOINS, "-pthread", "-fno-omit-frame-pointer")
+    svg = tmp_path / "off.svg"
+    proc = run_cli("offcpu", "-o", str(svg), "--", str(program), cwd=tmp_path)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    page = svg.read_bytes()
+    drawn = [f.name for f in frames(page)]
+    main = [name for name in drawn if name.startswith("reader-") and "main" in name]
+    assert main and main[0].endswith("(main, idle)"), drawn
+    assert "main_reads" in drawn and not [name for name in drawn if "join" in name.lower()], drawn
+    line = " ".join(texts(page, "summary")[1:])
+    assert line.startswith("Not drawn: the idle stack of ") and "1 main" in line, line
+    assert "their other waits are drawn" in line, line
 
 
 @pytest.mark.perf

@@ -62,16 +62,48 @@ def roots(svg: bytes) -> list[str]:
 
 def test_idle_threads_are_one_line_and_show_idle_draws_them() -> None:
     svg = render_svg(mlp(), RenderOptions())
-    assert roots(svg) == ["python-3677 (main)", "python-3690 (engine worker)"]
+    # The prefetch thread's idle stack is left out, its other wait (ThreadedIter::Next, 30 ms) is drawn.
+    assert roots(svg) == ["python-3677 (main)", "python-3685 (data prefetch, idle)", "python-3690 (engine worker)"]
+    assert "dmlc::ThreadedIter<mxnet::DataBatch>::Next" in {f.name for f in frames(svg)}
+    assert "dmlc::ThreadedIter<mxnet::DataBatch>::Init" not in {f.name for f in frames(svg)}
     summary = texts(svg, "summary")
-    assert summary[0] == "off-CPU time (sched:sched_switch) · 5.580 s in 2 threads · window 3.643 s · 4 stacks"
-    assert summary[1].startswith(
-        "Not drawn: 6 idle threads (4 engine worker, 1 OpenBLAS pool, 1 data prefetch; 21.845 s), each blocked "
-        "all the window in one stack (--show-idle draws them)"
+    assert summary[0] == "off-CPU time (sched:sched_switch) · 5.610 s in 3 threads · window 3.643 s · 5 stacks"
+    assert " ".join(summary[1:]) == (
+        "Not drawn: the idle stack of 6 threads (4 engine worker, 1 OpenBLAS pool, 1 data prefetch; 21.815 s), "
+        "each ≥ 98 % of the window (--show-idle draws them); their other waits are drawn (1 stack, 30.0 ms)"
     )
     every = render_svg(mlp(), RenderOptions(show_idle=True))
     assert len(roots(every)) == 8 and "python-3681 (OpenBLAS pool, idle)" in roots(every)
     assert len(texts(every, "summary")) == 1
+    one = {"w-1;a;[S]": 980_000, "w-2;b;[S]": 400_000}  # nothing else of the idle thread: nothing said of it
+    line = texts(render_svg(FoldedProfile(one, "microseconds", window_us=1_000_000), RenderOptions()), "summary")[1]
+    assert line == "Not drawn: the idle stack of 1 thread (1 other; 980.0 ms), ≥ 98 % of the window " + (
+        "(--show-idle draws it)"
+    )
+
+
+def test_an_idle_thread_keeps_its_other_waits() -> None:
+    """newcomer10 a-F5: a main thread that wrote to disk, then joined its workers for 98 % of the window, is
+    idle; only the join is left out, its disk waits ([D], the run's only ones) are drawn and said to be."""
+    start = "waiter-5;_start;__libc_start_main;main"
+    join = f"{start};__pthread_clockjoin_ex;{KERNEL};[S]"
+    fsync = f"{start};do_fsync;fsync;entry_SYSCALL_64;ext4_sync_file;io_schedule;[D]"
+    counts = {
+        join: 490_000, fsync: 4_100, f"{start};do_fsync;__libc_open;entry_SYSCALL_64;do_truncate;io_schedule;[D]": 900,
+        "waiter-8;clone3;start_thread;sleeper;do_sleep;__nanosleep;hrtimer_nanosleep;[S]": 500_000,
+        "waiter-8;[new thread];[R]": 800,
+        "waiter-6;clone3;start_thread;locker;hold_lock;pthread_mutex_lock;futex_wait;[S]": 120_000,
+    }  # fmt: skip
+    svg = render_svg(FoldedProfile(counts, "microseconds", window_us=510_000), RenderOptions())
+    drawn = {f.name for f in frames(svg)}
+    assert {"[D]", "ext4_sync_file", "do_truncate", "[new thread]", "locker"} <= drawn
+    assert not {"__pthread_clockjoin_ex", "hrtimer_nanosleep"} & drawn
+    assert texts(svg, "summary")[1:] == [
+        "Not drawn: the idle stack of 2 threads (1 main, 1 other; 990.0 ms), each ≥ 96 % of the window "
+        "(--show-idle draws them); their other waits are drawn (3 stacks, 5.8 ms)"
+    ]
+    assert "__pthread_clockjoin_ex" in {f.name for f in frames(render_svg(
+        FoldedProfile(counts, "microseconds", window_us=510_000), RenderOptions(show_idle=True)))}  # fmt: skip
     # Without the window (a folded file without its facts) nothing can be called idle: all is drawn.
     assert len(roots(render_svg(mlp(window_us=None), RenderOptions()))) == 8
 
@@ -90,15 +122,16 @@ def test_a_thread_that_varies_is_never_idle() -> None:
 
 def test_the_self_table_lists_the_functions_that_blocked() -> None:
     table = texts(render_svg(mlp(), RenderOptions()), "top")
-    assert table[0].startswith("Top 4 functions that blocked")
+    assert table[0].startswith("Top 5 functions that blocked")
     names = table[3::3]
     assert names == [
         "mxnet::engine::ThreadedEngine::WaitForVar [S]",  # not pthread_cond_wait, not [S]
         "mxnet::op::FullyConnected [R]",  # preempted in it
         "dmlc::ConcurrentBlockingQueue::Pop [S]",
         "_PyEval_EvalFrameDefault [R]",
+        "dmlc::ThreadedIter<mxnet::DataBatch>::Next [S]",  # an idle thread's other wait
     ]
-    assert table[1:3] == ["44.98%", "2.510 s"]  # of what is drawn, as a duration
+    assert table[1:3] == ["44.74%", "2.510 s"]  # of what is drawn, as a duration
 
 
 @pytest.mark.parametrize(
@@ -133,6 +166,8 @@ def test_per_thread_totals_are_a_table_and_numbers_never_wrap() -> None:
     assert facts[start + 1 : start + 6] == ["off-CPU", "of window", "stacks", "thread", "role"]
     rows = facts[start + 6 :]
     assert ["3.643 s", "100.00 %", "1", "python-3691", "engine worker", "idle, not drawn"] == rows[:6]
+    assert rows[rows.index("python-3685") - 3 :][:6] == ["3.630 s", "99.64 %", "2", "python-3685", "data prefetch",
+                                                          "idle stack not drawn"]  # fmt: skip
     assert "python-3690" in rows and "python-3677" in rows  # the busy ones are named, never "1 more"
     line = "by thread: python-25702 2.940 s, python-25709 1.720 s, python-25711 1.762 s, 3 more 12.0 ms"
     for width in range(120, 600, 7):

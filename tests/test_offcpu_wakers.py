@@ -16,11 +16,14 @@ import pytest
 from helpers.programs import compile_c
 
 from flamegraph.analysis.offcpu_threads import blocked_part, thread_roles, waker_part
+from flamegraph.folding.offcpu import fold_offcpu_recording
 from flamegraph.folding.perf_sched import OffCpuOptions, SchedCollapser
 from flamegraph.folding.wakers import IDLE, IRQ, NOT_RECORDED, SIGNAL, TIMER, waker_frames
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.io.folded import read_folded
 from flamegraph.model import FoldedProfile
+from flamegraph.pipeline.scratch import SCRATCH_LABEL, ScratchRecording
+from flamegraph.record import Recording, RecordSpec
 from flamegraph.render import RenderOptions
 from flamegraph.render.offcpu import blocked_in, offcpu_view
 
@@ -209,6 +212,50 @@ def test_a_system_wide_recording_of_a_pid_opens_at_its_first_sample() -> None:
     assert fold(text, target=(60, True)) == {"prog-61;futex_wait;[S];--;prog-60;Main;try_to_wake_up": 2000}
 
 
+def test_records_of_exiting_tasks_are_read_not_warned_about() -> None:
+    """newcomer10 b-5: an all-CPU recording holds the last records of every task that exits on the machine,
+    which perf script prints without ids (`:-1 -1`, the kernel having released the pid). They were ~10
+    warnings per run citing a scratch perf.data gone by then; they are records like any: the exiting
+    task's own last switch-out is no wait, the thread it switches in and the thread it wakes count."""
+    exited = ":-1    -1 [001] {t}: "
+    text = (
+        "perf 0/0 0.000000: PERF_RECORD_FORK(60:60):(50:50)\n\n"
+        "prog 60/60 1.002000: PERF_RECORD_COMM exec: prog:60/60\n\n"
+        "prog 60/60 1.003000: PERF_RECORD_FORK(60:61):(60:60)\n\n"
+        + record(SWITCH.format(comm="prog", tid=61, t="1.004000", state="S"), "futex_wait")
+        + record(exited.format(t="1.004500") + "sched:sched_waking: comm=prog pid=61 prio=120 target_cpu=001",
+                 "try_to_wake_up", "release_task", "do_exit")
+        + record(exited.format(t="1.006000") + "sched:sched_switch: prev_comm=python prev_pid=80 prev_prio=120 "
+                 "prev_state=X ==> next_comm=prog next_pid=61 next_prio=120", "__schedule", "do_task_dead")
+        + exited.format(t="1.006001") + "PERF_RECORD_SWITCH_CPU_WIDE OUT          next pid/tid:    61/61\n\n"
+    )  # fmt: skip
+    diagnostics = Diagnostics(echo=False)
+    collapser = SchedCollapser(OffCpuOptions(wakers=True, target=(50, False)), diagnostics)
+    waits = list(collapser.iter_waits([line.encode() for line in text.split("\n")], "t.txt"))
+    assert [(w.stack.decode(), w.ns) for w in waits] == [
+        ("prog-61;futex_wait;[S];--;[exited task];do_exit;release_task;try_to_wake_up", 2_000_000)
+    ]
+    assert not diagnostics.counts and diagnostics.summary() is None
+    named = frames_of("try_to_wake_up release_task do_exit")
+    assert waker_frames(b":-1--1", -1, named, named) == (b"[exited task];do_exit;release_task;try_to_wake_up", False)
+
+
+def test_messages_on_a_scratch_recordings_lines_do_not_name_its_path(tmp_path: Path) -> None:
+    """newcomer10 b-5: a scratch perf.data is removed after the run, before its messages are read: they
+    name it `perf.data (scratch)`; the user's own --perf-data file is named by its path."""
+    data = tmp_path / "perf.data"  # perf script text stands in for it: read the same way
+    data.write_text("damaged header\n\n" + record(SWITCH.format(comm="p", tid=7, t="1.0", state="S"), "schedule")
+                    + record(IN.format(comm="p", tid=7, t="1.5")))  # fmt: skip
+    with ScratchRecording("flamegraph-test-", None, print) as scratch, ScratchRecording("x", data, print) as own:
+        labels = [scratch.label, own.label]
+    assert labels == [SCRATCH_LABEL, None]
+    for label, named in ((SCRATCH_LABEL, SCRATCH_LABEL), (None, str(data))):
+        recording = Recording(data, RecordSpec(pid=7), {}, 1.0, label=label)
+        diagnostics = Diagnostics(echo=False)
+        fold_offcpu_recording(recording, OffCpuOptions(), diagnostics)
+        assert [(p.path, p.line, p.kind) for p in diagnostics.problems] == [(named, 1, "bad-header")]
+
+
 # --- the view: roles of wakers, the functions that blocked, the chain palette -------------------------
 
 WOKEN = {
@@ -337,6 +384,42 @@ def test_known_wakers_with_real_perf(tmp_path: Path) -> None:
     for waker, share_of_sleeps in (("[timer]", by_timer), ("[waker not recorded]", unrecorded)):
         if share_of_sleeps > 0:
             assert waker in woken_by and waker in page, woken_by
+
+
+# Threads that start and end all the time: each exiting thread's last records have no ids (`:-1 -1`).
+CHURN = r"""
+#include <pthread.h>
+#include <time.h>
+static void *brief(void *arg) { struct timespec ts = {0, 1000000}; nanosleep(&ts, 0); return arg; }
+int main(int argc, char **argv) {
+    (void)argv;
+    for (int i = 0; i < 300 * argc; i++) { pthread_t t; pthread_create(&t, 0, brief, 0); pthread_join(t, 0); }
+    return 0;
+}
+"""
+
+
+@pytest.mark.perf
+def test_other_processes_exiting_threads_say_nothing(tmp_path: Path) -> None:
+    """newcomer10 b-5: another process's threads exiting during a --wakers recording (all CPUs) gave ~10
+    `exited-task` warnings citing lines of a scratch perf.data removed before they were read."""
+    churn = compile_c(tmp_path, "churn", CHURN, "-pthread")
+    other = subprocess.Popen([str(churn), "1", "2", "3", "4", "5"])  # ~1,500 threads over a few seconds
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flamegraph", "offcpu", "--wakers", "--no-svg", "--folded", "w.folded",
+             "--", sys.executable, "-c", "import time; time.sleep(0.5)"],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        churning = other.poll() is None  # still making threads when the recording ended
+    finally:
+        other.kill()
+        other.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert churning, "the other process ended before the recording did: nothing exited during it"
+    assert "exited-task" not in proc.stderr and "skipped" not in proc.stderr, proc.stderr
+    assert "flamegraph-offcpu-" not in proc.stderr, proc.stderr  # no line names the scratch perf.data
+    assert "woken by: [timer]" in proc.stderr
 
 
 # --- the page in a real browser ------------------------------------------------------------------------

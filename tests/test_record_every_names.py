@@ -62,6 +62,18 @@ def test_the_trend_pages_diff_command_runs_from_where_record_ran(
     assert (folder / "run-diff.svg").is_file()
 
 
+def test_a_trend_of_one_interval_compares_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """newcomer10 b-18: a run shorter than --every has one interval; its trend page said to diff it with
+    itself (`flamegraph diff c-001.folded c-001.folded`) and counted "(1 intervals)"."""
+    profile = FoldedProfile({"main;a": 8, "main;b": 2})
+    monkeypatch.chdir(tmp_path)
+    _write_trend([Interval(1, profile, 0, 1, profile.total)], Path("c.svg"), "c", 1200, _Notes())  # type: ignore[arg-type]
+    said = [node.data for node in _text_nodes(xml.dom.minidom.parse("c-trend.svg")) if node.data.strip()]
+    assert "c: share per interval (1 interval)" in said
+    assert "One interval: none to compare it with" in said
+    assert not [text for text in said if "flamegraph diff" in text or "intervals)" in text], said
+
+
 def _text_nodes(node: xml.dom.minidom.Node) -> list[xml.dom.minidom.Text]:
     found = [node] if isinstance(node, xml.dom.minidom.Text) else []
     for child in node.childNodes:

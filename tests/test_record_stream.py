@@ -166,6 +166,25 @@ def test_spool_over_its_cap_drops_the_newest_waiting_chunks_and_counts_them(tmp_
     assert not list(tmp_path.iterdir())
 
 
+def test_dropped_chunks_are_said_three_times_then_counted_and_a_passed_cap_is_said(tmp_path: Path) -> None:
+    """newcomer10 b-21: a 16 MB cap on a busy machine dropped dozens of chunks, one warning line each (36 in
+    one run); and a peak over the cap read as if the cap had held."""
+    notes: list[str] = []
+    spool = Spool(tmp_path, cap=16_000_000, note=notes.append)
+    for i in range(1, 9):  # eight finished chunks of ~5 MB: two fit, six are dropped
+        write_perf_data(tmp_path / f"perf.data.{i:04d}", [(RECORD_SAMPLE, b"")] * 10, pad=5_000_000)
+    spool.ended()
+    while (chunk := spool.next_chunk()) is not None:
+        spool.done(chunk)
+    assert spool.dropped_chunks == 6 and spool.dropped == ChunkCounts(samples=60)  # all counted
+    assert len(notes) == 3 and all("dropped a chunk of 10 samples" in note for note in notes)
+    assert notes[2].endswith("(30 so far); more are only counted, their total said at the end")
+    spool.peak = 9_800_000
+    assert spool.bound_text() == "raw data on disk at most 9.8 MB, --max-spool 16.0 MB"
+    spool.peak = 21_500_000
+    assert spool.bound_text().startswith("raw data on disk at most 21.5 MB, --max-spool 16.0 MB: passed, ")
+
+
 # A perf that ignores the first SIGUSR2 (perf 6.1 does until its record loop runs, seconds after it
 # created the file on a loaded machine), then switches on each one: perf.data -> perf.data.<n>.
 LATE_PERF = """

@@ -98,6 +98,24 @@ def test_diff_command(tmp_path: Path) -> None:
     )
 
 
+def test_diff_of_two_events_names_both(tmp_path: Path) -> None:
+    """newcomer10 a-F22: the header named AFTER's event only, and nothing said the sides count different ones."""
+    from flamegraph.io.sidecar import Context, render_sidecar, sidecar_path
+
+    for name, event in (("tk.folded", "task-clock"), ("cu.folded", "cpu-clock:u")):
+        (tmp_path / name).write_bytes(FOLDED)
+        sidecar_path(tmp_path / name).write_bytes(render_sidecar(Context(event=event)))
+    result = run("diff", "tk.folded", "cu.folded", "-o", "d.svg", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode().splitlines() == [
+        "note: BEFORE counts task-clock, AFTER cpu-clock:u: the graph compares different events"
+    ]
+    assert texts((tmp_path / "d.svg").read_bytes(), "summary")[0].startswith("task-clock -> cpu-clock:u · BEFORE ")
+    same = run("diff", "tk.folded", "tk.folded", "-o", "s.svg", cwd=tmp_path)
+    assert same.returncode == 0 and not same.stderr
+    assert texts((tmp_path / "s.svg").read_bytes(), "summary")[0].startswith("task-clock · BEFORE ")
+
+
 def test_png_option(tmp_path: Path) -> None:
     need("cairosvg")
     (tmp_path / "in").write_bytes(FOLDED)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from helpers.svg import frames, paths, texts
+from helpers.svg import SVG, frames, parse, paths, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flamegraph.color import MIN_CONTRAST, contrast, diff_color, label_fill
 from flamegraph.model import FoldedProfile
 from flamegraph.render import RenderOptions, render_diff
 
@@ -117,3 +118,45 @@ def test_empty_diff() -> None:
 
     with pytest.raises(NoSamples):
         render_diff(FoldedProfile(), FoldedProfile(), RenderOptions())
+
+
+BLACK, WHITE = (0, 0, 0), (255, 255, 255)
+# Every fill the diff scale draws: white, and 211 shades of each hue (fade 0..210).
+DIFF_FILLS = ["#ffffff", *(f"#ff{f:02x}{f:02x}" for f in range(211)), *(f"#{f:02x}{f:02x}ff" for f in range(211))]
+
+
+def ink(fill: str) -> tuple[int, int, int]:
+    return rgb(label_fill(fill) or "#000000")
+
+
+def test_every_diff_fill_has_readable_text() -> None:
+    """newcomer10 a-F10: the frame that changed most (#0000ff) had black text at 2.4:1. Every fill of the
+    scale now has a label colour at WCAG AA (4.5:1) or better, and black stays wherever it passes."""
+    deltas = [step / 16 for step in range(-16 * 210, 16 * 210 + 1)] + [-1e-20, 1e-20]  # the palest shades
+    drawn_fills = {diff_color(delta, 210) for delta in deltas}
+    assert drawn_fills <= set(DIFF_FILLS) and len(drawn_fills) == len(DIFF_FILLS)  # the whole scale
+    for fill in DIFF_FILLS:
+        assert contrast(rgb(fill), ink(fill)) >= MIN_CONTRAST, fill
+        assert (label_fill(fill) is None) == (contrast(rgb(fill), BLACK) >= MIN_CONTRAST), fill
+    assert contrast(rgb("#0000ff"), BLACK) < 2.5 and ink("#0000ff") == WHITE
+    assert ink("#ff0000") == BLACK  # red passes with black (5.3:1): the reference's look kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-1e300, 1e300, allow_nan=False), st.floats(1e-300, 1e300, allow_nan=False))
+def test_any_change_is_drawn_with_readable_text(delta: float, max_delta: float) -> None:
+    fill = diff_color(delta, max(max_delta, abs(delta)))
+    assert fill in DIFF_FILLS and contrast(rgb(fill), ink(fill)) >= MIN_CONTRAST
+
+
+def test_the_labels_of_deep_blue_frames_are_white() -> None:
+    svg = render_diff(FoldedProfile(dict(BEFORE)), FoldedProfile(dict(AFTER)), RenderOptions())
+    graph = {path[-1]: frame.fill for path, frame in paths(frames(svg)).items() if path}
+    assert (graph["gemm"], graph["gone"]) == ("#2a2aff", "#5454ff")  # -20 and -15, the scale ending at +25
+    group = next(g for g in parse(svg).iter(SVG + "g") if g.get("id") == "labels")
+    labels = {text.text: text.attrib for text in group.iter(SVG + "text")}
+    assert set(labels) == {"all", *graph}  # every frame is labelled, wide enough
+    light = {name: attrib["fill"] for name, attrib in labels.items() if attrib.get("class") == "light"}
+    assert light == {"gemm": "#ffffff", "gone": "#ffffff"}  # the attribute: the static view, without CSS
+    assert not {name for name, attrib in labels.items() if "fill" in attrib} - set(light)
+    assert "#labels text.light { fill: #fff; }" in svg.decode()  # the page's CSS outranks the attribute

@@ -157,3 +157,56 @@ def test_offcpu_text_without_switch_records_says_what_to_print(program: Path) ->
     assert any("print it with `perf script --show-switch-events`" in note for note in notes), notes
     assert not any("--show-switch-events" in note for note in shown_notes), shown_notes
     assert shown >= 30_000 > plain  # µs: the 30 naps of 1 ms are there only with the switch records
+
+
+# A thread naps 20 ms (its switch-in, from the idle task, is not recorded without --switch-events), spins
+# ~100 ms (wall clock) and exits; main joins it, then naps 40 x 10 ms (switch-outs recorded till the end).
+NAP_SPIN_EXIT = r"""
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+static volatile double sink;
+__attribute__((noinline)) void nap(void) { usleep(20000); }
+static void *worker(void *arg) {
+    nap();
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do { for (int i = 0; i < 10000; i++) sink += i; clock_gettime(CLOCK_MONOTONIC, &t); }
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 100000000L);
+    return arg;
+}
+int main(void) {
+    pthread_t w;
+    pthread_create(&w, 0, worker, 0);
+    pthread_join(w, 0);
+    for (int i = 0; i < 40; i++) usleep(10000);
+    return 0;
+}
+"""
+
+
+def test_offcpu_without_switch_records_invents_no_wait_to_the_end(tmp_path: Path) -> None:
+    """newcomer10 a-F18: `perf record -e sched:sched_switch -g` without --switch-events; plain `perf script`
+    of it (no task events either) drew the worker's last switch-out as a wait until the recording
+    stopped, its switch-in and its exit unseen: longer than the worker lived (~120 ms)."""
+    from flamegraph.folding.offcpu import fold_offcpu
+
+    program = compile_c(tmp_path, "napper", NAP_SPIN_EXIT, "-pthread", "-fno-omit-frame-pointer")
+    data = tmp_path / "ss.data"
+    done = subprocess.run([need_perf(), "record", "-q", "-e", "sched:sched_switch", "-g", "-o", str(data),
+                           str(program)], capture_output=True, timeout=120)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"perf record failed here: {done.stderr.decode()[-200:]}")
+    text = tmp_path / "ss.txt"
+    with text.open("wb") as out:
+        subprocess.run([need_perf(), "script", "-i", str(data)], stdout=out, stderr=subprocess.DEVNULL, check=True,
+                       timeout=120)  # fmt: skip
+    worker = {}
+    for source in (data, text):
+        diagnostics = Diagnostics(echo=False)
+        try:
+            counts = fold_offcpu([str(source)], diagnostics=diagnostics).counts
+        except NoSamples:
+            counts = {}
+        worker[source.suffix] = sum(us for stack, us in counts.items() if ";worker;" in stack)
+    assert worker[".txt"] <= 200_000 and worker[".data"] <= 200_000, worker  # µs: main naps 400 ms after it

@@ -146,9 +146,15 @@ def test_the_page_draws_waits_cold_operators_warm_and_one_time_axis(
     warm = [red >= 205 and blue <= 55 for red, _, blue in colours]
     cold = [blue >= 205 and red <= 140 for red, _, blue in colours]
     assert any(warm) and all(w or c for w, c in zip(warm, cold, strict=True))
-    # one time axis: each thread's tower is as wide as its wall time (the idle ones are left out, as in offcpu)
+    # one time axis: each thread's tower is as wide as its wall time (an idle thread's idle stack is left
+    # out, as in offcpu: the largest of its stacks; the rest of its time is drawn)
     everything = widest("all")[1]
     towers = {name.partition(" ")[0]: width for name, _, width in frames if name.partition(" ")[0] in walls}
+    with (tmp / "wall.folded").open("rb") as lines:
+        counts = read_folded(lines, "wall.folded", Diagnostics(echo=False)).counts
+    idle = {name.partition(" ")[0] for name, _, _ in frames if name.partition(" ")[0] in walls and "idle)" in name}
+    for thread in idle:
+        walls[thread] -= max(us for stack, us in counts.items() if stack.startswith(thread + ";"))
     drawn = sum(walls[thread] for thread in towers)
     assert len(towers) >= 2
     for thread, width in towers.items():

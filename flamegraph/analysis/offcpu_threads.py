@@ -12,8 +12,10 @@ With `offcpu --wakers` a stack goes on past the state, after a `--` frame, with 
 The waker's thread (the frame after `--`) is labelled with its role as the roots are.
 
 A thread is *idle* when it was off-CPU for (nearly) the whole window, (nearly) all of it in one
-stack: a pool thread parked on its condition variable. Such threads fill an off-CPU graph without
-saying anything about the run; the renderer summarises them in one line unless asked to draw them.
+stack: a pool thread parked on its condition variable, or a main thread joining its workers. That
+stack fills an off-CPU graph without saying anything about the run; the renderer leaves it out and
+says so in one line unless asked to draw it. The thread's other waits are drawn (a main thread's
+disk writes before its join are no less real for the join that followed).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class ThreadTotal:
     stacks: int
     largest: float  # weight of its largest stack
     idle: bool = False
+    largest_stack: str = ""  # that stack (the first in text order of equal ones): an idle thread's idle stack
 
 
 def root_of(stack: str) -> str:
@@ -150,16 +153,19 @@ def thread_roles(counts: Mapping[str, float]) -> dict[str, str]:
 def thread_totals(counts: Mapping[str, float], window: float | None = None) -> list[ThreadTotal]:
     """Every root's total, largest first; `idle` set when `window` (same unit) is known."""
     totals: dict[str, list[float]] = {}
+    heaviest: dict[str, str] = {}
     for stack, weight in counts.items():
-        entry = totals.setdefault(root_of(stack), [0.0, 0.0, 0.0])
+        root = root_of(stack)
+        entry = totals.setdefault(root, [0.0, 0.0, 0.0])
         entry[0] += weight
         entry[1] += 1
-        entry[2] = max(entry[2], weight)
+        if root not in heaviest or weight > entry[2] or (weight == entry[2] and stack < heaviest[root]):
+            entry[2], heaviest[root] = weight, stack
     roles = thread_roles(counts)
     rows = []
     for thread, (total, stacks, largest) in totals.items():
         idle = bool(window) and is_idle(total, largest, window)  # type: ignore[arg-type]
-        rows.append(ThreadTotal(thread, roles.get(thread), total, int(stacks), largest, idle))
+        rows.append(ThreadTotal(thread, roles.get(thread), total, int(stacks), largest, idle, heaviest[thread]))
     rows.sort(key=lambda row: (-row.total, row.thread))
     return rows
 

@@ -105,7 +105,7 @@ def offcpu_cli(
     ] = 10,
     show_idle: Annotated[
         bool,
-        typer.Option("--show-idle", help="draw the threads idle the whole window too (default: one line names them)"),
+        typer.Option("--show-idle", help="draw idle threads' idle stacks too (default: one line says whose)"),
     ] = False,
     group_unknown: Annotated[
         bool,
@@ -136,8 +136,9 @@ def offcpu_cli(
     stack rooted at comm-tid (with its role: main, engine worker...) and ending with the state
     ([S] sleeping, [D] uninterruptible, [R] preempted). With --wakers, what ended each wait is drawn
     above it, after a `--` frame: the waking thread and its stack, or [timer], [irq], [signal]
-    (perf records all CPUs then: see docs/offcpu.md for its cost). Threads idle the whole window in one stack
-    are named in one line, not drawn (--show-idle). Ctrl-C stops the recording and still draws the graph.
+    (perf records all CPUs then: see docs/offcpu.md for its cost). A thread off-CPU (nearly) all the window
+    in one stack has that stack named in one line, not drawn (--show-idle); its other waits are drawn.
+    Ctrl-C stops the recording and still draws the graph.
 
     \b
     Examples:

@@ -66,7 +66,7 @@ Meta = Annotated[
 ShowIdle = Annotated[
     bool,
     typer.Option(
-        "--show-idle", help="off-CPU: draw the threads idle the whole window too (default: one line names them)"
+        "--show-idle", help="off-CPU: draw idle threads' idle stacks too (default: one line says whose)"
     ),
 ]
 Open = Annotated[bool, typer.Option("--open", help="open the SVG in your web browser when it is written")]
@@ -322,6 +322,7 @@ def diff(
     from ..io.writer import refuse_overwriting_input
     from ..pipeline.draw import read_context
     from ..render import RenderOptions, render_diff
+    from ..render.diff import events_differ
     from ..render.options import check_order
 
     check_order(order, False)
@@ -353,6 +354,8 @@ def diff(
     svg = render_diff(old, new, options)
     if advice is not None:  # once the graph is drawn: a refusal stays one line
         typer.echo(f"note: BEFORE and AFTER share no root frame, so every stack is new or gone: {advice}", err=True)
+    if (differ := events_differ(old, new)) is not None:  # the header says both events too
+        typer.echo(differ, err=True)
     _write(svg, output, png, open_)
 
 

@@ -100,7 +100,15 @@ def _start_local_cluster(distributed: Any, workers: int, scratch: str) -> Any:
     # Dask's statistical profiler samples worker threads every 10 ms, holding the GIL the fold needs
     # (fold chunks ran ~1.5x slower with it): our workers do not need it. Dask's own temporary files
     # (workers, scheduler) go to our private directory too.
-    settings = {"distributed.worker.profile.enabled": False, "temporary-directory": scratch}
+    settings = {
+        "distributed.worker.profile.enabled": False,
+        "temporary-directory": scratch,
+        # Dask's scheduler and workers always start an HTTP server, `dashboard_address=None` or not (the
+        # scheduler then tries 8787 and warns when another cluster holds it): serving their info pages,
+        # a JSON API and a proxy to the workers to any local user. No routes: every request is a 404.
+        "distributed.scheduler.http.routes": [],
+        "distributed.worker.http.routes": [],
+    }
     try:
         with dask.config.set(settings):
             return distributed.LocalCluster(
@@ -108,7 +116,8 @@ def _start_local_cluster(distributed: Any, workers: int, scratch: str) -> Any:
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",  # nothing listens beyond this machine
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",  # its unavoidable HTTP server: a free port, no 8787 to fight over
+                scheduler_kwargs={"dashboard": False},  # and no dashboard on it
                 local_directory=scratch,
                 preload=[LOCAL_WORKER_SETUP],
                 silence_logs=logging.CRITICAL,  # shutdown races log "stream closed"; our errors are ours

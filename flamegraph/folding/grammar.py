@@ -61,6 +61,10 @@ SCHED_HEADER = re.compile(
     rb"^\s*+(\S.*?)(?<=\S)\s++(\d{1,10})(?:/(\d{1,10}))?\s++(?:\[\d+\]\s++)?(\d{1,12})\.(\d+):\s*+(\S(?:.*\S)?|)\s*+$"
 )
 EXITED_COMM = b":-1"  # perf's comm for a sample whose task had exited when perf script read it
+# Off-CPU's header of such a record: no ids, but a time and a record (all-CPU recordings: offcpu --wakers).
+EXITED_SCHED_HEADER = re.compile(
+    rb"^\s*+:-1\s++-1(?:/-1)?\s++(?:\[\d+\]\s++)?(\d{1,12})\.(\d+):\s*+(\S(?:.*\S)?|)\s*+$"
+)
 
 MAX_PERIOD = 2**64 - 1  # perf's period is a u64; a longer number is damage (and int() stops at 4300 digits)
 

@@ -65,12 +65,15 @@ def fold_offcpu_totals(
     status: Status | None = None,
     resolve: Resolver | None = None,
     recording_end: int | None = None,
+    where: str | None = None,
 ) -> OffCpuFold:
     """`fold_offcpu`, with the totals as facts.
 
     `resolve` turns the threads a recording shows no record of into waits, where something outside
     the text (the live process) can tell; the others are named in the header. `recording_end` (ns,
-    perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record."""
+    perf's clock) is when perf stopped, if known: waits still open then end there, not at the last record.
+    `where` names the one input in messages on its lines (a scratch perf.data: not by a path gone when
+    they are read; the error that nothing was found names the path, the file being kept then)."""
     progress = show_progress(status, "pairing") if status else None
 
     def lines_of(path: str) -> Iterator[bytes]:
@@ -81,7 +84,7 @@ def fold_offcpu_totals(
         if status:
             status.clear()
 
-    sources = ((label(path), lines_of(path)) for path in inputs or [STDIN])
+    sources = ((where or label(path), lines_of(path)) for path in inputs or [STDIN])
     names = ", ".join(label(p) for p in inputs) or "<stdin>"
     return fold_offcpu_sources(sources, names, options, diagnostics, resolve, recording_end)
 
@@ -151,7 +154,7 @@ def fold_offcpu_recording(
     end = recording.stopped_ns  # perf records with -k CLOCK_MONOTONIC: the clock we read it from
     if (target := recorded_target(recording)) is not None:  # offcpu --wakers: all CPUs were recorded
         options = replace(options or OffCpuOptions(), target=target, wakers=True)
-    fold = fold_offcpu_totals([str(recording.perf_data)], options, diagnostics, status, resolve, end)
+    fold = fold_offcpu_totals([str(recording.perf_data)], options, diagnostics, status, resolve, end, recording.label)
     profile = fold.profile
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}  # said above
     profile.metadata.update(captured)

@@ -37,13 +37,14 @@ from ..window import Window
 from .frames import FrameNames
 from .grammar import (
     COMM_RECORD,
+    EXITED_COMM,
+    EXITED_SCHED_HEADER,
     LOST_RECORD,
     SCHED_HEADER,
     SWITCH_FIELDS,
     SWITCH_RECORD,
     TASK_RECORD,
     is_detail,
-    is_exited_task,
 )
 from .grammar import time_ns as parse_time_ns
 from .options import FoldOptions, FrameHook, SampleHook
@@ -231,6 +232,13 @@ class _Pairing:
         if self.end is not None and ns > self.end:
             self.end = ns
 
+    def drop_open(self) -> tuple[int, int]:
+        """Forget the waits still open (how many, and their ns to the last timestamp)."""
+        end = self.end or 0
+        dropped = (len(self.out), sum(max(0, end - pending.ns) for pending in self.out.values()))
+        self.out.clear()
+        return dropped
+
     def close(self) -> Iterator[Wait]:
         """Clip the waits still open when the recording ended to its last timestamp."""
         end = self.end or 0
@@ -244,7 +252,7 @@ class _Pairing:
 # next_pid only, and a recording of some tasks (not -a) has that record only when the switching-out
 # task is traced too: most switch-ins are in PERF_RECORD_SWITCH records, which perf script hides.
 NO_SWITCH_RECORDS = (
-    "{path}: {count:,} switch-outs had no switch-in: the text has no PERF_RECORD_SWITCH records, so most "
+    "{path}: {count:,} switch-outs had no switch-in{left}: the text has no PERF_RECORD_SWITCH records, so most "
     "off-CPU time is missing: print it with `perf script --show-switch-events` (of a recording made with "
     "`perf record --switch-events`, as `flamegraph offcpu` makes them)"
 )
@@ -368,9 +376,7 @@ class SchedCollapser:
             self._switch_out(pairing, out, frames, ready)
             yield from ready
         self.lost += pairing.lost
-        if pairing.unpaired and not pairing.switch_records:
-            diagnostics.note(NO_SWITCH_RECORDS.format(path=path, count=pairing.unpaired))
-            self.hidden_switch_ins = True
+        missing_ins = pairing.unpaired and not pairing.switch_records  # most switch-ins are not in the text
         if callable(recording_end):
             recording_end = recording_end()
         if recording_end is not None:
@@ -382,6 +388,14 @@ class SchedCollapser:
         self.silent = [
             (tid, name) for tid, name in pairing.alive.items() if tid not in pairing.seen and pairing.wants(tid)
         ]
+        if missing_ins:
+            # A thread's last switch-out is no wait open to the end when its switch-ins are not in the text:
+            # a thread preempted once, then run to its end, was drawn preempted until the recording stopped.
+            count, ns = pairing.drop_open()
+            waits = f"{count:,} wait{'s' if count != 1 else ''}"
+            left = f" (and {waits} open at the end, {ns / 1e6:,.1f} ms, left out: as unknown)" if count else ""
+            diagnostics.note(NO_SWITCH_RECORDS.format(path=path, count=pairing.unpaired, left=left))
+            self.hidden_switch_ins = True
         yield from pairing.close()
 
     def _switch_out(self, pairing: _Pairing, out: _SwitchRecord, frames: list[bytes], ready: list[Wait]) -> None:
@@ -414,14 +428,19 @@ class SchedCollapser:
         """Handle one record header; a sched_switch returns its switch-out, to be completed by frames."""
         self.diagnostics.records += 1
         header = SCHED_HEADER.match(line)
-        if header is None:
-            # `:-1 -1`: the last switch of a task that had exited when perf script read it, no wait.
-            kind = "exited-task" if is_exited_task(line.lstrip()) else "bad-header"
-            self.diagnostics.report(pairing.path, number, kind, decode(line))
+        if header is not None:
+            comm, pid, tid_text, seconds, fraction, rest = header.groups()
+            tid = int(tid_text or pid)
+        elif (exited := EXITED_SCHED_HEADER.match(line)) is not None:
+            # `:-1 -1`: a record of a task perf script could no longer name, the kernel having released its
+            # pid as it exited; only an all-CPU recording (--wakers) sees them, every exiting task of the
+            # machine's. Its last switch-out is no wait (prev_state X), but what its records say of others
+            # counts: the next_pid switched in, the thread it woke.
+            comm, tid, (seconds, fraction, rest) = EXITED_COMM, -1, exited.groups()
+        else:
+            self.diagnostics.report(pairing.path, number, "bad-header", decode(line))
             self.diagnostics.skipped_records += 1
             return None
-        comm, pid, tid_text, seconds, fraction, rest = header.groups()
-        tid = int(tid_text or pid)
         ns = parse_time_ns(seconds, fraction)
         pairing.tick(ns)
         if ns and tid > 0:

@@ -27,6 +27,7 @@ TIMER = b"[timer]"
 IRQ = b"[irq]"
 SIGNAL = b"[signal]"
 IDLE = b"[idle]"  # the idle task woke it outside any interrupt frame we can see (stack cut short)
+EXITED = b"[exited task]"  # a task perf could no longer name (`:-1 -1`: exiting, its pid released)
 NOT_RECORDED = b"[waker not recorded]"  # no wakeup record between the switch-out and the switch-in
 
 # Where an interrupt enters (x86-64 and arm64 names as perf prints them): from the leaf to the first
@@ -76,8 +77,8 @@ def waker_frames(thread: bytes, tid: int, named: list[bytes], kept: list[bytes])
         causes.append(TIMER if timer else IRQ)
         frames = [name for name in kept[: outer + 1] if name]
         return b";".join([*causes, *frames[::-1]]), False
-    if tid <= 0:
-        causes.append(IDLE)
+    if tid <= 0:  # tid 0 is the idle task; -1 a task perf could not name (it was exiting)
+        causes.append(IDLE if tid == 0 else EXITED)
         return b";".join([*causes, *[name for name in kept[::-1] if name]]), False
     return b";".join([*causes, thread, *[name for name in kept[::-1] if name]]), True
 

@@ -96,6 +96,7 @@ def _record_and_pair(
     from ..record.offcpu import record_offcpu
 
     recording = record_offcpu(request.spec, session.data_path, status, session.mark_recorded, hooks.hooks)
+    recording.label = session.label
     status.note(_recorded_line(recording, request.pid))
     return pair_recorded(recording, request, status, hooks, resolve), recording
 

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from ..record.spec import Recording
 
 
+SCRATCH_LABEL = "perf.data (scratch)"
+
+
 class ScratchRecording:
     """perf.data in a scratch directory unless the user named a path; removed after success, kept (and
     its path printed) when the run ends otherwise once perf has recorded (a later step failed, Ctrl-C,
@@ -40,6 +43,12 @@ class ScratchRecording:
         if self.scratch is None:
             self.scratch = scratch_dir(self._prefix)
         return self.scratch / "perf.data"
+
+    @property
+    def label(self) -> str | None:
+        """How messages on the recording's lines name it: a scratch file is removed after the run, so
+        not by its path (the path is said when the file is kept); None: the user's file, by its path."""
+        return SCRATCH_LABEL if self._perf_data is None else None
 
     def mark_recorded(self) -> None:
         self.recorded = True

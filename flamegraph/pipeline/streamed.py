@@ -211,8 +211,7 @@ def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) ->
     samples = fold.counts.samples + spool.dropped.samples
     return (
         f"recorded {samples:,} samples in {recording.seconds:.1f} s, folded as recorded in {fold.chunks} "
-        f"chunk{'s' if fold.chunks != 1 else ''} (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {spool.cap / 1e6:.1f} MB){ended}"
+        f"chunk{'s' if fold.chunks != 1 else ''} ({spool.bound_text()}){ended}"
     )
 
 
@@ -289,8 +288,8 @@ def _write_trend(intervals: list[Interval], base: Path, graph_title: str, width:
     # The paths as the user gave -o (relative to where the command ran, not to the page), quoted for a shell.
     paths = (first_folded, last_folded, base.with_name(f"{base.stem}-diff.svg"))
     hint = "flamegraph diff {} {} --normalize -o {}".format(*(shlex.quote(str(path)) for path in paths))
-    title = f"{graph_title}: share per interval ({last} intervals)"
-    image = render_trend([(i.number, i.profile) for i in intervals], title, hint, width)
+    title = f"{graph_title}: share per interval ({last} interval{'s' if last != 1 else ''})"
+    image = render_trend([(i.number, i.profile) for i in intervals], title, hint if last > 1 else None, width)
     path = trend_path(base)
     write_atomically(path, lambda out: _put(out, image), derived=True)
     status.note(f"wrote {path}")
@@ -326,8 +325,8 @@ def pair_spooled(
     chunks = spool.chunks
     exited = pid_exited(recording, spec.pid)
     status.note(
-        f"recorded {recording.seconds:.1f} s, paired as recorded (raw data on disk at most {spool.peak / 1e6:.1f} MB, "
-        f"--max-spool {cap / 1e6:.1f} MB)" + (f"; {exited}" if exited is not None else "")
+        f"recorded {recording.seconds:.1f} s, paired as recorded ({spool.bound_text()})"
+        + (f"; {exited}" if exited is not None else "")
     )
     captured = {k: v for k, v in recording.metadata.items() if k not in ("frequency", "event")}
     fold.profile.metadata.update(captured)

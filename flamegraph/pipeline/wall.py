@@ -53,6 +53,7 @@ def record_wall(request: OnCpuRequest, outputs: Outputs, status: Status) -> Wall
     outputs.check(request.perf_data)
     with ScratchRecording("flamegraph-wall-", request.perf_data, status.note) as session:
         recording = record_offcpu(request.spec, session.data_path, status, on_recording=session.mark_recorded)
+        recording.label = session.label  # the waits' messages; the samples' name the path (kept on an error)
         size = recording.perf_data.stat().st_size / 1e6
         status.note(f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)")
         namer = namer_for_recording(str(recording.perf_data)) if request.group_unknown else None

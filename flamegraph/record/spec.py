@@ -94,6 +94,7 @@ class Recording:
     stopped_ns: int | None = None  # when perf was told to stop (CLOCK_MONOTONIC ns, perf's clock); None: ended
     lost: LostSamples | None = None  # samples perf lost (its buffers overran); None: none lost
     perf_pid: int | None = None  # perf's own pid: its workload's threads are its descendants (perf record -a)
+    label: str | None = None  # how a message on a line of its text names perf.data, when not by its path
 
 
 class RecordHook(Protocol):

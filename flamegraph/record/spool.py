@@ -36,6 +36,7 @@ OPEN_SLACK = 2  # chunks of room kept for the open chunk: its switch may come a 
 # created the file: a switch with no chunk after this long is asked again (one sent meanwhile only
 # switches once more: a smaller chunk).
 RESEND_SECONDS = 2.0
+DROPS_SAID = 3  # chunks dropped said one by one as they go (a small cap on a busy machine drops dozens)
 POLL_SECONDS = 0.05  # perf writes ~33 MB/s at dwarf,65528 -F 499: ~1.7 MB past the chunk size per poll
 HEADER = struct.Struct("<8sQQ16xQQ")  # perf_file_header: magic, size, attr_size, attrs, data {offset, size}
 EVENT_HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
@@ -198,6 +199,14 @@ class Spool:
         with self._ready:
             return self._ended
 
+    def bound_text(self) -> str:
+        """'raw data on disk at most 9.8 MB, --max-spool 16.0 MB', and when the peak passed the cap, that it
+        did and why: perf writes on until it acts on a switch, and drains its buffers (-m) in one go."""
+        said = f"raw data on disk at most {self.peak / 1e6:.1f} MB, --max-spool {self.cap / 1e6:.1f} MB"
+        if self.peak <= self.cap:
+            return said
+        return said + ": passed, perf writing on until it switched chunks (a larger --max-spool holds)"
+
     def started(self, pid: int) -> None:
         """perf runs as `pid`: the watcher starts."""
         self._pid = pid
@@ -329,10 +338,13 @@ class Spool:
             victim.path.unlink(missing_ok=True)
             self.dropped = self.dropped + counts
             self.dropped_chunks += 1
-            self._note(
-                f"warning: folding is behind perf: dropped a chunk of {counts.samples:,} samples unfolded to keep "
-                f"the raw data under --max-spool {self.cap / 1e6:.0f} MB ({self.dropped.samples:,} so far)"
-            )
+            if self.dropped_chunks <= DROPS_SAID:
+                last = self.dropped_chunks == DROPS_SAID
+                more = "; more are only counted, their total said at the end" if last else ""
+                self._note(
+                    f"warning: folding is behind perf: dropped a chunk of {counts.samples:,} samples unfolded to keep "
+                    f"the raw data under --max-spool {self.cap / 1e6:.0f} MB ({self.dropped.samples:,} so far){more}"
+                )
 
     def _waiting_bytes(self) -> int:
         folding = [self._folding] if self._folding is not None else []

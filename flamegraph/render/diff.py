@@ -54,6 +54,13 @@ def diff_stacks(
     return DiffStacks(texts, Columns(widths, befores, afters), sum(befores), sum(afters), scale, max_delta)
 
 
+def events_differ(before: FoldedProfile, after: FoldedProfile) -> str | None:
+    """The note for two sides that count different events (known on both), else None."""
+    if before.event is None or after.event is None or before.event == after.event:
+        return None
+    return f"note: BEFORE counts {before.event}, AFTER {after.event}: the graph compares different events"
+
+
 def diff_info(
     before: FoldedProfile,
     after: FoldedProfile,
@@ -66,6 +73,8 @@ def diff_info(
     normalized = f" (BEFORE normalized x{stacks.scale:.4g} to AFTER's total)" if options.normalize else ""
     widths = {"max": "max(before, after)", "after": "AFTER", "before": "BEFORE"}[options.diff_width]
     event = after.event or before.event or "event not recorded"
+    if events_differ(before, after):
+        event = f"{before.event} -> {after.event}"  # each side's: the graph compares different counters
     before_name = count_name if before.unit == after.unit else display_name(options.count_name_for(before))
     lines = [
         f"{event} · BEFORE {count_text(before.total * factor, before_name)} -> AFTER "

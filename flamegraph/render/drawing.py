@@ -92,11 +92,12 @@ def frame_details(total: float, count_name: str, factor: float, durations: bool,
 
 @dataclass
 class Drawing:
-    """Frames as markup (one `<g>` each: title, rect), their count, and labels (x, y, text)."""
+    """Frames as markup (one `<g>` each: title, rect), their count, and labels (x, y, text, and their
+    text colour where not the page's black)."""
 
     frames: str
     count: int
-    labels: list[tuple[float, float, str]]
+    labels: list[tuple[float, float, str, str | None]]
     total: float
     max_depth: int
     divisor: int  # coordinates are weights / divisor
@@ -120,12 +121,14 @@ def draw(
     name_fill: Callable[[str], str] | None = None,
     grain: int = 1,
     by_widths: bool = False,
+    label_fill: Callable[[str], str | None] | None = None,
 ) -> Drawing:
     """Each frame's markup: its title (the name escaped, then `details` of the frame, escaped: " (N
     samples, P%)"), exact coordinates (in the profile's unit), colour (`name_fill` of its name, or
     `fill` of the frame), and labels cut to fit. Escaping and colours are looked up once per name;
     `by_widths`: the details depend on the width and self width only, so they are made once per pair
-    (the root's say 100% exactly, so it is never shared). One pass, no call per frame in the usual case."""
+    (the root's say 100% exactly, so it is never shared). One pass, no call per frame in the usual case.
+    `label_fill`: a label's text colour on its frame's fill (None: black)."""
     rows = _rows(layout, options)
     row_texts = [str(y) for y in rows]
     scale = page.plot_width / layout.total
@@ -164,10 +167,22 @@ def draw(
         if pixels >= LABEL_MIN_PX:
             label = fit_label(name, pixels - 6, font_size, MIN_PREFIX)
             if label:
-                labels.append((round(XPAD + start * scale + 3, 2), round(graph_top + rows[depth] + text_dy, 2), label))
+                ink = label_fill(color) if label_fill is not None else None
+                labels.append(
+                    (round(XPAD + start * scale + 3, 2), round(graph_top + rows[depth] + text_dy, 2), label, ink)
+                )
     apart = len({(shown, color) for shown, _, color in names.values()}) == len(names)
     return Drawing("".join(lines), len(lines), labels, layout.total, layout.max_depth, divisor, apart)
 
 
 def labels_markup(drawing: Drawing) -> Markup:
-    return Markup("".join(f'<text x="{x}" y="{y}">{escape(text)}</text>\n' for x, y, text in drawing.labels))
+    """The labels; a light one carries its colour as an attribute (the static view, without CSS) and as
+    the class the page's CSS colours (CSS outranks an attribute: `text { fill: #000 }`)."""
+    return Markup(
+        "".join(
+            f'<text x="{x}" y="{y}">{escape(text)}</text>\n'
+            if ink is None
+            else f'<text x="{x}" y="{y}" class="light" fill="{ink}">{escape(text)}</text>\n'
+            for x, y, text, ink in drawing.labels
+        )
+    )

@@ -58,7 +58,7 @@ class RenderOptions:
     normalize: bool = False  # diff: scale BEFORE to AFTER's total
     top: int = 10  # rows of the self-time table
     diff_width: str = "max"  # diff: frame widths from max(before, after) per stack, or one side
-    show_idle: bool = False  # off-CPU: draw the threads that were idle the whole window (else one line says so)
+    show_idle: bool = False  # off-CPU: draw idle threads' idle stacks (else one line says whose; other waits: drawn)
     tables: list[Table] = field(default_factory=list)  # more tables for the capture facts (after the metadata)
     order: str = "name"  # siblings by name, or by weight (widest on the left)
     views: Applied | None = None  # what flamegraph.analysis.views did to the profile: the header says it

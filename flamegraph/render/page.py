@@ -3,7 +3,7 @@
     title (controls on its line: capture facts, reset zoom, the search box)
     subtitle
     details line: what the pointer rests on (the script fills it; under the title, where the eye is)
-    summary: one line (off-CPU: a second one naming the idle threads not drawn)
+    summary: one line (off-CPU: a second one naming the idle stacks not drawn)
     legend: the highlight classes and their shares, side by side
     the graph
     the self-time table

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import escape
 
-from ..color import Highlighter, Painter, diff_color, resolve_highlights, strip_annotation
+from ..color import Highlighter, Painter, diff_color, label_fill, resolve_highlights, strip_annotation
 from ..io.diagnostics import BadCounts, BadOption, NoSamples
 from ..io.folded import check_total
 from ..model import FoldedProfile
@@ -293,7 +293,7 @@ def render_diff(before: FoldedProfile, after: FoldedProfile, options: RenderOpti
         fact_tables=list(options.tables),
     )
     page = page_for(options, layout, text)
-    drawing = draw(layout, options, page, details, fill=fill)
+    drawing = draw(layout, options, page, details, fill=fill, label_fill=label_fill)  # deep blue: white text
     examples = search_examples([row[2] for row in rows], False)
     title_text = options.title_for(after, diff=True)
     return render_document(options, page, drawing, title_text, "hot", count_name, diff=True, examples=examples)

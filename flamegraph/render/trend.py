@@ -64,9 +64,10 @@ def _shade(share: float, peak: float) -> str:
 
 
 def render_trend(
-    intervals: Sequence[tuple[int, FoldedProfile]], title: str, hint: str, width: int = 1200, rows: int = ROWS
+    intervals: Sequence[tuple[int, FoldedProfile]], title: str, hint: str | None, width: int = 1200, rows: int = ROWS
 ) -> bytes:
-    """The page (see the module's doc)."""
+    """The page (see the module's doc); `hint`, the command that compares two intervals (None: there is
+    only one, and the foot says so instead of comparing it with itself)."""
     table = trend_rows(intervals, rows)
     columns = max(len(intervals), 1)
     cell = max(min((width - NAME_WIDTH - 20) / columns, 80.0), 14.0)
@@ -112,6 +113,7 @@ def render_trend(
                 )
             out.append("</g>")
     foot = top + ROW_HEIGHT * (len(table) + 1) + 24
-    out.append(f'<text x="10" y="{foot}" {FONT} font-size="12">Compare two intervals: {escape(hint)}</text>')
+    said = f"Compare two intervals: {escape(hint)}" if hint is not None else "One interval: none to compare it with"
+    out.append(f'<text x="10" y="{foot}" {FONT} font-size="12">{said}</text>')
     out.append("</svg>\n")
     return "\n".join(out).encode("utf-8", errors="surrogateescape")

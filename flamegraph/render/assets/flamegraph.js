@@ -158,6 +158,17 @@
   }
 
   // --- labels ------------------------------------------------------------------------------
+  // A diff's deep blues take white text: black falls below WCAG's 4.5:1 there (color.label_fill).
+  function lightText(fill) {
+    var m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(fill || "");
+    if (!m) return false;
+    var lum = [m[1], m[2], m[3]].map(function (h) {
+      var c = parseInt(h, 16) / 255;
+      return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return (0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2] + 0.05) / 0.05 < 4.5;
+  }
+
   function relabel() {
     var start = X[zoomed], width = W[zoomed], scale = S.plotWidth / width;
     var pad = (S.frameHeight - 1) / 2 + S.fontSize * 0.35;
@@ -178,6 +189,7 @@
       t.setAttribute("x", (S.xpad + px + 3).toFixed(2));
       t.setAttribute("y", (S.graphTop + parseFloat(yAttr[i]) - collapse + pad).toFixed(2));
       t.textContent = label;
+      if (S.diff && lightText(fills[i])) t.setAttribute("class", "light");
       fragment.appendChild(t);
     }
     labelsEl.textContent = "";
