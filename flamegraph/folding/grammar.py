@@ -40,7 +40,11 @@ from typing import NamedTuple
 # stackcollapse-perf.pl's patterns, made linear (its `(\d+)*` is `(\d++)?`): fold's --compat accepts
 # what it accepts. The reference needs a comm of two characters or more; HEADER_OURS takes one.
 HEADER = re.compile(rb"^(\S.+?)(?:(?<=\S)|(?<=^.\s))\s++(\d++)/*+(\d++)?\s++")
-HEADER_OURS = re.compile(rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++")
+# A comm may hold a blank and a number ("GC Thread 2", "job 12 3"): the ids are the last ones before the
+# cpu or the time, so a candidate followed by later ids that are is part of the comm.
+HEADER_OURS = re.compile(
+    rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++(?!(?:.*?\s)?\d++/*+\d*+\s++(?:\[\d+\]\s|\d+\.\d+:))"
+)
 PERIOD_EVENT = re.compile(rb":(?:\s*+(\d++)\s|\s)\s*+(\S+):\s*+$")
 # "<seconds>.<fraction>: [<period>] <event>: <rest>": rest is the frame of a sample recorded without
 # -g, a tracepoint's fields, or nothing. Tried where PERIOD_EVENT finds no event at the line's end.

@@ -111,7 +111,8 @@ class PerfCollapser:
             root = comm + b"-" + pid
         else:
             root = comm
-        return root.replace(b" ", b"_")
+        root = root.replace(b" ", b"_")
+        return root if self.options.compat else root.replace(b";", b":")  # ';' would split the root in two
 
     def event_of(self, header: bytes, ids_end: int = 0) -> tuple[bytes | None, bytes | None, bytes]:
         """(event, period, frame text after the event) of a sample header line whose comm and ids

@@ -124,7 +124,7 @@ def python_frame(symbol: bytes) -> bytes | None:
         return None
     if not file.startswith(b"<"):
         file = file.rsplit(b"/", 1)[-1]
-    return function + b" (" + file + b")"
+    return (function + b" (" + file + b")").replace(b";", b":")  # a file named "se;mi.py" is one frame
 
 
 # A recording has a few hundred DSOs and thousands of distinct frames: each DSO is classified once.
