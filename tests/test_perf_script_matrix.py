@@ -189,6 +189,50 @@ def test_every_variant_folds_as_plain_perf_script(recordings: Path) -> None:
         assert without_dso(fold(script(recordings, "cpu", args))) == without_dso(samples), args
 
 
+CPP_PROGRAM = r"""
+#include <functional>
+#include <vector>
+namespace ns { template <typename T, int N> struct Box {
+    T v[N];
+    __attribute__((noinline)) T sum() const {
+        T s{};
+        for (int k = 0; k < 40; k++) for (int i = 0; i < N; i++) s += v[i] * k;
+        return s;
+    }
+}; }
+template <typename T> __attribute__((noinline)) T work(const std::vector<T>& v, std::function<T(T)> f) {
+    T s{};
+    for (auto x : v) s += f(x);
+    return s;
+}
+int main() {
+    std::vector<double> v(400000, 1.5);
+    ns::Box<double, 1024> box{};
+    double t = 0, scale = 1;
+    std::function<double(double)> f = [&](double x) { return x * x * scale; };  // _Function_handler<double (double)
+    for (int r = 0; r < 60; r++) { t += work<double>(v, f); t += box.sum(); }
+    return t < 0;
+}
+"""
+
+
+def test_cpp_names_with_parentheses_fold_whole_without_dso(tmp_path: Path) -> None:
+    """-F ip,sym of a C++ program: `std::_Function_handler<double (double), main::{lambda(double)#1}>::_M_invoke`
+    is named as perf report and plain perf script name it (a ' (' is no DSO when the line ends otherwise),
+    through the fast path (headers with their event) and the line path (-F comm,tid,ip,sym)."""
+    compile_c(tmp_path, "prog", CPP_PROGRAM, "-fno-omit-frame-pointer", language="c++")
+    subprocess.run([need_perf(), "record", "-q", "-e", "cpu-clock", "-g", "-o", str(tmp_path / "cpp.data"),
+                    str(tmp_path / "prog")], check=True, capture_output=True, timeout=120)  # fmt: skip
+    plain = fold(script(tmp_path, "cpp", []))
+    handler = "std::_Function_handler<double (double), main::{lambda(double)#1}>::_M_invoke"
+    assert any(stack.endswith(f";{handler}") for stack in plain), sorted(plain)
+    samples = in_samples(plain, 250_000)
+    for args in NO_DSO:
+        assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(plain), args
+    for args in [*BOTH, ["-F", "comm,tid,ip,sym,symoff"]]:
+        assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(samples), args
+
+
 @pytest.mark.parametrize("fields", sorted(LACKING))
 def test_a_variant_without_a_needed_field_says_which(recordings: Path, fields: str) -> None:
     path = script(recordings, "cpu", ["-F", fields])

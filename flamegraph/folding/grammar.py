@@ -198,7 +198,7 @@ def as_inlined(frame: bytes) -> bytes:
     """A frame line perf printed without its DSO because its source line says it is inlined (-F +srcline),
     as plain `perf script` prints it: `(inlined)` as its DSO. A line that has one is returned as it is."""
     body = frame.rstrip()
-    return body if body.endswith(b")") else body + INLINED
+    return body if dso_opening(body) >= 0 else body + INLINED
 
 
 def srcline_suffix(line: bytes) -> bytes:
@@ -246,6 +246,30 @@ def is_header_frame(rest: bytes) -> bool:
         return False
     opening = rest.find(b" (", start + 1)
     return opening != -1 and opening + 2 < end
+
+
+def dso_opening(body: bytes) -> int:
+    """Where the DSO of a frame line (its trailing blanks stripped) opens: the index of the '(' of the
+    balanced group that ends the line, after a blank ('7f0a f+0x1 (/lib/x.so (deleted))'), as perf
+    prints it with -F dso; -1 when the line ends otherwise: perf printed no DSO (-F ip,sym), and the
+    parentheses are the symbol's ('2ca0 std::_Function_handler<double (double), F>::_M_invoke',
+    '2ca0 {lambda()#1}::operator()'). A symbol printed without DSO that itself ends in ' (...)' reads
+    as one with a DSO: one line cannot tell them apart."""
+    if body[-1:] != b")":
+        return -1
+    last = body.rfind(b" (")
+    if last >= 0 and body.find(b"(", last + 2, -1) < 0 and body.find(b")", last + 2, -1) < 0:
+        return last + 1  # the usual line: no parenthesis inside the DSO
+    depth = 0
+    for at in range(len(body) - 1, -1, -1):
+        byte = body[at]
+        if byte == 0x29:
+            depth += 1
+        elif byte == 0x28:
+            depth -= 1
+            if depth == 0:
+                return at if at and body[at - 1] == 0x20 else -1
+    return -1
 
 
 # A frame line without its DSO (-F ip,sym): '<addr> <symbol>'. The symbol runs to the line's end.
