@@ -268,9 +268,17 @@ def test_every_reader_reads_the_layouts_alike(tmp_path: Path) -> None:
         assert b"leaf+0x31" in windowed and b"init_cpu_features" not in windowed
     from flamegraph.export.sources import sniff
 
-    for text in (TASK_EVENTS, MMAP_EVENTS):
+    # -F comm,tid,ip,sym and -F comm,tid,period,ip,sym: headers with no time nor event (a-F4: folded to convert)
+    with_period = NO_DSO.replace(b"prog 12440 ", b"prog 12440     250000 ").replace(b"12442 ", b"12442     250000 ")
+    for text in (TASK_EVENTS, MMAP_EVENTS, NO_DSO, with_period):
         (tmp_path / "in.txt").write_bytes(text)
         assert sniff(str(tmp_path / "in.txt")).kind == "perf"
+        assert kind_of_head(text) == PERF_SCRIPT
+    # ... and folded stacks are still folded stacks, a differential's two counts and all
+    for text in (b"prog;main;leaf 250000\nprog;main 3\n", b"prog 12440\nprog;a 1 2\n", b"prog 12440 250000\n"):
+        (tmp_path / "in.txt").write_bytes(text)
+        assert sniff(str(tmp_path / "in.txt")).kind == "folded", text
+        assert kind_of_head(text) != PERF_SCRIPT
 
 
 def test_offcpu_skips_source_lines() -> None:

@@ -19,10 +19,12 @@ from pathlib import Path
 import pytest
 from helpers.programs import compile_c, need_perf
 
+from flamegraph.export.sources import sniff
 from flamegraph.folding.offcpu import fold_offcpu
 from flamegraph.folding.perf import FoldOptions
 from flamegraph.folding.stage import fold_perf
 from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.sniff import PERF_SCRIPT, kind_of_head, read_head
 
 pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
@@ -231,6 +233,28 @@ def test_cpp_names_with_parentheses_fold_whole_without_dso(tmp_path: Path) -> No
         assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(plain), args
     for args in [*BOTH, ["-F", "comm,tid,ip,sym,symoff"]]:
         assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(samples), args
+
+
+def test_convert_and_render_take_every_variant_for_perf_script(recordings: Path) -> None:
+    """The layouts fold reads are perf script text to `convert` and `render` too (grammar.starts_sample):
+    headers without time nor event (-F comm,tid,ip,sym) were folded stacks to convert, every line bad."""
+    variants = [*SAME, *NO_PERIOD, *NO_DSO, *BOTH, ["-F", "comm,tid,period,ip,sym"], ["-F", "comm,tid,ip,sym,dso"]]
+    for args in variants:
+        path = script(recordings, "cpu", args)
+        assert sniff(str(path)).kind == "perf", args
+        assert kind_of_head(read_head(str(path))) == PERF_SCRIPT, args
+    for args in [*BOTH, ["-F", "comm,tid,period,ip,sym"], ["-F", "comm,tid,ip,sym,dso"]]:
+        path = script(recordings, "cpu", args)
+        for source, stdin in ((str(path), None), ("-", path.read_bytes())):
+            command = [sys.executable, "-m", "flamegraph", "convert", source, "-", "--to", "folded", "--no-threads"]
+            done = subprocess.run(command, input=stdin, capture_output=True, timeout=120)
+            assert done.returncode == 0 and done.stderr == b"", (args, done.stderr[-300:])
+            folded = dict(line.rsplit(" ", 1) for line in done.stdout.decode().splitlines())
+            assert {stack: int(n) for stack, n in folded.items()} == fold(path, annotate_kernel=True, annotate_jit=True)
+        trace = subprocess.run([sys.executable, "-m", "flamegraph", "convert", str(path), str(path) + ".trace.json"],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert trace.returncode == 3 and len(trace.stderr.splitlines()) == 1, trace.stderr[-300:]
+        assert "perf script printed no time nor event field" in trace.stderr
 
 
 @pytest.mark.parametrize("fields", sorted(LACKING))

@@ -112,6 +112,18 @@ def read_header(line: bytes) -> Header | None:
     return Header(comm, pid, tid, seconds, fraction, period, event, rest.rstrip())
 
 
+def starts_sample(line: bytes, following: bytes) -> bool:
+    """`line` (then `following`) is a sample header as fold reads it, in any layout, and no folded stack:
+    one with its time or event (`prog 12440 10.5: cpu-clock: `), or any header a frame line follows
+    (`-F comm,tid,ip,sym`: `tmpl 7360 ` then `\\t  2ca0 main`; without it `prog 12440 250000` is also
+    the folded stack `prog 12440` of weight 250000). Sniffing asks this, so that `convert`, `render`
+    and `fold` take for `perf script` text whatever fold reads as such."""
+    if ANY_HEADER.match(line.lstrip()) is not None:
+        return True
+    header = read_header(line)
+    return header is not None and (header.event is not None or FRAME_LINE.match(following) is not None)
+
+
 def is_header(stripped: bytes) -> bool:
     """A timed sample header, its leading blanks stripped (an indented line that is no frame)."""
     return HEADER_OURS.match(stripped) is not None and (
