@@ -174,6 +174,14 @@ def test_frames_without_a_dso_fold() -> None:
     assert diagnostics.skipped_records == 0
 
 
+@pytest.mark.parametrize("tid", [b"3544 ", b" 3544 ", b"  354 ", b"1234567 "])
+def test_a_thread_id_alone_is_a_header_without_comm(tid: bytes) -> None:
+    """-F tid,ip,sym: perf prints the tid as '%5d ', so a short one is indented like a frame; it is the
+    header that lacks comm, not a bare address (which made the message 'no comm, tid fields')."""
+    text = tid + b"\n\t            11aa leaf\n\t            11f4 top\n\n" + tid + b"\n\t            11aa leaf\n"
+    assert script.missing_fields(text.splitlines()) == ["comm"]
+
+
 def test_an_exited_task_is_counted_in_the_skip_summary() -> None:
     counts, diagnostics = fold_text(EXITED)
     assert counts == PLAIN_FOLDED

@@ -10,6 +10,7 @@ once per module: `perf record -e cpu-clock -g`, `perf record -e sched:sched_swit
 
 from __future__ import annotations
 
+import gzip
 import re
 import subprocess
 import sys
@@ -95,7 +96,7 @@ BOTH = [["-F", "comm,tid,ip,sym"]]
 # Fields a fold cannot do without: one line naming them, exit 3.
 LACKING = {
     "comm,tid,ip": "sym", "comm,tid,sym": "ip", "tid,time,ip,sym": "comm", "ip,sym": "comm, tid",
-    "comm,time,ip,sym": "tid",
+    "comm,time,ip,sym": "tid", "tid,ip,sym": "comm",  # ' 3544 ': perf's '%5d ', no frame however it looks
 }  # fmt: skip
 SCHED_FIELDS = "comm,tid,cpu,time,event,trace,ip,sym,dso"  # a tracepoint's: -F +srcline wants ip named
 SCHED_SAME = [
@@ -259,11 +260,16 @@ def test_convert_and_render_take_every_variant_for_perf_script(recordings: Path)
 
 @pytest.mark.parametrize("fields", sorted(LACKING))
 def test_a_variant_without_a_needed_field_says_which(recordings: Path, fields: str) -> None:
+    """A file, a gzip of it and stdin alike (b-6: a stream, read once, was never looked at again)."""
     path = script(recordings, "cpu", ["-F", fields])
-    done = subprocess.run([sys.executable, "-m", "flamegraph", "fold", str(path)], capture_output=True, text=True)
-    last = done.stderr.splitlines()[-1]
-    assert done.returncode == 3 and done.stdout == ""
-    assert last.startswith(f"flamegraph: {path}: perf script printed no {LACKING[fields]} field"), done.stderr
+    packed = path.with_name(path.name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    for source, shown, stdin in ((path, path, None), (packed, packed, None), ("-", "<stdin>", path.read_bytes())):
+        done = subprocess.run([sys.executable, "-m", "flamegraph", "fold", str(source)], input=stdin,
+                              capture_output=True, timeout=120)  # fmt: skip
+        last = done.stderr.decode().splitlines()[-1]
+        assert done.returncode == 3 and done.stdout == b""
+        assert last.startswith(f"flamegraph: {shown}: perf script printed no {LACKING[fields]} field"), last
 
 
 def test_srcline_folds_as_the_reference_does(recordings: Path, shared: Path) -> None:

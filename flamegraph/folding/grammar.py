@@ -370,7 +370,9 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
     for line in lines:
         if not line.strip() or line[:1] == b"#" or is_non_sample(line) or line[:1] == b"|" and is_detail(line):
             continue
-        if line[:1] in (b"\t", b" ") and not is_header(line.strip()) and not _ID_TIME.match(line):
+        if line[:1] in (b"\t", b" ") and not is_header(line.strip()) and not _ID_TIME.match(line) and not (
+            _ID_ALONE.match(line)
+        ):
             if FRAME_LINE.match(line) or _BARE_ADDRESS.match(line):
                 frames += 1
                 bare += _BARE_ADDRESS.match(line) is not None
@@ -396,4 +398,5 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
 _BARE_ADDRESS = re.compile(rb"\s*+[0-9a-fA-F]++\s*+$")
 _LEADING_ID = re.compile(rb"-?\d+(?:/\d+)?\s")
 _LEADING_TIME = re.compile(rb"\d+\.\d+:")
+_ID_ALONE = re.compile(rb" ++-?\d{1,7}+(?:/-?\d{1,7}+)? $")  # -F tid,ip,sym: ' 3544 ' (perf's '%5d '), no frame
 _ID_TIME = re.compile(rb"\s*+-?\d++(?:/\d++)?\s++(?:\[\d+\]\s++)?\d++\.\d++:")  # -F tid,time: right-aligned
