@@ -182,6 +182,24 @@ def test_a_thread_id_alone_is_a_header_without_comm(tid: bytes) -> None:
     assert script.missing_fields(text.splitlines()) == ["comm"]
 
 
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        (PLAIN, "nanoseconds"),  # cpu-clock's period: ns
+        (PLAIN.replace(b"cpu-clock", b"cpu-clock:u"), "nanoseconds"),
+        (PLAIN.replace(b"cpu-clock", b"page-faults"), "events"),  # -c N of any other event: its events
+        (PLAIN.replace(b"250000 cpu-clock", b"1 sched:sched_switch"), "samples"),  # a period of 1 weighs a sample
+        (NO_DSO, "samples"),  # no period printed
+        (NO_DSO.replace(b"prog 12440 ", b"prog 12440     250000 "), "events"),  # a period, no event to say whose
+    ],
+)  # fmt: skip
+def test_a_fold_of_text_says_what_its_weights_count(tmp_path: Path, text: bytes, unit: str) -> None:
+    """a-F2: weights that are perf's periods are no samples."""
+    path = tmp_path / "in.txt"
+    path.write_bytes(text)
+    assert fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False)).profile.unit == unit
+
+
 def test_an_exited_task_is_counted_in_the_skip_summary() -> None:
     counts, diagnostics = fold_text(EXITED)
     assert counts == PLAIN_FOLDED

@@ -11,6 +11,7 @@ once per module: `perf record -e cpu-clock -g`, `perf record -e sched:sched_swit
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import subprocess
 import sys
@@ -256,6 +257,50 @@ def test_convert_and_render_take_every_variant_for_perf_script(recordings: Path)
                                capture_output=True, text=True, timeout=120)  # fmt: skip
         assert trace.returncode == 3 and len(trace.stderr.splitlines()) == 1, trace.stderr[-300:]
         assert "perf script printed no time nor event field" in trace.stderr
+
+
+def test_text_weighed_by_period_says_its_unit(recordings: Path, tmp_path: Path) -> None:
+    """a-F2: perf script text is weighed by perf's period (as stackcollapse-perf.pl weighs it): cpu-clock's
+    are nanoseconds, and the profile says so (subtitle, top table, FILE.json, speedscope, pprof), where it
+    said '521,500,000 samples' for 2,086; the same recording read from perf.data says samples, and diff
+    will not compare the two."""
+    from flamegraph.export.pprof_schema import message_classes
+
+    text, data = script(recordings, "cpu", []), recordings / "cpu.data"
+    from_text = fold_perf([str(text)], FoldOptions(), Diagnostics(echo=False), jobs=1).profile
+    from_data = fold_perf([str(data)], FoldOptions(), Diagnostics(echo=False), jobs=1).profile
+    assert (from_text.unit, from_data.unit) == ("nanoseconds", "samples")
+    assert from_text.total == 250_000 * from_data.total  # perf record's default 4 kHz: 250,000 ns a sample
+    for args in NO_PERIOD:
+        folded = fold_perf([str(script(recordings, "cpu", args))], FoldOptions(), Diagnostics(echo=False))
+        assert folded.profile.unit == "samples", args
+
+    def flamegraph(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "flamegraph", *args], capture_output=True, timeout=120)
+
+    out = tmp_path / "t.folded"
+    assert flamegraph("fold", str(text), "-o", str(out)).returncode == 0
+    assert json.loads((tmp_path / "t.folded.json").read_text())["unit"] == "nanoseconds"
+    svg = tmp_path / "t.svg"
+    assert flamegraph("convert", str(text), str(svg)).returncode == 0
+    drawn = svg.read_text()
+    seconds = f"{from_text.total / 1e9:,.3f} s"
+    assert f"cpu-clock · {from_text.total:,} nanoseconds ({seconds} of samples&#39; periods)" in drawn
+    assert re.search(r"Top \d+ functions by self nanoseconds", drawn) and f"{from_data.total:,} samples" not in drawn
+    speedscope = tmp_path / "t.speedscope.json"
+    assert flamegraph("convert", str(text), str(speedscope)).returncode == 0
+    assert {p["unit"] for p in json.loads(speedscope.read_text())["profiles"]} == {"nanoseconds"}
+    pprof = tmp_path / "t.pb.gz"
+    assert flamegraph("convert", str(text), str(pprof)).returncode == 0
+    message = message_classes()["Profile"]()
+    message.ParseFromString(gzip.decompress(pprof.read_bytes()))
+    strings = list(message.string_table)
+    assert [(strings[t.type], strings[t.unit]) for t in message.sample_type] == [("cpu", "nanoseconds")]
+    assert sum(sample.value[0] for sample in message.sample) == from_text.total
+    samples = tmp_path / "d.folded"
+    assert flamegraph("fold", str(data), "-o", str(samples)).returncode == 0
+    refused = flamegraph("diff", str(samples), str(out), "-o", str(tmp_path / "d.svg"))
+    assert refused.returncode == 2 and b"BEFORE counts samples and AFTER nanoseconds" in refused.stderr
 
 
 @pytest.mark.parametrize("fields", sorted(LACKING))

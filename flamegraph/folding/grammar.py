@@ -124,6 +124,18 @@ def starts_sample(line: bytes, following: bytes) -> bool:
     return header is not None and (header.event is not None or FRAME_LINE.match(following) is not None)
 
 
+def weighs_by_period(lines: list[bytes]) -> bool:
+    """Whether the sample headers among these (first) lines print a period above 1: a fold then weighs
+    each sample by it, as stackcollapse-perf.pl does, and the weights are periods, not samples. (Any
+    header: perf's first periods in -F mode may be 1.)"""
+    for line, following in zip(lines, [*lines[1:], b""], strict=False):
+        if line[:1] != b"#" and not is_non_sample(line) and starts_sample(line, following):
+            header = read_header(line)
+            if header is not None and header.period is not None and is_period(header.period) and int(header.period) > 1:
+                return True
+    return False
+
+
 def is_header(stripped: bytes) -> bool:
     """A timed sample header, its leading blanks stripped (an indented line that is no frame)."""
     return HEADER_OURS.match(stripped) is not None and (

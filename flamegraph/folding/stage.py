@@ -16,9 +16,9 @@ from typing import NamedTuple
 from ..io.diagnostics import BadOption, Diagnostics, InputMissing, NoSamples
 from ..io.folded import decode
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
-from ..model import FoldedProfile
+from ..model import FoldedProfile, period_unit
 from ..window import Window, WindowFilter
-from .grammar import join_srclines, missing_fields
+from .grammar import join_srclines, missing_fields, weighs_by_period
 from .options import FoldOptions
 from .perf import PerfCollapser
 from .perf_blocks import fold_blocks, iter_blocks, iter_lines
@@ -167,6 +167,9 @@ def finish_fold(
     folded, and the error when nothing could be folded. `heads`: the first bytes of inputs as folded
     (a stream's, which cannot be read again); a regular file's are read again where missing."""
     diagnostics.finish()
+    if _weighed_by_period(inputs or [STDIN], heads or {}):
+        for profile in (result.profile, *result.per_event.values()):
+            profile.unit = period_unit(profile.event)
     if options.event_filter and not options.per_event and not result.profile.counts:
         _refuse_absent_event(options.event_filter, result.skipped_events, diagnostics.records, inputs)
     chosen = options.event_filter is not None
@@ -180,6 +183,17 @@ def finish_fold(
             raise NoSamples(f"{names}: no samples found (empty input, or not `perf script` output)")
         raise NoSamples(f"{names}: none of the {diagnostics.records:,} records could be folded")
     return result
+
+
+def _weighed_by_period(inputs: Sequence[str], heads: Mapping[str, bytes]) -> bool:
+    """Text whose sample headers print perf's period: each sample weighed by it (perf.data is scripted without)."""
+    from ..io.sniff import read_head
+
+    for path in inputs:
+        head = heads.get(path) or read_head(path)
+        if head[:2] != GZIP_MAGIC and weighs_by_period(head.split(b"\n")[:-1]):
+            return True
+    return False
 
 
 def _missing_fields(inputs: Sequence[str], heads: Mapping[str, bytes], diagnostics: Diagnostics, refuse: bool) -> None:
