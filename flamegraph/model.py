@@ -17,6 +17,15 @@ PYTHON_FUNCTION = r"^[^ ;]+ \((?:[^()]*\.py|<[^()]*>)\)$"
 # the attribution report looks past it (analysis.report).
 INSTRUMENTATION = "[instrumentation] "
 
+# perf's period, summed, as `perf script` text weighs samples by it (stackcollapse-perf.pl does): a clock
+# event's period is nanoseconds of CPU time, any other's a number of its events.
+CLOCK_EVENTS = frozenset({"cpu-clock", "task-clock"})
+
+
+def period_unit(event: str | None) -> str:
+    """The unit of summed periods of `event` ('cpu-clock:u' is a clock event)."""
+    return "nanoseconds" if (event or "").split(":")[0] in CLOCK_EVENTS else "events"
+
 
 class FoldedProfile:
     """Weight per distinct stack: the contract between collapse and render.
@@ -29,7 +38,7 @@ class FoldedProfile:
     def __init__(
         self,
         counts: dict[str, float] | None = None,
-        unit: str = "samples",  # or "microseconds" for off-CPU time
+        unit: str = "samples",  # "microseconds" off-CPU; `period_unit` for text weighed by perf's period
         event: str | None = None,  # e.g. "cpu-clock", "sched:sched_switch"
         metadata: dict[str, str] | None = None,  # capture facts: command, perf version, host...
         window_us: float | None = None,  # the time the profile covers, when known (off-CPU: the recording window)

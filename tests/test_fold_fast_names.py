@@ -24,7 +24,8 @@ RESTS = st.lists(
         b"main", b"leaf", b"+0x31", b"+0x3g", b"+0x", b"+0x1+0x2", b"+0xab", b"+0XAB", b"[unknown]", b"(x)",
         b" ", b"\t", b"\r", b"(", b")", b" (", b" (/lib/libc.so.6)", b" ([kernel.kallsyms])", b" ([unknown])",
         b" (/tmp/perf-1.map)", b" (inlined)", b" (a(b))", b" (/x (deleted))", b"std::f<void (int)>::g(int)",
-        b"a->b", b"py::main:/x/t.py", b"Lorg/Foo;.x", b": ", b"x: 1",
+        b"a->b", b"py::main:/x/t.py", b"Lorg/Foo;.x", b": ", b"x: 1", b"std::h<double (double), F>::_M_invoke",
+        b"{lambda()#1}::operator()", b"f<void (int)>::operator()",
     ]),
     max_size=6,
 ).map(b"".join)  # fmt: skip
@@ -36,6 +37,7 @@ NEVER = re.compile(rb"(?!)")
 @given(LINES)
 @example(b"\t7f foo+0x1 (/x (deleted))")
 @example(b"\t  7f0a  (/lib/libc.so.6)")
+@example(b"\t2ca0 std::h<double (double), F>::_M_invoke+0x1")  # no DSO (-F ip,sym): no USUAL_FRAME either
 def test_the_usual_frame_regex_splits_as_the_long_way(line: bytes) -> None:
     fast = split_frame(line, compat=False)
     saved, frames.USUAL_FRAME = frames.USUAL_FRAME, NEVER

@@ -50,6 +50,51 @@ def test_random_profile_written_as_perf_script_folds_back(profile: dict, blank: 
     assert collapser.diagnostics.skipped == 0
 
 
+# C++ names as perf prints them (no parameter list), with the ' (' of function types inside templates,
+# lambdas, operator() and anonymous namespaces: `perf report` shows them whole, so must every layout.
+CPP_PIECES = st.sampled_from([
+    "std::_Function_handler<double (double), main::{lambda(double)#1}>", "::", "_M_invoke", "{lambda()#4}",
+    "operator()", "f<void (std::shared_ptr<X>)>", "(anonymous namespace)", "f", "a)", " ", "x<int (*)()>",
+    "ns::Box<double, 1024>", "h [clone .cold]", "k<(x (y)) (z)>",
+])  # fmt: skip
+# Joined by '::' and ending in a word: no top-level parameter list for tidy to cut (a rule of its own)
+cpp_names = st.lists(CPP_PIECES, min_size=1, max_size=5).map(lambda pieces: "::".join(["w", *pieces, "g"]))
+cpp_stacks = st.tuples(comms, st.lists(cpp_names, min_size=1, max_size=5).map(tuple))
+LAYOUTS = {  # perf script -F ...: the header, and whether frames end with the DSO
+    "plain": ("{comm} {tid} [000] {n}.000001: {period} cpu-clock: ", True),
+    "comm,tid,time,period,event,ip,sym": ("{comm} {tid} {n}.000001: {period} cpu-clock: ", False),
+    "comm,tid,period,ip,sym": ("{comm} {tid} {period} ", False),
+    "comm,tid,ip,sym,dso": ("{comm} {tid} ", True),
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(cpp_stacks, st.integers(1, 10**6), min_size=1, max_size=8), st.sampled_from(sorted(LAYOUTS)),
+       st.integers(1, 64))  # fmt: skip
+def test_cpp_names_fold_whole_in_every_layout(profile: dict, layout: str, block: int) -> None:  # type: ignore[type-arg]
+    """A name holding ' (' folds whole whether perf printed the DSO after it or not (-F ip,sym), in the
+    fast path and the line by line one: the DSO is the balanced group ending the line, never a ' (' inside."""
+    header, dso = LAYOUTS[layout]
+    records = []
+    for n, ((comm, frames), period) in enumerate(profile.items()):
+        lines = [header.format(comm=comm, tid=1000 + n, n=n, period=period)]
+        lines += [f"\t{0x400000 + d:x} {frame}+0x{d:x}" + (" (/usr/lib/x (deleted))" if dso else "")
+                  for d, frame in enumerate(reversed(frames))]  # fmt: skip
+        records.append("\n".join(lines) + "\n")
+    data = "\n".join(records).encode()
+    weighted = "period" in layout or layout == "plain"
+    expected: Counter[str] = Counter()
+    for (comm, frames), period in profile.items():
+        expected[";".join([comm, *frames])] += period if weighted else 1
+    by_lines = PerfCollapser(FoldOptions(), Diagnostics(echo=False))
+    by_lines.feed(data.splitlines(keepends=True), "x")
+    by_blocks = PerfCollapser(FoldOptions(), Diagnostics(echo=False))
+    fold_blocks(by_blocks, [data[i : i + block] for i in range(0, len(data), block)], "x")
+    for collapser in (by_lines, by_blocks):
+        assert collapser.profile().counts == dict(expected)
+        assert collapser.diagnostics.skipped == 0
+
+
 @settings(max_examples=300)
 @given(st.binary(max_size=400), st.booleans())
 def test_arbitrary_bytes_never_raise_only_add_diagnostics(data: bytes, compat: bool) -> None:
@@ -214,6 +259,7 @@ FRAME_RESTS = st.lists(
         b"main", b"leaf+0x31", b"leaf+0x3g", b"+0x5", b"[unknown]", b"(anonymous namespace)::f", b"(x)", b" ",
         b"std::f<void (int)>::g(int)", b"a->b", b"py::main:/x/t.py", b" (/lib/libc.so.6)", b" ([kernel.kallsyms])",
         b" ([unknown])", b" (/tmp/perf-1.map)", b" (inlined)", b"(", b")", b" (", b"\t", b"\r", b"Lorg/Foo;.x",
+        b"std::h<double (double), F>::_M_invoke", b"{lambda()#1}::operator()", b"f<void (int)>::operator()",
     ]),
     max_size=5,
 ).map(b"".join)  # fmt: skip

@@ -232,7 +232,7 @@ def test_per_event_names_that_sanitise_alike_do_not_overwrite(tmp_path: Path) ->
     assert written == {"a_b.folded": b"noploop;main;loop 200\n", "a_b-c14cddc0.folded": b"noploop;main 100\n"}
     sidecars = {p.name for p in (tmp_path / "ev").iterdir() if p.suffix == ".json"}
     assert sidecars == {"a_b.folded.json", "a_b-c14cddc0.folded.json"}  # each file's event beside it
-    assert "a_b-c14cddc0.folded: 1 stacks, 100 samples (event a/b)" in result.stderr.decode()
+    assert "a_b-c14cddc0.folded: 1 stacks, 100 events (event a/b)" in result.stderr.decode()  # periods: a-F2
 
 
 # --- palette files ----------------------------------------------------------------------------

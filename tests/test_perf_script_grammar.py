@@ -174,6 +174,32 @@ def test_frames_without_a_dso_fold() -> None:
     assert diagnostics.skipped_records == 0
 
 
+@pytest.mark.parametrize("tid", [b"3544 ", b" 3544 ", b"  354 ", b"1234567 "])
+def test_a_thread_id_alone_is_a_header_without_comm(tid: bytes) -> None:
+    """-F tid,ip,sym: perf prints the tid as '%5d ', so a short one is indented like a frame; it is the
+    header that lacks comm, not a bare address (which made the message 'no comm, tid fields')."""
+    text = tid + b"\n\t            11aa leaf\n\t            11f4 top\n\n" + tid + b"\n\t            11aa leaf\n"
+    assert script.missing_fields(text.splitlines()) == ["comm"]
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        (PLAIN, "nanoseconds"),  # cpu-clock's period: ns
+        (PLAIN.replace(b"cpu-clock", b"cpu-clock:u"), "nanoseconds"),
+        (PLAIN.replace(b"cpu-clock", b"page-faults"), "events"),  # -c N of any other event: its events
+        (PLAIN.replace(b"250000 cpu-clock", b"1 sched:sched_switch"), "samples"),  # a period of 1 weighs a sample
+        (NO_DSO, "samples"),  # no period printed
+        (NO_DSO.replace(b"prog 12440 ", b"prog 12440     250000 "), "events"),  # a period, no event to say whose
+    ],
+)  # fmt: skip
+def test_a_fold_of_text_says_what_its_weights_count(tmp_path: Path, text: bytes, unit: str) -> None:
+    """a-F2: weights that are perf's periods are no samples."""
+    path = tmp_path / "in.txt"
+    path.write_bytes(text)
+    assert fold_perf([str(path)], FoldOptions(), Diagnostics(echo=False)).profile.unit == unit
+
+
 def test_an_exited_task_is_counted_in_the_skip_summary() -> None:
     counts, diagnostics = fold_text(EXITED)
     assert counts == PLAIN_FOLDED
@@ -268,9 +294,17 @@ def test_every_reader_reads_the_layouts_alike(tmp_path: Path) -> None:
         assert b"leaf+0x31" in windowed and b"init_cpu_features" not in windowed
     from flamegraph.export.sources import sniff
 
-    for text in (TASK_EVENTS, MMAP_EVENTS):
+    # -F comm,tid,ip,sym and -F comm,tid,period,ip,sym: headers with no time nor event (a-F4: folded to convert)
+    with_period = NO_DSO.replace(b"prog 12440 ", b"prog 12440     250000 ").replace(b"12442 ", b"12442     250000 ")
+    for text in (TASK_EVENTS, MMAP_EVENTS, NO_DSO, with_period):
         (tmp_path / "in.txt").write_bytes(text)
         assert sniff(str(tmp_path / "in.txt")).kind == "perf"
+        assert kind_of_head(text) == PERF_SCRIPT
+    # ... and folded stacks are still folded stacks, a differential's two counts and all
+    for text in (b"prog;main;leaf 250000\nprog;main 3\n", b"prog 12440\nprog;a 1 2\n", b"prog 12440 250000\n"):
+        (tmp_path / "in.txt").write_bytes(text)
+        assert sniff(str(tmp_path / "in.txt")).kind == "folded", text
+        assert kind_of_head(text) != PERF_SCRIPT
 
 
 def test_offcpu_skips_source_lines() -> None:

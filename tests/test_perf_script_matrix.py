@@ -10,6 +10,8 @@ once per module: `perf record -e cpu-clock -g`, `perf record -e sched:sched_swit
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 import subprocess
 import sys
@@ -19,10 +21,12 @@ from pathlib import Path
 import pytest
 from helpers.programs import compile_c, need_perf
 
+from flamegraph.export.sources import sniff
 from flamegraph.folding.offcpu import fold_offcpu
 from flamegraph.folding.perf import FoldOptions
 from flamegraph.folding.stage import fold_perf
 from flamegraph.io.diagnostics import Diagnostics
+from flamegraph.io.sniff import PERF_SCRIPT, kind_of_head, read_head
 
 pytestmark = [pytest.mark.perf, pytest.mark.parallel]  # proven beside two busy loops
 
@@ -95,7 +99,7 @@ BOTH = [["-F", "comm,tid,ip,sym"]]
 # Fields a fold cannot do without: one line naming them, exit 3.
 LACKING = {
     "comm,tid,ip": "sym", "comm,tid,sym": "ip", "tid,time,ip,sym": "comm", "ip,sym": "comm, tid",
-    "comm,time,ip,sym": "tid",
+    "comm,time,ip,sym": "tid", "tid,ip,sym": "comm",  # ' 3544 ': perf's '%5d ', no frame however it looks
 }  # fmt: skip
 SCHED_FIELDS = "comm,tid,cpu,time,event,trace,ip,sym,dso"  # a tracepoint's: -F +srcline wants ip named
 SCHED_SAME = [
@@ -191,13 +195,128 @@ def test_every_variant_folds_as_plain_perf_script(recordings: Path) -> None:
         assert without_dso(fold(script(recordings, "cpu", args))) == without_dso(samples), args
 
 
+CPP_PROGRAM = r"""
+#include <functional>
+#include <vector>
+namespace ns { template <typename T, int N> struct Box {
+    T v[N];
+    __attribute__((noinline)) T sum() const {
+        T s{};
+        for (int k = 0; k < 40; k++) for (int i = 0; i < N; i++) s += v[i] * k;
+        return s;
+    }
+}; }
+template <typename T> __attribute__((noinline)) T work(const std::vector<T>& v, std::function<T(T)> f) {
+    T s{};
+    for (auto x : v) s += f(x);
+    return s;
+}
+int main() {
+    std::vector<double> v(400000, 1.5);
+    ns::Box<double, 1024> box{};
+    double t = 0, scale = 1;
+    std::function<double(double)> f = [&](double x) { return x * x * scale; };  // _Function_handler<double (double)
+    for (int r = 0; r < 60; r++) { t += work<double>(v, f); t += box.sum(); }
+    return t < 0;
+}
+"""
+
+
+def test_cpp_names_with_parentheses_fold_whole_without_dso(tmp_path: Path) -> None:
+    """-F ip,sym of a C++ program: `std::_Function_handler<double (double), main::{lambda(double)#1}>::_M_invoke`
+    is named as perf report and plain perf script name it (a ' (' is no DSO when the line ends otherwise),
+    through the fast path (headers with their event) and the line path (-F comm,tid,ip,sym)."""
+    compile_c(tmp_path, "prog", CPP_PROGRAM, "-fno-omit-frame-pointer", language="c++")
+    subprocess.run([need_perf(), "record", "-q", "-e", "cpu-clock", "-g", "-o", str(tmp_path / "cpp.data"),
+                    str(tmp_path / "prog")], check=True, capture_output=True, timeout=120)  # fmt: skip
+    plain = fold(script(tmp_path, "cpp", []))
+    handler = "std::_Function_handler<double (double), main::{lambda(double)#1}>::_M_invoke"
+    assert any(stack.endswith(f";{handler}") for stack in plain), sorted(plain)
+    samples = in_samples(plain, 250_000)
+    for args in NO_DSO:
+        assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(plain), args
+    for args in [*BOTH, ["-F", "comm,tid,ip,sym,symoff"]]:
+        assert without_dso(fold(script(tmp_path, "cpp", args))) == without_dso(samples), args
+
+
+def test_convert_and_render_take_every_variant_for_perf_script(recordings: Path) -> None:
+    """The layouts fold reads are perf script text to `convert` and `render` too (grammar.starts_sample):
+    headers without time nor event (-F comm,tid,ip,sym) were folded stacks to convert, every line bad."""
+    variants = [*SAME, *NO_PERIOD, *NO_DSO, *BOTH, ["-F", "comm,tid,period,ip,sym"], ["-F", "comm,tid,ip,sym,dso"]]
+    for args in variants:
+        path = script(recordings, "cpu", args)
+        assert sniff(str(path)).kind == "perf", args
+        assert kind_of_head(read_head(str(path))) == PERF_SCRIPT, args
+    for args in [*BOTH, ["-F", "comm,tid,period,ip,sym"], ["-F", "comm,tid,ip,sym,dso"]]:
+        path = script(recordings, "cpu", args)
+        for source, stdin in ((str(path), None), ("-", path.read_bytes())):
+            command = [sys.executable, "-m", "flamegraph", "convert", source, "-", "--to", "folded", "--no-threads"]
+            done = subprocess.run(command, input=stdin, capture_output=True, timeout=120)
+            assert done.returncode == 0 and done.stderr == b"", (args, done.stderr[-300:])
+            folded = dict(line.rsplit(" ", 1) for line in done.stdout.decode().splitlines())
+            assert {stack: int(n) for stack, n in folded.items()} == fold(path, annotate_kernel=True, annotate_jit=True)
+        trace = subprocess.run([sys.executable, "-m", "flamegraph", "convert", str(path), str(path) + ".trace.json"],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert trace.returncode == 3 and len(trace.stderr.splitlines()) == 1, trace.stderr[-300:]
+        assert "perf script printed no time nor event field" in trace.stderr
+
+
+def test_text_weighed_by_period_says_its_unit(recordings: Path, tmp_path: Path) -> None:
+    """a-F2: perf script text is weighed by perf's period (as stackcollapse-perf.pl weighs it): cpu-clock's
+    are nanoseconds, and the profile says so (subtitle, top table, FILE.json, speedscope, pprof), where it
+    said '521,500,000 samples' for 2,086; the same recording read from perf.data says samples, and diff
+    will not compare the two."""
+    from flamegraph.export.pprof_schema import message_classes
+
+    text, data = script(recordings, "cpu", []), recordings / "cpu.data"
+    from_text = fold_perf([str(text)], FoldOptions(), Diagnostics(echo=False), jobs=1).profile
+    from_data = fold_perf([str(data)], FoldOptions(), Diagnostics(echo=False), jobs=1).profile
+    assert (from_text.unit, from_data.unit) == ("nanoseconds", "samples")
+    assert from_text.total == 250_000 * from_data.total  # perf record's default 4 kHz: 250,000 ns a sample
+    for args in NO_PERIOD:
+        folded = fold_perf([str(script(recordings, "cpu", args))], FoldOptions(), Diagnostics(echo=False))
+        assert folded.profile.unit == "samples", args
+
+    def flamegraph(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "flamegraph", *args], capture_output=True, timeout=120)
+
+    out = tmp_path / "t.folded"
+    assert flamegraph("fold", str(text), "-o", str(out)).returncode == 0
+    assert json.loads((tmp_path / "t.folded.json").read_text())["unit"] == "nanoseconds"
+    svg = tmp_path / "t.svg"
+    assert flamegraph("convert", str(text), str(svg)).returncode == 0
+    drawn = svg.read_text()
+    seconds = f"{from_text.total / 1e9:,.3f} s"
+    assert f"cpu-clock · {from_text.total:,} nanoseconds ({seconds} of samples&#39; periods)" in drawn
+    assert re.search(r"Top \d+ functions by self nanoseconds", drawn) and f"{from_data.total:,} samples" not in drawn
+    speedscope = tmp_path / "t.speedscope.json"
+    assert flamegraph("convert", str(text), str(speedscope)).returncode == 0
+    assert {p["unit"] for p in json.loads(speedscope.read_text())["profiles"]} == {"nanoseconds"}
+    pprof = tmp_path / "t.pb.gz"
+    assert flamegraph("convert", str(text), str(pprof)).returncode == 0
+    message = message_classes()["Profile"]()
+    message.ParseFromString(gzip.decompress(pprof.read_bytes()))
+    strings = list(message.string_table)
+    assert [(strings[t.type], strings[t.unit]) for t in message.sample_type] == [("cpu", "nanoseconds")]
+    assert sum(sample.value[0] for sample in message.sample) == from_text.total
+    samples = tmp_path / "d.folded"
+    assert flamegraph("fold", str(data), "-o", str(samples)).returncode == 0
+    refused = flamegraph("diff", str(samples), str(out), "-o", str(tmp_path / "d.svg"))
+    assert refused.returncode == 2 and b"BEFORE counts samples and AFTER nanoseconds" in refused.stderr
+
+
 @pytest.mark.parametrize("fields", sorted(LACKING))
 def test_a_variant_without_a_needed_field_says_which(recordings: Path, fields: str) -> None:
+    """A file, a gzip of it and stdin alike (b-6: a stream, read once, was never looked at again)."""
     path = script(recordings, "cpu", ["-F", fields])
-    done = subprocess.run([sys.executable, "-m", "flamegraph", "fold", str(path)], capture_output=True, text=True)
-    last = done.stderr.splitlines()[-1]
-    assert done.returncode == 3 and done.stdout == ""
-    assert last.startswith(f"flamegraph: {path}: perf script printed no {LACKING[fields]} field"), done.stderr
+    packed = path.with_name(path.name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    for source, shown, stdin in ((path, path, None), (packed, packed, None), ("-", "<stdin>", path.read_bytes())):
+        done = subprocess.run([sys.executable, "-m", "flamegraph", "fold", str(source)], input=stdin,
+                              capture_output=True, timeout=120)  # fmt: skip
+        last = done.stderr.decode().splitlines()[-1]
+        assert done.returncode == 3 and done.stdout == b""
+        assert last.startswith(f"flamegraph: {shown}: perf script printed no {LACKING[fields]} field"), last
 
 
 def test_srcline_folds_as_the_reference_does(recordings: Path, shared: Path) -> None:

@@ -48,7 +48,7 @@ def test_fold_and_draw_pipelines_without_perf(tmp_path: Path) -> None:
     out = tmp_path / "out.folded"
     result = fold_inputs(FoldRequest([str(golden / "cxx-names.perf.txt")], output=out), notes.append)
     assert result.written == [out] and out.read_bytes() == (golden / "cxx-names.default.folded").read_bytes()
-    assert json.loads((tmp_path / "out.folded.json").read_text())["unit"] == "samples"
+    assert json.loads((tmp_path / "out.folded.json").read_text())["unit"] == "nanoseconds"  # cpu-clock periods
     got = read_for_drawing(DrawInput([str(out)]))
     assert got.read.profile.counts == result.profile.counts and got.context is not None
     assert b"<svg" in draw_svg(got, RenderOptions(title=got.title("Flame Graph")))[:400]

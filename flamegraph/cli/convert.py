@@ -46,7 +46,9 @@ def convert(
     ] = None,
     unit: Annotated[
         str | None,
-        typer.Option("--unit", metavar="UNIT", help="folded input: the counts' unit (samples, microseconds)"),
+        typer.Option(
+            "--unit", metavar="UNIT", help="folded input: the counts' unit (samples, microseconds, nanoseconds, events)"
+        ),
     ] = None,
     event: Annotated[
         str | None,

@@ -58,7 +58,11 @@ Strict = Annotated[bool, typer.Option("--strict", help="stop at the first malfor
 Event = Annotated[str | None, typer.Option("-e", "--event", metavar="EVENT", help="the sampled event, for the header")]
 Unit = Annotated[
     str | None,
-    typer.Option("--unit", metavar="UNIT", help="the counts' unit: samples, or microseconds (off-CPU)"),
+    typer.Option(
+        "--unit",
+        metavar="UNIT",
+        help="the counts' unit: samples, microseconds (off-CPU), nanoseconds or events (perf script periods)",
+    ),
 ]
 Meta = Annotated[
     list[str] | None, typer.Option("--meta", metavar="KEY=VALUE", help="a capture fact for the header (repeatable)")

@@ -20,13 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from ..io.folded import check_total, encode
-from ..model import FoldedProfile
+from ..model import CLOCK_EVENTS, FoldedProfile
 from .formats import EXPORTER, ExportError, capture_facts, describe, sampling_interval_ns, threaded
 from .names import export_name
 from .pprof_schema import message_classes
 
 MAPPED_FRAME = re.compile(r"^([^\s;+]+)\+0x([0-9a-f]+)$")  # `libmxnet.so+0x62333d0` (symbols.FunctionNamer)
-CLOCK_EVENTS = frozenset({"cpu-clock", "task-clock"})
 
 
 def sampling_period_ns(profile: FoldedProfile) -> int | None:
@@ -42,6 +41,8 @@ def _value_types(profile: FoldedProfile) -> tuple[list[tuple[str, str]], int]:
     whole = all(float(weight).is_integer() for weight in profile.counts.values())
     if profile.unit == "microseconds":
         return ([("off_cpu", "microseconds")], 1) if whole else ([("off_cpu", "nanoseconds")], 1000)
+    if profile.unit == "nanoseconds" and whole:  # perf script text weighed by a clock event's period
+        return [("cpu", "nanoseconds")], 1
     if not whole:
         raise ExportError(
             f"pprof holds whole numbers: these {profile.unit} have fractions (convert them to a finer unit first)"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, NamedTuple
 
-from ..folding.grammar import is_non_sample, read_header
+from ..folding.grammar import RECORD_TIME, is_non_sample, read_header, starts_sample
 from ..io.diagnostics import Diagnostics, InputMissing, NoSamples
 from ..io.folded import decode, parse_count
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
@@ -56,19 +56,22 @@ def sniff(path: str, event: str | None = None) -> Source:
         chosen = event if event is not None else first_event([path], FoldOptions())
         return Source(path, _kind_of_event(chosen), perf_data=True)
     perf_script = False
-    for line in _head_lines(path):
+    lines = _head_lines(path)
+    for line, following in zip(lines, [*lines[1:], b""], strict=False):
         text = line.strip()
         if not text or text.startswith(b"#"):
             continue
         if is_non_sample(text):
             perf_script = True  # perf's own records (COMM, FORK, SWITCH) come before the first sample
             continue
-        header = read_header(text)
-        if line[:1] in (b"\t", b" ") and header is None:
+        if starts_sample(line, following):  # any layout fold reads (-F comm,tid,ip,sym: no time nor event)
+            header = read_header(line)
+            if event is None and header is not None and header.event is not None:
+                event = decode(header.event)
+            return Source(path, _kind_of_event(event))
+        if line[:1] in (b"\t", b" "):
             perf_script = True  # a frame line
             continue
-        if header is not None and header.seconds is not None and header.event is not None:
-            return Source(path, _kind_of_event(event if event is not None else decode(header.event)))
         _, sep, count = text.rpartition(b" ")
         if not perf_script and sep and parse_count(count) is not None:
             return Source(path, "folded")
@@ -143,12 +146,35 @@ def read_source_timeline(
         with open_offcpu(source.path) as stream:
             timeline = read_offcpu_timeline(stream, label(source.path), diagnostics=diagnostics)
     else:
+        if not source.perf_data:
+            _refuse_untimed(source.path)
         with open_script(source) as stream:
             timeline = read_timeline(stream, label(source.path), options, diagnostics, interval_ns)
     diagnostics.finish()
     if not timeline.spans:
         raise NoSamples(f"{label(source.path)}: no samples with a time found")
     return timeline
+
+
+def _refuse_untimed(path: str) -> None:
+    """Text whose sample headers lack the time or the event (-F comm,tid,ip,sym: fold reads it): one line
+    saying so, rather than a report per record."""
+    lines = _head_lines(path)
+    for line, following in zip(lines, [*lines[1:], b""], strict=False):
+        if line[:1] == b"#" or is_non_sample(line) or not starts_sample(line, following):
+            continue
+        header = read_header(line)
+        if header is None:
+            return
+        there = {"time": header.time_ns is not None or RECORD_TIME.match(line.lstrip()) is not None,
+                 "event": header.event is not None}  # fmt: skip
+        lacking = [field for field, found in there.items() if not found]
+        if lacking:
+            raise NoSamples(
+                f"{label(path)}: perf script printed no {' nor '.join(lacking)} field: a Chrome trace places each "
+                f"sample by its time and event (plain `perf script` prints them; or add {','.join(lacking)} to -F)"
+            )
+        return
 
 
 def recording_timeline(

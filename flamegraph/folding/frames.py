@@ -21,7 +21,7 @@ from itertools import compress
 from operator import not_
 
 from . import tidy
-from .grammar import FRAME_WITHOUT_DSO, as_inlined, match_reference, srcline_suffix
+from .grammar import FRAME_WITHOUT_DSO, as_inlined, dso_opening, match_reference, srcline_suffix
 from .options import FoldOptions
 
 UNKNOWN_DSO = b"[unknown]"  # what perf prints for a frame without a mapping; also ours for -F without dso
@@ -55,25 +55,16 @@ def split_frame(text: bytes, compat: bool) -> tuple[bytes, bytes, bytes] | None:
     if groups is None or compat:
         return groups
     body = text.rstrip()
-    if not body.endswith(b")"):
-        return groups
-    pc, symbol, dso = groups
-    if b"(" not in dso and b")" not in dso and len(body) - len(dso) - 2 == body.rfind(b" (") + 1:
-        return pc, symbol, dso  # the usual case: the last group is the whole DSO
-    depth = 0
-    for i in range(len(body) - 1, -1, -1):
-        byte = body[i]
-        if byte == 0x29:
-            depth += 1
-        elif byte == 0x28:
-            depth -= 1
-            if depth == 0:
-                # As the reference: the symbol ends before the " (" that opens the DSO group.
-                head = FRAME_HEAD.match(body[: i - 1]) if i and body[i - 1] == 0x20 else None
-                if head is None:
-                    break
-                return head.group(1), head.group(2), body[i + 1 : -1]
-    return groups
+    opening = dso_opening(body)
+    if opening < 0:
+        # -F ip,sym: no DSO, whatever ' (' the symbol holds ('std::_Function_handler<double (double), F>::_M_invoke')
+        bare = FRAME_WITHOUT_DSO.match(text)
+        return (bare.group(1), bare.group(2), UNKNOWN_DSO) if bare is not None else groups
+    if len(body) - len(groups[2]) - 2 == opening:
+        return groups  # the usual case: the reference's last group is the whole DSO
+    # As the reference: the symbol ends before the " (" that opens the DSO group.
+    head = FRAME_HEAD.match(body[: opening - 1])
+    return (head.group(1), head.group(2), body[opening + 1 : -1]) if head is not None else groups
 
 
 def name_frame(line: bytes, options: FoldOptions, java: bool = False) -> bytes | None:
@@ -126,10 +117,10 @@ def symbol_key(line: bytes, java: bool, addrs: bool, hooked: bool = False) -> by
     """'<addr> <sym>+0x<off> (<dso>)' -> b'<sym> (<dso>)' (+ java flag); None when unsure."""
     body = line.strip()
     space = body.find(b" ")
-    paren = body.rfind(b" (")
+    paren = dso_opening(body) - 1
     # Only '... (<dso>)': a line without it is named by whether its address is hex (-F ip,sym), so lines
     # alike past the address may fold differently (a batch named them in another order: a property test)
-    if space <= 0 or paren <= space or body[-1:] != b")" or not body[:space].isalnum():
+    if space <= 0 or paren <= space or not body[:space].isalnum():
         return None
     symbol = body[space + 1 : paren].lstrip()
     if not symbol:  # a blank symbol is named from its blanks ('7  (dso)', '7 \t (dso)'): no key shared by both
@@ -244,6 +235,6 @@ class FrameNames:
         """The name of frame `line` (named `name`) when the source line after it says it is inlined
         (`  prog.c:8 (inlined)`): perf then prints the frame without its DSO, where plain `perf script`
         prints `(inlined)`. Named as that plain line is, so both fold alike."""
-        if not line.rstrip().endswith(b")"):  # printed without its DSO
+        if dso_opening(line.rstrip()) < 0:  # printed without its DSO
             return self.name(as_inlined(line), java) or name
         return name if not name or name.find(b"_[i]") >= 0 else name + b"_[i]"

@@ -120,6 +120,30 @@ def read_header(line: bytes) -> Header | None:
     return Header(comm, pid, tid, seconds, fraction, period, event, rest.rstrip())
 
 
+def starts_sample(line: bytes, following: bytes) -> bool:
+    """`line` (then `following`) is a sample header as fold reads it, in any layout, and no folded stack:
+    one with its time or event (`prog 12440 10.5: cpu-clock: `), or any header a frame line follows
+    (`-F comm,tid,ip,sym`: `tmpl 7360 ` then `\\t  2ca0 main`; without it `prog 12440 250000` is also
+    the folded stack `prog 12440` of weight 250000). Sniffing asks this, so that `convert`, `render`
+    and `fold` take for `perf script` text whatever fold reads as such."""
+    if ANY_HEADER.match(line.lstrip()) is not None:
+        return True
+    header = read_header(line)
+    return header is not None and (header.event is not None or FRAME_LINE.match(following) is not None)
+
+
+def weighs_by_period(lines: list[bytes]) -> bool:
+    """Whether the sample headers among these (first) lines print a period above 1: a fold then weighs
+    each sample by it, as stackcollapse-perf.pl does, and the weights are periods, not samples. (Any
+    header: perf's first periods in -F mode may be 1.)"""
+    for line, following in zip(lines, [*lines[1:], b""], strict=False):
+        if line[:1] != b"#" and not is_non_sample(line) and starts_sample(line, following):
+            header = read_header(line)
+            if header is not None and header.period is not None and is_period(header.period) and int(header.period) > 1:
+                return True
+    return False
+
+
 def is_header(stripped: bytes) -> bool:
     """A timed sample header, its leading blanks stripped (an indented line that is no frame)."""
     return HEADER_OURS.match(stripped) is not None and (
@@ -206,7 +230,7 @@ def as_inlined(frame: bytes) -> bytes:
     """A frame line perf printed without its DSO because its source line says it is inlined (-F +srcline),
     as plain `perf script` prints it: `(inlined)` as its DSO. A line that has one is returned as it is."""
     body = frame.rstrip()
-    return body if body.endswith(b")") else body + INLINED
+    return body if dso_opening(body) >= 0 else body + INLINED
 
 
 def srcline_suffix(line: bytes) -> bytes:
@@ -254,6 +278,30 @@ def is_header_frame(rest: bytes) -> bool:
         return False
     opening = rest.find(b" (", start + 1)
     return opening != -1 and opening + 2 < end
+
+
+def dso_opening(body: bytes) -> int:
+    """Where the DSO of a frame line (its trailing blanks stripped) opens: the index of the '(' of the
+    balanced group that ends the line, after a blank ('7f0a f+0x1 (/lib/x.so (deleted))'), as perf
+    prints it with -F dso; -1 when the line ends otherwise: perf printed no DSO (-F ip,sym), and the
+    parentheses are the symbol's ('2ca0 std::_Function_handler<double (double), F>::_M_invoke',
+    '2ca0 {lambda()#1}::operator()'). A symbol printed without DSO that itself ends in ' (...)' reads
+    as one with a DSO: one line cannot tell them apart."""
+    if body[-1:] != b")":
+        return -1
+    last = body.rfind(b" (")
+    if last >= 0 and body.find(b"(", last + 2, -1) < 0 and body.find(b")", last + 2, -1) < 0:
+        return last + 1  # the usual line: no parenthesis inside the DSO
+    depth = 0
+    for at in range(len(body) - 1, -1, -1):
+        byte = body[at]
+        if byte == 0x29:
+            depth += 1
+        elif byte == 0x28:
+            depth -= 1
+            if depth == 0:
+                return at if at and body[at - 1] == 0x20 else -1
+    return -1
 
 
 # A frame line without its DSO (-F ip,sym): '<addr> <symbol>'. The symbol runs to the line's end.
@@ -342,7 +390,9 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
     for line in lines:
         if not line.strip() or line[:1] == b"#" or is_non_sample(line) or line[:1] == b"|" and is_detail(line):
             continue
-        if line[:1] in (b"\t", b" ") and not is_header(line.strip()) and not _ID_TIME.match(line):
+        if line[:1] in (b"\t", b" ") and not is_header(line.strip()) and not _ID_TIME.match(line) and not (
+            _ID_ALONE.match(line)
+        ):
             if FRAME_LINE.match(line) or _BARE_ADDRESS.match(line):
                 frames += 1
                 bare += _BARE_ADDRESS.match(line) is not None
@@ -368,4 +418,5 @@ def missing_fields(lines: Iterable[bytes]) -> list[str]:
 _BARE_ADDRESS = re.compile(rb"\s*+[0-9a-fA-F]++\s*+$")
 _LEADING_ID = re.compile(rb"-?\d+(?:/\d+)?\s")
 _LEADING_TIME = re.compile(rb"\d+\.\d+:")
+_ID_ALONE = re.compile(rb" ++-?\d{1,7}+(?:/-?\d{1,7}+)? $")  # -F tid,ip,sym: ' 3544 ' (perf's '%5d '), no frame
 _ID_TIME = re.compile(rb"\s*+-?\d++(?:/\d++)?\s++(?:\[\d+\]\s++)?\d++\.\d++:")  # -F tid,time: right-aligned

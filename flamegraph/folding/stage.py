@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
 from ..io.diagnostics import BadOption, Diagnostics, InputMissing, NoSamples
 from ..io.folded import decode
 from ..io.inputs import GZIP_MAGIC, STDIN, kind_of, label, open_stream
-from ..model import FoldedProfile
+from ..model import FoldedProfile, period_unit
 from ..window import Window, WindowFilter
-from .grammar import join_srclines, missing_fields
+from .grammar import join_srclines, missing_fields, weighs_by_period
 from .options import FoldOptions
 from .perf import PerfCollapser
 from .perf_blocks import fold_blocks, iter_blocks, iter_lines
@@ -65,10 +65,12 @@ def fold_input(
     progress: Progress | None = None,
     window: Window | None = None,
     meanwhile: Callable[[], object] | None = None,
+    head: bytearray | None = None,
 ) -> None:
     """Fold one input into `collapser`: the one path every command takes; with `window` (seconds of
     perf's clock), only the records in it. `meanwhile`: work of the caller's to do while workers fold
-    (called only when the input is folded in several processes)."""
+    (called only when the input is folded in several processes). `head`: filled with the first bytes
+    of the text folded in this process (stdin, gzip: read once, so the head cannot be read again)."""
     options = collapser.options
     where = label(path)
     # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
@@ -86,15 +88,28 @@ def fold_input(
     with_pid = (options.pid or options.tid) and not script_args
     with open_stream(path, with_pid, script_args) as stream:
         source = stream if window is None else WindowFilter(stream, window)
+        blocks = iter_blocks(source)  # type: ignore[arg-type]
+        if head is not None:
+            blocks = _keeping_head(blocks, head)
         if options.srcline:  # a frame and its source line are one line to name: the line path
-            lines = iter_lines(iter_blocks(source), progress, where)  # type: ignore[arg-type]
+            lines = iter_lines(blocks, progress, where)
             failed: list[Exception] = []
             collapser.feed_lines(join_srclines(_until_failure(lines, failed), options.compat), where)
             if failed:  # (perf script killed: the record it cut short stays open, for the caller to drop)
                 raise failed[0]
             collapser.end_input()
             return
-        fold_blocks(collapser, iter_blocks(source), where, progress=progress)  # type: ignore[arg-type]
+        fold_blocks(collapser, blocks, where, progress=progress)
+
+
+def _keeping_head(blocks: Iterator[bytes], head: bytearray) -> Iterator[bytes]:
+    """The blocks, their first HEAD_BYTES also added to `head`."""
+    from ..io.sniff import HEAD_BYTES
+
+    for block in blocks:
+        if len(head) < HEAD_BYTES:
+            head += block[: HEAD_BYTES - len(head)]
+        yield block
 
 
 def _until_failure(lines: Iterator[bytes], failed: list[Exception]) -> Iterator[bytes]:
@@ -124,8 +139,11 @@ def fold_perf(
     options = options or FoldOptions()
     diagnostics = diagnostics or Diagnostics()
     collapser = PerfCollapser(options, diagnostics)
+    heads: dict[str, bytes] = {}
     for path in inputs or [STDIN]:
-        fold_input(collapser, path, jobs, window=window, meanwhile=meanwhile)
+        head = bytearray()
+        fold_input(collapser, path, jobs, window=window, meanwhile=meanwhile, head=head)
+        heads[path] = bytes(head)
     result = _result(collapser)
     if window is not None:
         for profile in (result.profile, *result.per_event.values()):
@@ -134,7 +152,7 @@ def fold_perf(
             diagnostics.finish()
             names = ", ".join(label(p) for p in inputs) or "<stdin>"
             raise NoSamples(f"{names}: no samples in the window {window.format()}")
-    return finish_fold(result, inputs, options, diagnostics, per_event_hint)
+    return finish_fold(result, inputs, options, diagnostics, per_event_hint, heads)
 
 
 def finish_fold(
@@ -143,17 +161,22 @@ def finish_fold(
     options: FoldOptions,
     diagnostics: Diagnostics,
     per_event_hint: bool = True,
+    heads: Mapping[str, bytes] | None = None,
 ) -> FoldResult:
     """The end of every fold (here, and `fold --scheduler`'s): the summary line, the note on events not
-    folded, and the error when nothing could be folded."""
+    folded, and the error when nothing could be folded. `heads`: the first bytes of inputs as folded
+    (a stream's, which cannot be read again); a regular file's are read again where missing."""
     diagnostics.finish()
+    if _weighed_by_period(inputs or [STDIN], heads or {}):
+        for profile in (result.profile, *result.per_event.values()):
+            profile.unit = period_unit(profile.event)
     if options.event_filter and not options.per_event and not result.profile.counts:
         _refuse_absent_event(options.event_filter, result.skipped_events, diagnostics.records, inputs)
     chosen = options.event_filter is not None
     explain_events(result.profile.event, result.skipped_events, chosen, diagnostics, per_event_hint and not chosen)
     profiles = (result.profile, *result.per_event.values())
     if all(";" not in stack for p in profiles for stack in p.counts):  # nothing folded, or roots only
-        _missing_fields(inputs, diagnostics, refuse=not any(p.counts for p in profiles))
+        _missing_fields(inputs or [STDIN], heads or {}, diagnostics, refuse=not any(p.counts for p in profiles))
     if not result.profile.counts and not any(p.counts for p in result.per_event.values()):
         names = ", ".join(label(p) for p in inputs) or "<stdin>"
         if diagnostics.records == 0:
@@ -162,13 +185,24 @@ def finish_fold(
     return result
 
 
-def _missing_fields(inputs: Sequence[str], diagnostics: Diagnostics, refuse: bool) -> None:
+def _weighed_by_period(inputs: Sequence[str], heads: Mapping[str, bytes]) -> bool:
+    """Text whose sample headers print perf's period: each sample weighed by it (perf.data is scripted without)."""
+    from ..io.sniff import read_head
+
+    for path in inputs:
+        head = heads.get(path) or read_head(path)
+        if head[:2] != GZIP_MAGIC and weighs_by_period(head.split(b"\n")[:-1]):
+            return True
+    return False
+
+
+def _missing_fields(inputs: Sequence[str], heads: Mapping[str, bytes], diagnostics: Diagnostics, refuse: bool) -> None:
     """Text printed with `perf script -F` fields a fold cannot do without: say which; when nothing
     could be folded, as the error (exit 3), else (stacks of threads alone: no ip) as a note."""
     from ..io.sniff import read_head  # a regular file's head only: a pipe is never read ahead
 
     for path in inputs:
-        head = read_head(path)
+        head = heads.get(path) or read_head(path)  # the text as folded (stdin, gunzipped), else the file's
         missing = missing_fields(head.split(b"\n")[:-1]) if head[:2] != GZIP_MAGIC else []
         if not missing:
             continue

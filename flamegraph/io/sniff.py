@@ -2,8 +2,8 @@
 says what the file is and which command reads it, instead of a page of malformed-line reports.
 
 Only confident answers: a file this cannot place is left to the reader it was given to. Heads it tells:
-    python 19065/19130  1252.178187: cpu-clock:          <- perf script (a header, then frame lines)
-    \t    7f0c1a2b3c4d PyEval_EvalFrame+0x3d (/usr/bin/python3.11)
+    python 19065/19130  1252.178187: cpu-clock:          <- perf script (a header, then frame lines;
+    \t    7f0c1a2b3c4d PyEval_EvalFrame+0x3d (/usr/bin/python3.11)    any layout fold reads: grammar.starts_sample)
     python;_start;main;compute 17                          <- folded stacks
     <?xml version="1.0" ...?><svg ...                      <- an SVG (a drawn graph)
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 
-from ..folding.grammar import ANY_HEADER, FRAME_LINE, is_detail, is_non_sample
+from ..folding.grammar import FRAME_LINE, is_detail, is_non_sample, starts_sample
 from .inputs import PERF_DATA_MAGIC
 
 PERF_SCRIPT = "perf script output"
@@ -61,7 +61,8 @@ def kind_of_head(head: bytes) -> str | None:
     lines = [line for line in head.split(b"\n")[:-1] if line.strip() and not line.startswith(b"#")][:40]
     if not lines:
         return None
-    headers = sum(1 for line in lines if ANY_HEADER.match(line) or is_non_sample(line))
+    pairs = zip(lines, [*lines[1:], b""], strict=False)  # a header and the line after it
+    headers = sum(1 for line, after in pairs if starts_sample(line, after) or is_non_sample(line))
     frames = sum(1 for line in lines if FRAME_LINE.match(line) or is_detail(line))
     folded = sum(1 for line in lines if is_folded_line(line.rstrip(b"\r")))
     if headers and headers + frames >= len(lines) * 0.8:

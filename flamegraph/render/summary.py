@@ -41,6 +41,8 @@ def profile_facts(profile: FoldedProfile, count_name: str, factor: float, by_thr
             parts.append(f"window {format_seconds(profile.window_us)}")
     elif profile.unit == "bytes" and factor == 1:
         parts = [event, format_bytes(drawn)]
+    elif profile.unit == "nanoseconds" and factor == 1:  # perf script text weighed by a clock event's period
+        parts = [event, f"{count_text(drawn, count_name)} ({format_seconds(drawn / 1000)} of samples' periods)"]
     else:
         parts = [event, count_text(drawn, count_name)]
     stacks = len(profile.counts)
@@ -178,9 +180,11 @@ def rank_self(weights: Mapping[str, float], limit: int) -> list[tuple[str, float
 
 
 def table_amount(value: float, profile: FoldedProfile, options: RenderOptions) -> str:
-    """A table's amount: a duration for off-CPU microseconds, else the count."""
+    """A table's amount: a duration for off-CPU microseconds and clock periods (ns), else the count."""
     if profile.unit == "microseconds" and options.count_name is None and options.factor == 1:
         return format_duration_us(value)
+    if profile.unit == "nanoseconds" and options.count_name is None and options.factor == 1:
+        return format_duration_us(value / 1000)
     if profile.unit == "bytes" and options.count_name is None and options.factor == 1:
         return format_bytes(value)
     return format_count(value)

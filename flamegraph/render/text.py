@@ -59,7 +59,7 @@ WORDS = re.compile(r"[-+]?\d[\d,.]*\s(?:s|ms|µs|ns|%|MB|KB|GB|Hz|B|KiB|MiB|GiB)
 MIN_PREFIX = 3  # a cut label shows at least this many characters before "..": "M.." says nothing
 # Units whose singular the SVG uses for a count of exactly one ("1 sample", not "1 samples").
 SINGULAR = {
-    "samples": "sample", "microseconds": "microsecond", "events": "event", "bytes": "byte",
+    "samples": "sample", "microseconds": "microsecond", "nanoseconds": "nanosecond", "events": "event", "bytes": "byte",
     "calls": "call", "cycles": "cycle", "instructions": "instruction", "waits": "wait", "pages": "page",
 }  # fmt: skip
 

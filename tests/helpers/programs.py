@@ -1,4 +1,4 @@
-"""C test programs with a known answer, compiled for the test (-O1 -g): skipped with one reason without gcc;
+"""C (and C++) test programs with a known answer, compiled for the test (-O1 -g): skipped with one reason without gcc;
 and perf, found or skipped the same way."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 
-def compile_c(directory: Path, name: str, source: str, *flags: str) -> Path:
-    """`source` built as `directory/name` (extra compiler flags such as -pthread)."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is not installed (apt-get install gcc)")
-    text, program = directory / f"{name}.c", directory / name
+def compile_c(directory: Path, name: str, source: str, *flags: str, language: str = "c") -> Path:
+    """`source` built as `directory/name` (extra compiler flags such as -pthread); language "c++" with g++."""
+    compiler = "g++" if language == "c++" else "gcc"
+    found = shutil.which(compiler)
+    if found is None:
+        pytest.skip(f"{compiler} is not installed (apt-get install {compiler})")
+    text, program = directory / f"{name}.{'cpp' if language == 'c++' else 'c'}", directory / name
     text.write_text(source)
-    subprocess.run([gcc, "-O1", "-g", *flags, "-o", str(program), str(text)], check=True)
+    subprocess.run([found, "-O1", "-g", *flags, "-o", str(program), str(text)], check=True)
     return program
 
 
