@@ -230,3 +230,20 @@ def test_an_instrument_threads_label_is_not_taken_for_a_cut_stack() -> None:
     figures = attribute(profile)
     assert figures.reach_root == 9 and figures.samples == 12
     assert sum(figures.cut_ends.values()) == 3
+
+
+def test_the_c_librarys_start_of_main_is_a_root() -> None:
+    """newcomer10 a-F1, b-7: the frame that calls __libc_start_main is the entry point, named or not (a
+    stripped program's `prog+0x10f0`, `[prog]` in text), and frame pointers end at __libc_start_call_main
+    (glibc keeps none): neither stack is cut."""
+    profile = FoldedProfile(
+        counts={
+            "prog;prog+0x10f0;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;prog+0x1070;prog+0x11d0": 4,
+            "prog;[prog];__libc_start_main;__libc_start_call_main;[prog];[prog]": 2,
+            "prog;__libc_start_call_main;main;leaf": 3,
+            "prog;[unknown];leaf": 1,  # really cut
+        }
+    )
+    figures = attribute(profile)
+    assert (figures.reach_root, figures.samples) == (9, 10)
+    assert figures.cut_ends["other"] == 1

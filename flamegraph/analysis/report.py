@@ -21,6 +21,10 @@ from ..model import INSTRUMENTATION, FoldedProfile
 from ..naming.observer import FrameObserver
 
 ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
+# The C library's start of the main thread: only the entry point (`_start`) calls it, so the frame above it is
+# the entry point whatever its name (a stripped program's `prog+0x10f0`), and a stack that ends in it misses
+# only the entry point (frame pointers end there: glibc keeps none)
+LIBC_START = re.compile(r"^__libc_start_(main|call_main)")
 UNNAMED_JIT = re.compile(r"^\[(unknown|anon.*|perf-\d+\.map|jitted-\d+-\d+\.so)( <[0-9a-f]+>)?\]$")
 BRACKETED = re.compile(r"^\[.*\]$")
 END_KINDS = ("jit", "kernel", "other", "empty")
@@ -50,13 +54,13 @@ class Attribution:
         return self.depth_total / self.samples if self.samples else 0.0
 
 
-ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL = 1, 2, 4, 8, 16, 32
+ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START = 1, 2, 4, 8, 16, 32, 64
 
 
 def frame_flags(name: str, observer: FrameObserver | None) -> int:
     """What one folded frame is: a thread root, JIT code (named or not), unknown, kernel..."""
     base = strip_annotation(name)
-    flags = ROOT if base in ROOTS else 0
+    flags = ROOT if base in ROOTS else START if LIBC_START.match(base) else 0
     if name.endswith("_[k]") or base.startswith("[kernel") or (observer is not None and base in observer.kernel):
         flags |= KERNEL
     if UNNAMED_JIT.match(base):
@@ -87,7 +91,7 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
         result.samples += weight
         result.depth_total += weight * (len(frames) - outer)
         result.short += weight if len(frames) - outer <= 2 else 0
-        reached = len(flags) > outer and bool(flags[outer] & ROOT)
+        reached = len(flags) > outer and _rooted(flags, outer)
         result.reach_root += weight if reached else 0
         if not reached:
             result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
@@ -101,6 +105,12 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
             result.jit_named += weight if user[-1] & NAMED else 0
             result.jit_reach_root += weight if reached else 0
     return result
+
+
+def _rooted(flags: list[int], outer: int) -> bool:
+    """The outermost frame is a thread root, the C library's start of the main thread, or what calls that
+    (the entry point, unnamed in a stripped program)."""
+    return bool(flags[outer] & (ROOT | START) or len(flags) > outer + 1 and flags[outer + 1] & START)
 
 
 def _end_kind(flags: int, frame: str) -> str:

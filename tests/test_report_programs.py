@@ -1,0 +1,58 @@
+"""The attribution report on real programs recorded with real perf: what it counts as a root and what it
+advises must hold for the program recorded (a stripped C program, a Go binary, a V8 program)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.programs import compile_c, need_perf
+
+pytestmark = [pytest.mark.perf, pytest.mark.parallel]
+
+FLAMEGRAPH = [sys.executable, "-m", "flamegraph"]
+ROOTED = re.compile(r"^ +([0-9.]+) %  reach a (?:thread|goroutine or thread) root", re.M)
+# Two leaves under two callers, ~0.5 s of CPU: deep enough that a cut stack would show.
+BUSY_C = r"""
+#include <stdlib.h>
+__attribute__((noinline)) double leaf_a(long n) { double s = 0; for (long i = 1; i < n; i++) s += 1.0 / i; return s; }
+__attribute__((noinline)) double leaf_b(long n) { double s = 1; for (long i = 1; i < n; i++) s *= 1.0000001; return s; }
+__attribute__((noinline)) double mid(long n) { return leaf_a(n) + leaf_b(n / 2); }
+int main(int argc, char **argv) { double t = 0; for (int r = 0; r < 10; r++) t += mid(atol(argv[1])); return t < 0; }
+"""
+
+
+def record(tmp_path: Path, *command: str, options: tuple[str, ...] = ()) -> tuple[str, str]:
+    """`flamegraph record` of `command`: its stderr and the folded stacks."""
+    need_perf()
+    folded = tmp_path / "out.folded"
+    done = subprocess.run(
+        [*FLAMEGRAPH, "record", *options, "--no-svg", "--folded", str(folded), "--", *command],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stderr, folded.read_text()
+
+
+def rooted(stderr: str) -> float:
+    found = ROOTED.search(stderr)
+    assert found, stderr
+    return float(found.group(1))
+
+
+def test_a_stripped_programs_stacks_reach_its_entry_point(tmp_path: Path) -> None:
+    """newcomer10 a-F1, b-7: a stripped program's stacks start at its entry point (`prog+0x10f0`, _start
+    unnamed) and were reported 0 % rooted, with advice to grow the stack copy (which cannot help)."""
+    program = compile_c(tmp_path, "busy", BUSY_C, "-O2", "-fomit-frame-pointer")
+    subprocess.run(["strip", str(program)], check=True)
+    stderr, folded = record(tmp_path, "./busy", "30000000")
+    # stripped indeed: the program's own frames are named by function start, _start among them
+    assert re.search(r"^busy;busy\+0x[0-9a-f]+;__libc_start_main", folded, re.M), folded
+    frames = {frame for line in folded.splitlines() for frame in line.rpartition(" ")[0].split(";")}
+    assert not frames & {"_start", "main", "mid"}, frames
+    assert rooted(stderr) >= 95.0, stderr
+    assert "fix:" not in stderr, stderr
