@@ -247,3 +247,48 @@ def test_the_c_librarys_start_of_main_is_a_root() -> None:
     figures = attribute(profile)
     assert (figures.reach_root, figures.samples) == (9, 10)
     assert figures.cut_ends["other"] == 1
+
+
+def test_go_stacks_root_at_goexit_and_the_advice_names_frame_pointers() -> None:
+    """newcomer10 a-F6, b-8: a goroutine's stack starts at runtime.goexit, an M's at runtime.mstart; Go has no
+    .eh_frame, so the fix for its cut stacks is --call-graph fp, never DWARF (nor a larger stack copy)."""
+    fp = FoldedProfile(
+        counts={
+            "gop;runtime.goexit.abi0;main.main.func3;main.sortWork;sort.Sort;sort.pdqsort;sort.partition": 6,
+            "gop;runtime.mstart.abi0;runtime.mstart0;runtime.mstart1;runtime.sysmon;runtime.usleep.abi0": 2,
+            "gop;[unknown];crypto/sha256.block.abi0": 2,  # assembly using BP: the chain ends
+        }
+    )
+    figures, fixes = build_report(fp, None, HowRecorded("fp"))
+    assert figures.go and figures.share(figures.reach_root) == 80.0
+    assert fixes[0] == (
+        "20.0 % of stacks end before a goroutine or thread root (5.0 frames on average): Go assembly that uses "
+        "the frame-pointer register (crypto's) or C code built without frame pointers (cgo) ends the chain; DWARF "
+        "does no better for Go (no .eh_frame)"
+    )
+    assert report_lines(figures, fixes)[1] == (
+        "   80.0 %  reach a goroutine or thread root (runtime.goexit, runtime.mstart, _start)"
+    )
+    # DWARF: the first frame only, and nothing in it says Go: the recording does (record.golang)
+    dwarf = FoldedProfile(counts={"gop;main.work": 9, "gop;sort.partition": 1})
+    for how in (HowRecorded("dwarf,65528", go=True), HowRecorded("dwarf,16384", go=True)):
+        figures, fixes = build_report(dwarf, None, how)
+        assert fixes == [
+            "100.0 % of stacks end before a goroutine or thread root (1.0 frames on average): Go code has no "
+            ".eh_frame, so perf's DWARF unwinder stops at its first frame; Go keeps frame pointers: record with "
+            "--call-graph fp"
+        ]
+    assert "--call-graph dwarf" in build_report(dwarf, None, HowRecorded("dwarf,16384"))[1][0]  # not known as Go
+    # a folded file of unknown making: Go's runtime frames say it is Go
+    shallow = FoldedProfile(counts={"gop;main.work": 9, "gop;runtime.gogo.abi0": 1})
+    assert build_report(shallow, None)[1][0].endswith("record with --call-graph fp")
+
+
+def test_go_binaries_are_told_by_their_sections(tmp_path: Path) -> None:
+    from flamegraph.record.golang import go_binary
+
+    assert not go_binary(sys.executable) and not go_binary(str(tmp_path / "missing"))
+    elf = Path(sys.executable).resolve().read_bytes()
+    (tmp_path / "cut").write_bytes(elf[:100])  # a truncated header: not Go, no exception
+    (tmp_path / "text").write_text("#!/bin/sh\n")
+    assert not go_binary(str(tmp_path / "cut")) and not go_binary(str(tmp_path / "text"))

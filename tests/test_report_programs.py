@@ -3,6 +3,7 @@ advises must hold for the program recorded (a stripped C program, a Go binary, a
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -56,3 +57,51 @@ def test_a_stripped_programs_stacks_reach_its_entry_point(tmp_path: Path) -> Non
     assert not frames & {"_start", "main", "mid"}, frames
     assert rooted(stderr) >= 95.0, stderr
     assert "fix:" not in stderr, stderr
+
+
+# Four goroutines calling main.work for ~0.6 s; no assembly in the way of the frame pointers.
+BUSY_GO = """package main
+
+import ("fmt"; "sync"; "time")
+
+//go:noinline
+func work(n int) float64 { s := 0.0; for i := 0; i < n; i++ { s += float64(i) * 0.5 }; return s }
+
+func main() {
+	var wg sync.WaitGroup
+	start, r := time.Now(), make([]float64, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) { defer wg.Done(); for time.Since(start) < 600*time.Millisecond { r[g] += work(100000) } }(g)
+	}
+	wg.Wait()
+	fmt.Println(r[0] > 0)
+}
+"""
+
+
+def build_go(directory: Path) -> Path:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("go is not installed (apt-get install golang-go)")
+    (directory / "main.go").write_text(BUSY_GO)
+    (directory / "go.mod").write_text("module busy\n\ngo 1.19\n")
+    cache = {"GOCACHE": str(directory / ".cache"), "GOFLAGS": "-mod=mod", "HOME": str(directory)}
+    subprocess.run([go, "build", "-o", "busy-go", "."], cwd=directory, check=True, env={**os.environ, **cache})
+    return directory / "busy-go"
+
+
+def test_a_go_binary_is_recorded_with_frame_pointers(tmp_path: Path) -> None:
+    """newcomer10 a-F6, b-8: Go code has no .eh_frame, so the default DWARF call graph gave 1-frame stacks and
+    advice that went in a circle (dwarf,65528, then --window; fp, then dwarf)."""
+    build_go(tmp_path)
+    stderr, folded = record(tmp_path, "./busy-go")
+    assert "busy-go is a Go binary: recorded with --call-graph fp" in stderr, stderr
+    assert re.search(r"^busy-go;runtime\.goexit(\.abi0)?;main\.main\.func\d+;main\.work", folded, re.M), folded
+    assert rooted(stderr) >= 90.0, stderr  # goroutines start at runtime.goexit, Ms at runtime.mstart
+    assert "--call-graph dwarf" not in stderr, stderr
+    # asked for DWARF: the stacks stop at their first frame, and the advice names fp (and nothing else)
+    stderr, folded = record(tmp_path, "./busy-go", options=("--call-graph", "dwarf"))
+    assert "is a Go binary" not in stderr and rooted(stderr) < 10.0, stderr
+    fixes = [line for line in stderr.splitlines() if "fix:" in line]
+    assert len(fixes) == 1 and fixes[0].endswith("Go keeps frame pointers: record with --call-graph fp"), stderr

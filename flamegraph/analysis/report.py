@@ -20,7 +20,11 @@ from ..color import strip_annotation
 from ..model import INSTRUMENTATION, FoldedProfile
 from ..naming.observer import FrameObserver
 
-ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm"})
+# Go's: every goroutine's stack starts at runtime.goexit, an M's system stack at runtime.mstart, the first
+# thread at runtime.rt0_go (assembler functions: `.abi0` as perf names them since Go 1.17)
+GO_ROOTS = frozenset(f"runtime.{name}{abi}" for name in ("goexit", "mstart", "rt0_go") for abi in ("", ".abi0"))
+ROOTS = frozenset({"_start", "start_thread", "clone", "clone3", "ret_from_fork", "ret_from_fork_asm", *GO_ROOTS})
+GO_FRAME = re.compile(r"^runtime\.[\w.()*]+$|\.abi0$")  # Go runtime functions, Go's assembler (ABI0) ones
 # The C library's start of the main thread: only the entry point (`_start`) calls it, so the frame above it is
 # the entry point whatever its name (a stripped program's `prog+0x10f0`), and a stack that ends in it misses
 # only the entry point (frame pointers end there: glibc keeps none)
@@ -42,6 +46,7 @@ class Attribution:
     jit_reach_root: float = 0.0
     depth_total: float = 0.0
     short: float = 0.0  # stacks of at most 2 frames
+    go: bool = False  # a Go program: Go runtime frames seen, or the recording says so
     # Stacks without a root, by the kind of their outermost frame.
     cut_ends: dict[str, float] = field(default_factory=lambda: dict.fromkeys(END_KINDS, 0.0))
 
@@ -54,13 +59,15 @@ class Attribution:
         return self.depth_total / self.samples if self.samples else 0.0
 
 
-ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START = 1, 2, 4, 8, 16, 32, 64
+ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START, GO = 1, 2, 4, 8, 16, 32, 64, 128
 
 
 def frame_flags(name: str, observer: FrameObserver | None) -> int:
     """What one folded frame is: a thread root, JIT code (named or not), unknown, kernel..."""
     base = strip_annotation(name)
     flags = ROOT if base in ROOTS else START if LIBC_START.match(base) else 0
+    if base in GO_ROOTS or GO_FRAME.search(base):
+        flags |= GO
     if name.endswith("_[k]") or base.startswith("[kernel") or (observer is not None and base in observer.kernel):
         flags |= KERNEL
     if UNNAMED_JIT.match(base):
@@ -95,6 +102,8 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
         result.reach_root += weight if reached else 0
         if not reached:
             result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
+        if not result.go:
+            result.go = any(f & GO for f in flags)
         if any(f & UNKNOWN for f in flags):
             result.any_unknown += weight
             if any(f & UNKNOWN and not f & GROUPED for f in flags):
@@ -163,6 +172,8 @@ def suggest(
 def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> list[str]:
     """Why stacks miss their thread root, and what to record differently."""
     cut = a.samples - a.reach_root
+    if a.go:
+        return [_go_fix(a, cut, call_graph)]
     frame_pointers = call_graph in ("fp", "lbr") or (
         call_graph is None and (a.mean_depth < 4 or a.share(a.reach_root) < 5.0)
     )
@@ -199,11 +210,29 @@ def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> lis
     return fixes
 
 
+def _go_fix(a: Attribution, cut: float, call_graph: str | None) -> str:
+    """Go has no .eh_frame: DWARF stacks stop at their first Go frame, frame-pointer ones are whole but where
+    something broke the chain (deep stacks without a known mode are frame pointers')."""
+    depth = f"{a.mean_depth:.1f} frames on average"
+    head = f"{a.share(cut):.1f} % of stacks end before a goroutine or thread root ({depth}): "
+    if call_graph == "fp" or (call_graph is None and a.mean_depth >= 4):
+        return head + (
+            "Go assembly that uses the frame-pointer register (crypto's) or C code built without frame pointers "
+            "(cgo) ends the chain; DWARF does no better for Go (no .eh_frame)"
+        )
+    return head + (
+        "Go code has no .eh_frame, so perf's DWARF unwinder stops at its first frame; Go keeps frame pointers: "
+        "record with --call-graph fp"
+    )
+
+
 def report_lines(a: Attribution, fixes: list[str]) -> list[str]:
     """The report as printed by `fold --report` and `record`."""
+    roots = "_start, start_thread, clone/clone3"
+    root = "goroutine or thread root (runtime.goexit, runtime.mstart, _start)" if a.go else f"thread root ({roots})"
     lines = [
         f"attribution (mean stack depth {a.mean_depth:.1f} frames):",
-        f"  {a.share(a.reach_root):5.1f} %  reach a thread root (_start, start_thread, clone/clone3)",
+        f"  {a.share(a.reach_root):5.1f} %  reach a {root}",
         f"  {a.share(a.any_unknown):5.1f} %  have an [unknown] frame"
         + (f"; {a.share(a.unknown_left):.1f} % after grouping by function" if a.unknown_left < a.any_unknown else ""),
         f"  {a.share(a.jit):5.1f} %  in JIT code"
@@ -241,6 +270,7 @@ class HowRecorded:
 
     call_graph: str | None = None  # perf record's --call-graph (None: not known)
     jit_unwound: bool = False  # the JIT kernels were given unwind info (--jit)
+    go: bool = False  # the program recorded is a Go binary (flamegraph.record.golang)
 
 
 def build_report(
@@ -248,6 +278,7 @@ def build_report(
 ) -> tuple[Attribution, list[str]]:
     """Figures and fixes for a folded profile (observer: the hook the fold ran with, if any)."""
     figures = attribute(profile, observer)
+    figures.go = figures.go or recorded.go
     namer = observer.namer if observer is not None else None
     unreadable = namer.unreadable if namer else None
     refused = namer.refused if namer else None

@@ -11,6 +11,7 @@ from ..model import FoldedProfile
 from ..naming.grouping import grouping_note, namer_for_recording
 from ..naming.observer import FrameObserver
 from ..record import Recording, Status, fold_recording
+from ..record.golang import recorded_go
 from ..window import Window
 from .perf import FoldOptions, SampleHook
 
@@ -35,7 +36,8 @@ def fold_with_report(
     note = grouping_note(namer)
     if note is not None:
         status.note(note)
-    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, jit_unwound))
+    how = HowRecorded(recording.spec.options.call_graph, jit_unwound, recorded_go(recording.spec))
+    figures, fixes = build_report(profile, hook, how)
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))

@@ -264,6 +264,7 @@ def _write_whole(
 ) -> Written:
     from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
     from ..naming.grouping import grouping_note
+    from ..record.golang import recorded_go
     from ..record.script import recorded_profile
     from .outputs import write_outputs
 
@@ -271,7 +272,8 @@ def _write_whole(
     profile = recorded_profile(profile, recording, window, what)
     if (note := grouping_note(hook.namer)) is not None:
         status.note(note)
-    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, unwound))
+    how = HowRecorded(recording.spec.options.call_graph, unwound, recorded_go(recording.spec))
+    figures, fixes = build_report(profile, hook, how)
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))
