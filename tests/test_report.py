@@ -85,7 +85,7 @@ def test_figures_of_the_crafted_recording() -> None:
     assert a.share(a.jit) == 40.0  # innermost user frame is JIT: 5 + 2 + 1 (under a kernel frame)
     assert a.share(a.jit_named, a.jit) == 75.0 and a.share(a.jit_reach_root, a.jit) == 75.0
     assert a.mean_depth == (10 * 5 + 5 * 5 + 2 * 1 + 2 * 2 + 1 * 4) / 20
-    assert a.cut_ends == {"jit": 2, "kernel": 0, "other": 2, "empty": 0}
+    assert a.cut_ends == {"jit": 2, "v8": 0, "kernel": 0, "other": 2, "empty": 0}
     fixes = suggest(a, grouping=True, unreadable=observer.namer.unreadable if observer.namer else None)
     assert fixes == [
         "10.0 % of stacks stop at a JIT frame: record with --jit (unwind info for the kernels) and --call-graph "
@@ -292,3 +292,35 @@ def test_go_binaries_are_told_by_their_sections(tmp_path: Path) -> None:
     (tmp_path / "cut").write_bytes(elf[:100])  # a truncated header: not Go, no exception
     (tmp_path / "text").write_text("#!/bin/sh\n")
     assert not go_binary(str(tmp_path / "cut")) and not go_binary(str(tmp_path / "text"))
+
+
+def test_jit_fixes_name_what_works_for_the_program() -> None:
+    """newcomer10 a-F7: V8's JIT code keeps frame pointers (DWARF stops at it); --jit is advised only where it
+    works (a Python command or --pid), another JIT gets frame pointers and a perf map."""
+    v8 = "JS:*heavy /app/n.js:3:18_[j]"
+    dwarf = FoldedProfile(counts={f"node;{v8}": 7, f"node;_start;__libc_start_main;node::Start;{v8}": 3})
+    figures, fixes = build_report(dwarf, None, HowRecorded("dwarf,16384", jit_possible=False))
+    assert figures.cut_ends["v8"] == 7 and fixes == [
+        "70.0 % of stacks stop at a V8 JIT frame: V8 gives perf no unwind information for its code but keeps "
+        "frame pointers: record with --call-graph fp"
+    ]
+    assert build_report(dwarf, None)[1] == fixes  # not known how it was recorded: V8's frames say DWARF's
+    fp = FoldedProfile(counts={f"node;__libc_start_call_main;node::Start;{v8}": 19, "node;pthread_rwlock_unlock": 1})
+    figures, fixes = build_report(fp, None, HowRecorded("fp", jit_possible=False))
+    assert figures.share(figures.reach_root) == 95.0 and fixes == [
+        "5.0 % of stacks end before a thread root (2.9 frames on average): frame pointers stop at code built "
+        "without them, such as the C library; keep --call-graph fp: DWARF stops at every frame of V8's JIT code"
+    ]
+    assert build_report(fp, None)[1] == fixes  # V8's frames in the middle of the stacks: frame pointers'
+    # a JIT that is not V8's, in a program --jit cannot run (a JVM): never --jit
+    other = FoldedProfile(counts={"java;Lcom/x/Foo::run_[j]": 4, "java;[perf-100.map]": 1, "java;_start;main": 5})
+    _, fixes = build_report(other, None, HowRecorded("dwarf,16384", jit_possible=False))
+    assert not any("--jit" in fix for fix in fixes) and fixes[0].endswith(
+        "record with --call-graph fp if the runtime keeps frame pointers in it (V8 does; Java with "
+        "-XX:+PreserveFramePointer)"
+    )
+    assert fixes[1] == (
+        "10.0 % of samples are in unnamed JIT code: have the runtime write a perf map (/tmp/perf-PID.map: "
+        "node --perf-basic-prof, Java with perf-map-agent)"
+    )
+    assert all("--jit" in fix for fix in build_report(other, None, HowRecorded("dwarf,16384"))[1][:2])

@@ -105,3 +105,36 @@ def test_a_go_binary_is_recorded_with_frame_pointers(tmp_path: Path) -> None:
     assert "is a Go binary" not in stderr and rooted(stderr) < 10.0, stderr
     fixes = [line for line in stderr.splitlines() if "fix:" in line]
     assert len(fixes) == 1 and fixes[0].endswith("Go keeps frame pointers: record with --call-graph fp"), stderr
+
+
+# ~0.5 s of optimised JavaScript (named in the perf map node --perf-basic-prof writes) under a few calls.
+BUSY_JS = """
+class Foo { heavy(n) { let x = 0; for (let i = 0; i < n; i++) x += Math.sqrt(i); return x; } }
+function outer(n) { return new Foo().heavy(n); }
+let t = 0; for (let r = 0; r < 10; r++) t += outer(2e7);
+console.log(t > 0);
+"""
+
+
+def fixes_of(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("  fix: ")]
+
+
+def test_a_v8_program_is_advised_frame_pointers_and_never_jit(tmp_path: Path) -> None:
+    """newcomer10 a-F7: node's stacks stop at V8's JIT frames under DWARF; the fix said `record with --jit`,
+    which record then refused for a non-Python command in a line that read like an error (exit 0)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (apt-get install nodejs)")
+    (tmp_path / "busy.js").write_text(BUSY_JS)
+    stderr, folded = record(tmp_path, node, "--perf-basic-prof", "busy.js", options=("--jit",))
+    assert "flamegraph: --jit ignored: it works for Python commands" in stderr, stderr
+    assert "JS:*heavy" in folded, folded
+    fixes = fixes_of(stderr)
+    assert fixes and not any("--jit" in fix for fix in fixes), stderr
+    assert any("stop at a V8 JIT frame" in fix and fix.endswith("record with --call-graph fp") for fix in fixes)
+    # following it: the JavaScript frames sit between node::Start and the leaf, the stacks rooted
+    stderr, folded = record(tmp_path, node, "--perf-basic-prof", "busy.js", options=("--call-graph", "fp"))
+    assert re.search(r"node::Start;.*;JS:\*heavy [^;]*busy\.js", folded), folded
+    assert rooted(stderr) >= 80.0, stderr
+    assert not any("--call-graph dwarf" in fix or "--jit" in fix for fix in fixes_of(stderr)), stderr

@@ -31,7 +31,10 @@ GO_FRAME = re.compile(r"^runtime\.[\w.()*]+$|\.abi0$")  # Go runtime functions, 
 LIBC_START = re.compile(r"^__libc_start_(main|call_main)")
 UNNAMED_JIT = re.compile(r"^\[(unknown|anon.*|perf-\d+\.map|jitted-\d+-\d+\.so)( <[0-9a-f]+>)?\]$")
 BRACKETED = re.compile(r"^\[.*\]$")
-END_KINDS = ("jit", "kernel", "other", "empty")
+# V8's names in its perf map (node --perf-basic-prof): `JS:*fib /app/n.js:1:13`, `Builtin:...`, `BytecodeHandler:...`
+V8_KINDS = "JS|Builtin|BytecodeHandler|Eval|Script|Function|LazyCompile|InterpretedFunction|RegExp|Stub|Handler"
+V8_NAME = re.compile(rf"^({V8_KINDS}):")
+END_KINDS = ("jit", "v8", "kernel", "other", "empty")
 ROOT_TARGET = 99.0  # % of samples: below this the report says how to do better
 
 
@@ -47,6 +50,7 @@ class Attribution:
     depth_total: float = 0.0
     short: float = 0.0  # stacks of at most 2 frames
     go: bool = False  # a Go program: Go runtime frames seen, or the recording says so
+    v8: bool = False  # V8's JIT code seen (named: node --perf-basic-prof)
     # Stacks without a root, by the kind of their outermost frame.
     cut_ends: dict[str, float] = field(default_factory=lambda: dict.fromkeys(END_KINDS, 0.0))
 
@@ -59,7 +63,7 @@ class Attribution:
         return self.depth_total / self.samples if self.samples else 0.0
 
 
-ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START, GO = 1, 2, 4, 8, 16, 32, 64, 128
+ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START, GO, V8 = 1, 2, 4, 8, 16, 32, 64, 128, 256
 
 
 def frame_flags(name: str, observer: FrameObserver | None) -> int:
@@ -73,7 +77,7 @@ def frame_flags(name: str, observer: FrameObserver | None) -> int:
     if UNNAMED_JIT.match(base):
         flags |= JIT | UNKNOWN
     elif name.endswith("_[j]") or (observer is not None and base in observer.jit):
-        flags |= JIT | NAMED
+        flags |= JIT | NAMED | (V8 if V8_NAME.match(base) else 0)
     elif observer is not None and base in observer.grouped:
         flags |= UNKNOWN | GROUPED
     elif BRACKETED.match(base):
@@ -104,6 +108,8 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
             result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
         if not result.go:
             result.go = any(f & GO for f in flags)
+        if not result.v8:
+            result.v8 = any(f & V8 for f in flags)
         if any(f & UNKNOWN for f in flags):
             result.any_unknown += weight
             if any(f & UNKNOWN and not f & GROUPED for f in flags):
@@ -125,6 +131,8 @@ def _rooted(flags: list[int], outer: int) -> bool:
 def _end_kind(flags: int, frame: str) -> str:
     """Why a stack without a root stops: at JIT code, or somewhere else (a bare [unknown] at the
     end of a long stack is what an unwinder leaves when perf's copy of the stack ran out)."""
+    if flags & V8:
+        return "v8"
     if flags & JIT and not frame.startswith("[unknown]"):
         return "jit"
     return "kernel" if flags & KERNEL else "other"
@@ -141,15 +149,23 @@ def suggest(
     call_graph: str | None = None,
     jit_unwound: bool = False,
     refused: dict[str, str] | None = None,
+    jit_possible: bool = True,
 ) -> list[str]:
     """One line per gap, each with its fix (`call_graph`: how it was recorded, if known;
     `jit_unwound`: the recording already had unwind info for its JIT kernels, i.e. --jit;
-    `refused`: DSOs whose file here could not be proven to be the recorded one)."""
-    fixes = _cut_fixes(a, call_graph, jit_unwound) if a.samples and a.share(a.reach_root) < ROOT_TARGET else []
+    `refused`: DSOs whose file here could not be proven to be the recorded one; `jit_possible`: False
+    when --jit cannot work for the program recorded, which the fixes then never name)."""
+    rooted = a.share(a.reach_root) >= ROOT_TARGET
+    fixes = _cut_fixes(a, call_graph, jit_unwound, jit_possible) if a.samples and not rooted else []
     if a.jit > a.jit_named:
         fixes.append(
-            f"{a.share(a.jit - a.jit_named):.1f} % of samples are in unnamed JIT code: record with --jit "
-            "(DNNL_JIT_DUMP=1 names oneDNN's kernels; --pid needs root)"
+            f"{a.share(a.jit - a.jit_named):.1f} % of samples are in unnamed JIT code: "
+            + (
+                "record with --jit (DNNL_JIT_DUMP=1 names oneDNN's kernels; --pid needs root)"
+                if jit_possible
+                else "have the runtime write a perf map (/tmp/perf-PID.map: node --perf-basic-prof, Java with "
+                "perf-map-agent)"
+            )
         )
     missing = sorted(path.rsplit("/", 1)[-1] for path, why in (unreadable or {}).items() if why == MISSING)
     changed = sorted(path.rsplit("/", 1)[-1] for path in refused or {})
@@ -169,31 +185,45 @@ def suggest(
     return fixes
 
 
-def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool) -> list[str]:
+def _cut_fixes(a: Attribution, call_graph: str | None, jit_unwound: bool, jit_possible: bool) -> list[str]:
     """Why stacks miss their thread root, and what to record differently."""
     cut = a.samples - a.reach_root
     if a.go:
         return [_go_fix(a, cut, call_graph)]
-    frame_pointers = call_graph in ("fp", "lbr") or (
-        call_graph is None and (a.mean_depth < 4 or a.share(a.reach_root) < 5.0)
-    )
-    if frame_pointers:
+    # (not known how it was recorded: DWARF stops at V8's frames, frame pointers go through them)
+    guessed = a.cut_ends["v8"] < 0.5 * cut if a.v8 else a.mean_depth < 4 or a.share(a.reach_root) < 5.0
+    frame_pointers = call_graph in ("fp", "lbr") or (call_graph is None and guessed)
+    head = f"{a.share(cut):.1f} % of stacks end before a thread root ({a.mean_depth:.1f} frames on average): "
+    if frame_pointers and a.v8:
         return [
-            f"{a.share(cut):.1f} % of stacks end before a thread root ({a.mean_depth:.1f} frames on average): "
-            "frame pointers stop at every library built without them; record with --call-graph dwarf"
+            head + "frame pointers stop at code built without them, such as the C library; keep --call-graph fp: "
+            "DWARF stops at every frame of V8's JIT code"
         ]
+    if frame_pointers:
+        return [head + "frame pointers stop at every library built without them; record with --call-graph dwarf"]
     fixes = []
+    if a.cut_ends["v8"]:
+        fixes.append(
+            f"{a.share(a.cut_ends['v8']):.1f} % of stacks stop at a V8 JIT frame: V8 gives perf no unwind "
+            "information for its code but keeps frame pointers: record with --call-graph fp"
+        )
     if a.cut_ends["jit"] and jit_unwound:
         fixes.append(
             f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame although the kernels have unwind "
             "info: their frames (12-16 KB for gemm) outgrow the stack copy; record with --call-graph dwarf,65528"
         )
-    elif a.cut_ends["jit"]:
+    elif a.cut_ends["jit"] and jit_possible:
         fixes.append(
             f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: record with --jit "
             "(unwind info for the kernels) and --call-graph dwarf,65528"
         )
-    other = cut - a.cut_ends["jit"]
+    elif a.cut_ends["jit"]:
+        fixes.append(
+            f"{a.share(a.cut_ends['jit']):.1f} % of stacks stop at a JIT frame: perf finds no unwind information "
+            "for JIT code; record with --call-graph fp if the runtime keeps frame pointers in it (V8 does; Java "
+            "with -XX:+PreserveFramePointer)"
+        )
+    other = cut - a.cut_ends["jit"] - a.cut_ends["v8"]
     if other > 0.1 * cut:
         size = call_graph.partition(",")[2] if call_graph and call_graph.startswith("dwarf") else ""
         if size and int(size) >= MAX_DWARF:
@@ -270,6 +300,7 @@ class HowRecorded:
 
     call_graph: str | None = None  # perf record's --call-graph (None: not known)
     jit_unwound: bool = False  # the JIT kernels were given unwind info (--jit)
+    jit_possible: bool = True  # --jit can work for the program (a Python command, or --pid)
     go: bool = False  # the program recorded is a Go binary (flamegraph.record.golang)
 
 
@@ -282,5 +313,8 @@ def build_report(
     namer = observer.namer if observer is not None else None
     unreadable = namer.unreadable if namer else None
     refused = namer.refused if namer else None
-    fixes = suggest(figures, namer is not None, unreadable, recorded.call_graph, recorded.jit_unwound, refused)
+    fixes = suggest(
+        figures, namer is not None, unreadable, recorded.call_graph, recorded.jit_unwound, refused,
+        recorded.jit_possible,
+    )  # fmt: skip
     return figures, fixes
