@@ -138,3 +138,17 @@ def test_a_v8_program_is_advised_frame_pointers_and_never_jit(tmp_path: Path) ->
     assert re.search(r"node::Start;.*;JS:\*heavy [^;]*busy\.js", folded), folded
     assert rooted(stderr) >= 80.0, stderr
     assert not any("--call-graph dwarf" in fix or "--jit" in fix for fix in fixes_of(stderr)), stderr
+
+
+def test_offcpu_records_a_go_binary_with_frame_pointers(tmp_path: Path) -> None:
+    """As record: a Go binary's waits recorded with DWARF stop at runtime.futex; with fp they reach the
+    goroutine or the M that waited."""
+    build_go(tmp_path)
+    folded = tmp_path / "off.folded"
+    done = subprocess.run(
+        [*FLAMEGRAPH, "offcpu", "--no-svg", "--folded", str(folded), "--", "./busy-go"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "busy-go is a Go binary: recorded with --call-graph fp" in done.stderr, done.stderr
+    assert re.search(r";runtime\.(goexit|mstart)(\.abi0)?;", folded.read_text()), folded.read_text()

@@ -210,7 +210,7 @@ def record_cli(
 
     if jit and defaulted(ctx, "call_graph"):
         call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
-    go_note = _go_note(ctx, command, pid) if not jit else None  # (--jit: a Python command, refused with --wall)
+    go_note = None if jit else go_call_graph_note(ctx, command, pid)  # (--jit: Python commands; not with --wall)
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
     check_every(every, no_svg, output, folded)
@@ -252,9 +252,9 @@ def record_cli(
     exit_like_the_command(result.recording, status.note)
 
 
-def _go_note(ctx: typer.Context, command: list[str] | None, pid: int | None) -> str | None:
+def go_call_graph_note(ctx: typer.Context, command: list[str] | None, pid: int | None) -> str | None:
     """The line saying a Go binary is recorded with frame pointers, when no --call-graph was given (Go code has
-    no .eh_frame: DWARF stacks stop at their first frame); None for any other program."""
+    no .eh_frame: DWARF stacks stop at their first frame); None for any other program (record, offcpu)."""
     from ..record.golang import FP_NOTE, go_program
 
     if not defaulted(ctx, "call_graph") or go_program(command, pid) is None:
