@@ -63,7 +63,7 @@ class Attribution:
         return self.depth_total / self.samples if self.samples else 0.0
 
 
-ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START, GO, V8 = 1, 2, 4, 8, 16, 32, 64, 128, 256
+ROOT, JIT, NAMED, UNKNOWN, GROUPED, KERNEL, START, GO, V8, GO_ROOT = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512
 
 
 def frame_flags(name: str, observer: FrameObserver | None) -> int:
@@ -71,7 +71,7 @@ def frame_flags(name: str, observer: FrameObserver | None) -> int:
     base = strip_annotation(name)
     flags = ROOT if base in ROOTS else START if LIBC_START.match(base) else 0
     if base in GO_ROOTS or GO_FRAME.search(base):
-        flags |= GO
+        flags |= GO | (GO_ROOT if base in GO_ROOTS else 0)
     if name.endswith("_[k]") or base.startswith("[kernel") or (observer is not None and base in observer.kernel):
         flags |= KERNEL
     if UNNAMED_JIT.match(base):
@@ -124,8 +124,14 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
 
 def _rooted(flags: list[int], outer: int) -> bool:
     """The outermost frame is a thread root, the C library's start of the main thread, or what calls that
-    (the entry point, unnamed in a stripped program)."""
-    return bool(flags[outer] & (ROOT | START) or len(flags) > outer + 1 and flags[outer + 1] & START)
+    (the entry point, unnamed in a stripped program); or a Go root under nothing but [unknown] frames (a new
+    M's frame pointers lead from runtime.mstart into the garbage runtime.clone left on its stack)."""
+    if flags[outer] & (ROOT | START) or len(flags) > outer + 1 and flags[outer + 1] & START:
+        return True
+    at = outer
+    while at < len(flags) and flags[at] & UNKNOWN and not flags[at] & GROUPED:
+        at += 1
+    return outer < at < len(flags) and bool(flags[at] & GO_ROOT)
 
 
 def _end_kind(flags: int, frame: str) -> str:
