@@ -92,11 +92,13 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
     for text, weight in profile.counts.items():
         frames = text.split(";")[1:]
         flags = []
+        every = 0  # the flags of any frame
         for frame in frames:
             value = known.get(frame)
             if value is None:
                 value = known[frame] = frame_flags(frame, observer)
             flags.append(value)
+            every |= value
         # an instrument thread's label sits where its root would be: the stack's own frames start after it
         outer = 1 if frames and frames[0].startswith(INSTRUMENTATION) else 0
         result.samples += weight
@@ -106,11 +108,9 @@ def attribute(profile: FoldedProfile, observer: FrameObserver | None = None) -> 
         result.reach_root += weight if reached else 0
         if not reached:
             result.cut_ends[_end_kind(flags[outer], frames[outer]) if len(flags) > outer else "empty"] += weight
-        if not result.go:
-            result.go = any(f & GO for f in flags)
-        if not result.v8:
-            result.v8 = any(f & V8 for f in flags)
-        if any(f & UNKNOWN for f in flags):
+        result.go = result.go or bool(every & GO)
+        result.v8 = result.v8 or bool(every & V8)
+        if every & UNKNOWN:
             result.any_unknown += weight
             if any(f & UNKNOWN and not f & GROUPED for f in flags):
                 result.unknown_left += weight
