@@ -1,9 +1,11 @@
 """The attribution report: how much of a folded profile is whole-truth, and what to do about the rest.
 
 Post-fold analysis, figures each weighted by samples: stacks that reach a thread root (`_start`, `start_thread`,
-`clone`/`clone3`; `ret_from_fork` for kernel threads), samples with any `[unknown]` frame (before and
+`clone`/`clone3`; `ret_from_fork` for kernel threads; the C library's start of main, or the unnamed entry point
+that calls it; Go's `runtime.goexit`/`runtime.mstart`), samples with any `[unknown]` frame (before and
 after grouping by function), samples in JIT code, how many of those are named and reach a root,
-and, for every gap, the fix. It is computed from the folded profile plus what the fold's frame hook
+and, for every gap, the fix: one that works for the program recorded (Go and V8: frame pointers; --jit only
+for a Python command or --pid). It is computed from the folded profile plus what the fold's frame hook
 (flamegraph.naming.observer) saw (which frames came from JIT code, the kernel, or were grouped) and how the
 profile was recorded (`HowRecorded`, when known); frames it reads:
     python;clone3;start_thread;...;mxnet::MKLDNNStream::Submit;libmxnet.so+0x758e820;jit_avx512_gemm_[j]
