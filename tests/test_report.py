@@ -85,7 +85,7 @@ def test_figures_of_the_crafted_recording() -> None:
     assert a.share(a.jit) == 40.0  # innermost user frame is JIT: 5 + 2 + 1 (under a kernel frame)
     assert a.share(a.jit_named, a.jit) == 75.0 and a.share(a.jit_reach_root, a.jit) == 75.0
     assert a.mean_depth == (10 * 5 + 5 * 5 + 2 * 1 + 2 * 2 + 1 * 4) / 20
-    assert a.cut_ends == {"jit": 2, "kernel": 0, "python": 0, "other": 2, "empty": 0}
+    assert a.cut_ends == {"jit": 2, "v8": 0, "kernel": 0, "python": 0, "other": 2, "empty": 0}
     fixes = suggest(a, grouping=True, unreadable=observer.namer.unreadable if observer.namer else None)
     assert fixes == [
         "10.0 % of stacks stop at a JIT frame: record with --jit (unwind info for the kernels) and --call-graph "
@@ -109,7 +109,7 @@ def test_a_stack_stopped_at_its_first_python_function_is_not_a_stack_copy_proble
         "python;[unknown];run (a.py);_PyEval_EvalFrameDefault;leaf (a.py)": 2.0,  # the copy ran out
     }
     a = attribute(FoldedProfile(counts=counts))
-    assert a.cut_ends == {"jit": 0, "kernel": 0, "python": 4, "other": 2, "empty": 0}
+    assert a.cut_ends == {"jit": 0, "v8": 0, "kernel": 0, "python": 4, "other": 2, "empty": 0}
     fixes = suggest(a, call_graph="dwarf,16384")
     assert fixes[0].startswith("33.3 % of stacks stop at their first Python function: its trampoline had no unwind")
     assert "a larger stack copy does not help" in fixes[0]
@@ -249,3 +249,99 @@ def test_an_instrument_threads_label_is_not_taken_for_a_cut_stack() -> None:
     figures = attribute(profile)
     assert figures.reach_root == 9 and figures.samples == 12
     assert sum(figures.cut_ends.values()) == 3
+
+
+def test_the_c_librarys_start_of_main_is_a_root() -> None:
+    """newcomer10 a-F1, b-7: the frame that calls __libc_start_main is the entry point, named or not (a
+    stripped program's `prog+0x10f0`, `[prog]` in text), and frame pointers end at __libc_start_call_main
+    (glibc keeps none): neither stack is cut."""
+    profile = FoldedProfile(
+        counts={
+            "prog;prog+0x10f0;__libc_start_main@@GLIBC_2.34;__libc_start_call_main;prog+0x1070;prog+0x11d0": 4,
+            "prog;[prog];__libc_start_main;__libc_start_call_main;[prog];[prog]": 2,
+            "prog;__libc_start_call_main;main;leaf": 3,
+            "prog;[unknown];leaf": 1,  # really cut
+        }
+    )
+    figures = attribute(profile)
+    assert (figures.reach_root, figures.samples) == (9, 10)
+    assert figures.cut_ends["other"] == 1
+
+
+def test_go_stacks_root_at_goexit_and_the_advice_names_frame_pointers() -> None:
+    """newcomer10 a-F6, b-8: a goroutine's stack starts at runtime.goexit, an M's at runtime.mstart; Go has no
+    .eh_frame, so the fix for its cut stacks is --call-graph fp, never DWARF (nor a larger stack copy)."""
+    fp = FoldedProfile(
+        counts={
+            "gop;runtime.goexit.abi0;main.main.func3;main.sortWork;sort.Sort;sort.pdqsort;sort.partition": 6,
+            "gop;runtime.mstart.abi0;runtime.mstart0;runtime.mstart1;runtime.sysmon;runtime.usleep.abi0": 1,
+            "gop;[unknown];crypto/sha256.block.abi0": 2,  # assembly using BP: the chain ends
+            # a new M: runtime.clone leaves garbage above runtime.mstart
+            "gop;[unknown];[unknown];runtime.mstart.abi0;runtime.mstart0;runtime.mstart1;runtime.sysmon": 1,
+        }
+    )
+    figures, fixes = build_report(fp, None, HowRecorded("fp"))
+    assert figures.go and figures.share(figures.reach_root) == 80.0
+    assert fixes[0] == (
+        "20.0 % of stacks end before a goroutine or thread root (5.1 frames on average): Go assembly that uses "
+        "the frame-pointer register (crypto's) or C code built without frame pointers (cgo) ends the chain; DWARF "
+        "does no better for Go (no .eh_frame)"
+    )
+    assert report_lines(figures, fixes)[1] == (
+        "   80.0 %  reach a goroutine or thread root (runtime.goexit, runtime.mstart, _start)"
+    )
+    # DWARF: the first frame only, and nothing in it says Go: the recording does (record.golang)
+    dwarf = FoldedProfile(counts={"gop;main.work": 9, "gop;sort.partition": 1})
+    for how in (HowRecorded("dwarf,65528", go=True), HowRecorded("dwarf,16384", go=True)):
+        figures, fixes = build_report(dwarf, None, how)
+        assert fixes == [
+            "100.0 % of stacks end before a goroutine or thread root (1.0 frames on average): Go code has no "
+            ".eh_frame, so perf's DWARF unwinder stops at its first frame; Go keeps frame pointers: record with "
+            "--call-graph fp"
+        ]
+    assert "--call-graph dwarf" in build_report(dwarf, None, HowRecorded("dwarf,16384"))[1][0]  # not known as Go
+    # a folded file of unknown making: Go's runtime frames say it is Go
+    shallow = FoldedProfile(counts={"gop;main.work": 9, "gop;runtime.gogo.abi0": 1})
+    assert build_report(shallow, None)[1][0].endswith("record with --call-graph fp")
+
+
+def test_go_binaries_are_told_by_their_sections(tmp_path: Path) -> None:
+    from flamegraph.record.golang import go_binary
+
+    assert not go_binary(sys.executable) and not go_binary(str(tmp_path / "missing"))
+    elf = Path(sys.executable).resolve().read_bytes()
+    (tmp_path / "cut").write_bytes(elf[:100])  # a truncated header: not Go, no exception
+    (tmp_path / "text").write_text("#!/bin/sh\n")
+    assert not go_binary(str(tmp_path / "cut")) and not go_binary(str(tmp_path / "text"))
+
+
+def test_jit_fixes_name_what_works_for_the_program() -> None:
+    """newcomer10 a-F7: V8's JIT code keeps frame pointers (DWARF stops at it); --jit is advised only where it
+    works (a Python command or --pid), another JIT gets frame pointers and a perf map."""
+    v8 = "JS:*heavy /app/n.js:3:18_[j]"
+    dwarf = FoldedProfile(counts={f"node;{v8}": 7, f"node;_start;__libc_start_main;node::Start;{v8}": 3})
+    figures, fixes = build_report(dwarf, None, HowRecorded("dwarf,16384", jit_possible=False))
+    assert figures.cut_ends["v8"] == 7 and fixes == [
+        "70.0 % of stacks stop at a V8 JIT frame: V8 gives perf no unwind information for its code but keeps "
+        "frame pointers: record with --call-graph fp"
+    ]
+    assert build_report(dwarf, None)[1] == fixes  # not known how it was recorded: V8's frames say DWARF's
+    fp = FoldedProfile(counts={f"node;__libc_start_call_main;node::Start;{v8}": 19, "node;pthread_rwlock_unlock": 1})
+    figures, fixes = build_report(fp, None, HowRecorded("fp", jit_possible=False))
+    assert figures.share(figures.reach_root) == 95.0 and fixes == [
+        "5.0 % of stacks end before a thread root (2.9 frames on average): frame pointers stop at code built "
+        "without them, such as the C library; keep --call-graph fp: DWARF stops at every frame of V8's JIT code"
+    ]
+    assert build_report(fp, None)[1] == fixes  # V8's frames in the middle of the stacks: frame pointers'
+    # a JIT that is not V8's, in a program --jit cannot run (a JVM): never --jit
+    other = FoldedProfile(counts={"java;Lcom/x/Foo::run_[j]": 4, "java;[perf-100.map]": 1, "java;_start;main": 5})
+    _, fixes = build_report(other, None, HowRecorded("dwarf,16384", jit_possible=False))
+    assert not any("--jit" in fix for fix in fixes) and fixes[0].endswith(
+        "record with --call-graph fp if the runtime keeps frame pointers in it (V8 does; Java with "
+        "-XX:+PreserveFramePointer)"
+    )
+    assert fixes[1] == (
+        "10.0 % of samples are in unnamed JIT code: have the runtime write a perf map (/tmp/perf-PID.map: "
+        "node --perf-basic-prof, Java with perf-map-agent)"
+    )
+    assert all("--jit" in fix for fix in build_report(other, None, HowRecorded("dwarf,16384"))[1][:2])

@@ -57,6 +57,7 @@ def parse_states(text: str | None) -> frozenset[str] | None:
     context_settings={"allow_interspersed_args": False},
 )
 def offcpu_cli(
+    ctx: typer.Context,
     command: Command = None,
     pid: Annotated[
         int | None,
@@ -152,7 +153,10 @@ def offcpu_cli(
     from ..pipeline.scratch import exit_like_the_command
     from ..record import Status
     from ..record.offcpu import offcpu_spec
+    from .record import go_call_graph_note
 
+    fp_note = go_call_graph_note(ctx, command, pid)  # a Go binary: frame pointers, as record does
+    call_graph = "fp" if fp_note else call_graph
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
     span = parse_window_option(window)
@@ -160,6 +164,8 @@ def offcpu_cli(
     spec = offcpu_spec(pid, command or (), duration, call_graph, wakers)
     spec = spec.replace(stdout_ours=stdout_taken(no_svg, output, folded, exports))
     status = Status()
+    if fp_note is not None:
+        status.note(fp_note)
     name = Path(spec.command[0]).name if spec.command else f"pid {pid}"
     subtitle = f"off-CPU time (µs), sched:sched_switch{' and who woke it' if wakers else ''}, call graph {call_graph}"
     render = render_options(name, title or f"Off-CPU: {name}", subtitle, preset, list(highlight or []), width, top,

@@ -211,6 +211,7 @@ def record_cli(
 
     if jit and defaulted(ctx, "call_graph"):
         call_graph = JIT_CALL_GRAPH  # (why: see JIT_CALL_GRAPH)
+    go_note = None if jit else go_call_graph_note(ctx, command, pid)  # (--jit: Python commands; not with --wall)
     exports = ExportRequest.of(title, speedscope=speedscope, pprof=pprof, chrome_trace=chrome_trace)
     check_request(command, pid, no_svg, folded, exports)
     check_every(every, no_svg, output, folded)
@@ -219,9 +220,10 @@ def record_cli(
     if wall:
         return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
                             width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
-                            exports, event)  # fmt: skip
+                            exports, event, go_note)  # fmt: skip
     wanted = _memory_request(memory, memory_sample, memory_max_rate, pid)  # a bad mode: one line, before recording
     rate = every_event_unless_asked(ctx, event, freq)
+    call_graph = "fp" if go_note else call_graph
     how = RecordOptions(event=event, freq=rate, call_graph=call_graph, duration=duration)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how,
                       stdout_ours=stdout_taken(no_svg, output, folded, exports))  # fmt: skip
@@ -236,8 +238,9 @@ def record_cli(
     drawn = None if no_svg else options
     outputs = Outputs(None if no_svg else output, drawn, folded, png, ExportRequest(exports.files, options.title))
     status = Status()
-    if fallback is not None:
-        status.note(fallback)
+    for note in (go_note, fallback):
+        if note is not None:
+            status.note(note)
     plan = _streaming_plan(request, max_spool, every, bool(exports))
     if plan.cap is not None:
         from ..pipeline.streamed import record_streamed
@@ -249,6 +252,16 @@ def record_cli(
         result = record_oncpu(replace(request, whole_note=plan.note), outputs, status)
     print_result(result.written.svg if open_ else None, result.profile, status)
     exit_like_the_command(result.recording, status.note)
+
+
+def go_call_graph_note(ctx: typer.Context, command: list[str] | None, pid: int | None) -> str | None:
+    """The line saying a Go binary is recorded with frame pointers, when no --call-graph was given (Go code has
+    no .eh_frame: DWARF stacks stop at their first frame); None for any other program (record, offcpu)."""
+    from ..record.golang import FP_NOTE, go_program
+
+    if not defaulted(ctx, "call_graph") or go_program(command, pid) is None:
+        return None
+    return FP_NOTE.format(name=Path(command[0]).name if command else f"pid {pid}")
 
 
 def defaulted(ctx: typer.Context, name: str) -> bool:
@@ -348,6 +361,7 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     hooked: bool,
     exports: ExportRequest,
     event: str,
+    go_note: str | None,
 ) -> None:
     from ..folding.sched_totals import format_ns
     from ..folding.wall_time import ONCPU_EVENT, wall_options
@@ -361,8 +375,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
 
     if hooked or exports or event != DEFAULT_EVENT:
         raise BadOption("--wall records cpu-clock and sched_switch itself: not with --jit, --mxnet, --event or exports")
-    if defaulted(ctx, "call_graph"):
-        call_graph = OFFCPU_CALL_GRAPH  # a sched_switch stack dump per switch: dwarf,8192 as offcpu records
+    if defaulted(ctx, "call_graph"):  # a sched_switch stack dump per switch: dwarf,8192 as offcpu records
+        call_graph = "fp" if go_note else OFFCPU_CALL_GRAPH
     how = wall_options(freq, duration, call_graph)
     spec = RecordSpec(command=tuple(command or ()), pid=pid, options=how,
                       stdout_ours=stdout_taken(no_svg, output, folded, exports))  # fmt: skip
@@ -370,6 +384,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
     request = OnCpuRequest(spec, span, group_unknown=group_unknown, perf_data=perf_data)
     status = Status()
+    if go_note is not None:
+        status.note(go_note)
     result = record_wall(request, Outputs(None if no_svg else output, None if no_svg else options, folded, png), status)
     if open_ and result.written.svg is not None:
         from .inputs import open_in_browser

@@ -260,7 +260,8 @@ def _write_whole(
     window: Window | None,
     unwound: bool = False,
 ) -> Written:
-    from ..analysis.report import HowRecorded, build_report, report_lines, report_metadata
+    from ..analysis.report import build_report, report_lines, report_metadata
+    from ..folding.with_report import how_recorded
     from ..naming.grouping import grouping_note
     from ..record.script import recorded_profile
     from .outputs import write_outputs
@@ -269,7 +270,7 @@ def _write_whole(
     profile = recorded_profile(profile, recording, window, what)
     if (note := grouping_note(hook.namer)) is not None:
         status.note(note)
-    figures, fixes = build_report(profile, hook, HowRecorded(recording.spec.options.call_graph, unwound))
+    figures, fixes = build_report(profile, hook, how_recorded(recording, unwound))
     for line in report_lines(figures, fixes):
         status.note(line)
     profile.metadata.update(report_metadata(figures, fixes))

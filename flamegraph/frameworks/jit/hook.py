@@ -198,7 +198,8 @@ class JitHook:
         wrapped = hook_command(command, tuple(options)) if options else None
         if wrapped is None:
             if self.dnnl:
-                self.note("flamegraph: --jit works for Python commands (python SCRIPT, -m MODULE, -c CODE) or --pid")
+                self.note("flamegraph: --jit ignored: it works for Python commands (python SCRIPT, -m MODULE, "
+                          "-c CODE) or --pid")  # fmt: skip
             return spec  # no directory: nothing would write there (a C program's PERF_DATA.jit/ is not made)
         self.use_directory()  # oneDNN, the hook and perf inject write there by name
         clear_previous(self.directory)

@@ -263,7 +263,7 @@ class MxnetHook:
                 entry.unlink(missing_ok=True)
         wrapped = hook_command(spec.command, ("--mxnet-dir", str(self.directory)))
         if wrapped is None:
-            self.note("flamegraph: --mxnet works for Python commands (python SCRIPT, -m MODULE, -c CODE)")
+            self.note("flamegraph: --mxnet ignored: it works for Python commands (python SCRIPT, -m MODULE, -c CODE)")
             return spec
         self.hooked = True
         self.summary["command"] = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
