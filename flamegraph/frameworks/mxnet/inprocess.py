@@ -39,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Container, Mapping, Sequence
 from types import ModuleType
@@ -94,6 +95,8 @@ TRACE_BY_NAME = "FLAMEGRAPH_MXNET_TRACE"  # "file": MXNet writes its trace file 
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
 # that is complete up to its last dump (read back by profile.py's recovery).
 DUMP_PERIOD_S = 1.0
+CLOCKS_EVERY_S = 5.0  # a clock reading in the sidecar while a segmented run goes (Session.refresh) ...
+CLOCKS_DOUBLE = 1000  # ... twice as far apart after each 1,000 of them (a day: ~3,000, ~200 KB)
 
 
 def sidecar_path(directory: str, pid: int) -> str:
@@ -133,13 +136,38 @@ class Session:
             "caps": None,  # {"trace": bytes, "verbose": bytes}: the files' caps (limit.py), None: unbounded
             "segments": None,  # {"trace": bytes, "verbose": bytes}: written in numbered segments (segments.py)
             "capped": None,  # when a file neared its cap and both instruments were stopped (stop_instruments)
+            "clocks": [],  # readings while it runs (segmented runs, joined as they go: `refresh`)
             "notes": [],
         }
         self.limits: Limits | None = None
+        self.lock = threading.RLock()  # the facts written whole; a cap's clock reading and its facts together
+        self._written_scans = -1  # the thread map's scans when it was last written (`refresh`)
+        self._clocked = 0.0  # time.monotonic() of the last reading written
 
     def write(self) -> None:
         # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/io/private.py).
-        replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
+        with self.lock:
+            replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
+
+    def refresh(self, watch: ThreadWatch) -> None:
+        """From the watcher, while the program runs (segmented files: flamegraph joins the samples as the run
+        goes, deferred.py): the thread map when it has changed, and every CLOCKS_EVERY_S (slower as readings
+        add up: the sidecar stays small) a clock reading. The reading is taken first and the map then made
+        complete, so that the sidecar holds, as of its latest reading, every thread then alive and the clocks to
+        convert any time before it (clock.Alignment)."""
+        every = CLOCKS_EVERY_S * 2 ** (len(self.facts["clocks"]) // CLOCKS_DOUBLE)
+        if watch.scans == self._written_scans and time.monotonic() - self._clocked < every:
+            return
+        with self.lock:
+            reading = read_clocks()
+            watch.update()
+            self._written_scans, self._clocked = watch.scans, time.monotonic()
+            self.facts["threads"] = watch.facts()
+            self.facts["clocks"].append(reading.as_list())
+            try:
+                self.write()
+            except OSError:
+                pass
 
     def note(self, text: str) -> None:
         self.facts["notes"].append(text)
@@ -254,6 +282,8 @@ def start_profiler(session: Session, mx: Any) -> None:
         session.write()
         return
     watch = ThreadWatch(DUMP_PERIOD_S)
+    if session.facts["segments"] is not None:
+        watch.tick = lambda: session.refresh(watch)
     watch.start()
     atexit.register(dump_profiler, session, mx, watch)
     if session.facts["caps"] is not None:
@@ -274,21 +304,22 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
     ends as valid JSON, MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for
     them is exported), both drainers waited for: the files are complete up to now and grow no more. The moment
     is in the sidecar."""
-    clocks = read_clocks()
-    try:
-        mx.profiler.set_state("stop")
-        mx.profiler.dump()
-    except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
-        session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
-    close_drains(session)
-    seconds = clocks.monotonic - float(session.facts["clock_start"][0])
-    session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
-                               "seconds": round(seconds, 3), "segments": cap.segmented,
-                               "requested": cap.requested}  # fmt: skip
-    try:
-        session.write()
-    except OSError:
-        pass
+    with session.lock:  # (no clock reading written between this one and the facts saying it: Session.refresh)
+        clocks = read_clocks()
+        try:
+            mx.profiler.set_state("stop")
+            mx.profiler.dump()
+        except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
+            session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
+        close_drains(session)
+        seconds = clocks.monotonic - float(session.facts["clock_start"][0])
+        session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
+                                   "seconds": round(seconds, 3), "segments": cap.segmented,
+                                   "requested": cap.requested}  # fmt: skip
+        try:
+            session.write()
+        except OSError:
+            pass
 
 
 def close_drains(session: Session) -> None:

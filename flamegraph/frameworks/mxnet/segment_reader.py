@@ -31,11 +31,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from ...io.private import create_file
 from .dnnl import VerboseLog, parse_verbose
+from .intervals import Intervals
 from .limit import Growth, headroom
 from .profile import Pairing, ProfilerTrace, read_trace
 from .segments import STOP_REQUEST, present_bytes, segment_name
@@ -49,6 +51,7 @@ HEADROOM_TIMES = 2  # the reader begins before twice the limits' headroom is lef
 MEMORY = "FLAMEGRAPH_MXNET_MEMORY"  # BYTES: the readers' budget (default: --max-spool's SIZE, the hook's budget)
 SPAN_BYTES = 30  # a span in memory (intervals.py's arrays, sealed; measured: bench/mxnet_segments.py --held)
 EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
+CATCH_UP_S = 30.0  # a reader that has not read all there is after this long is left to read (no join then)
 
 
 def memory_budget(default: int | None) -> int | None:
@@ -91,6 +94,10 @@ class SegmentStream(io.RawIOBase):
         self.number = 1
         self.fd: int | None = None
         self.bytes = 0  # read so far
+        # A running join (deferred.py) asks for everything written so far (`hurry`): the stream reads regardless
+        # of `due`, and once it has read all there is, says so (`idle`) and waits, its reader's parse at rest,
+        # until `hurry` is cleared.
+        self.hurry, self.idle, self.go = threading.Event(), threading.Event(), threading.Event()
         self.during = 0  # of those, read before the run ended
         self.segments = 0  # read to their end and deleted
 
@@ -102,7 +109,7 @@ class SegmentStream(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while True:
-            if not self.ended.is_set() and not self.due():
+            if not self.ended.is_set() and not self.hurry.is_set() and not self.due():
                 self.ended.wait(POLL_S)
                 continue
             if self.fd is None:
@@ -111,7 +118,7 @@ class SegmentStream(io.RawIOBase):
                 except FileNotFoundError:
                     if self.ended.is_set():
                         return 0
-                    self.ended.wait(POLL_S)
+                    self._rest()
                     continue
             count = self._read(buffer)
             if count:
@@ -125,7 +132,27 @@ class SegmentStream(io.RawIOBase):
                 if ended and not os.path.exists(self._path(self.number)):
                     return 0
                 continue
+            self._rest()
+
+    def _rest(self) -> None:
+        """Nothing more written yet: wait a poll; asked to catch up, say so and wait until let go."""
+        if not self.hurry.is_set():
             self.ended.wait(POLL_S)
+            return
+        self.go.clear()
+        self.idle.set()
+        while self.hurry.is_set() and not self.ended.is_set():
+            self.go.wait(POLL_S)
+
+    def catch_up(self, timeout: float) -> bool:
+        """From another thread: everything written so far read, and the reading paused (until `let_go`)."""
+        self.idle.clear()
+        self.hurry.set()
+        return self.idle.wait(timeout)
+
+    def let_go(self) -> None:
+        self.hurry.clear()
+        self.go.set()
 
     def _read(self, buffer: memoryview) -> int:
         assert self.fd is not None
@@ -174,8 +201,19 @@ class Reader:
         try:
             with io.BufferedReader(self.stream, 1 << 20) as stream:
                 self.result = read_trace(stream, self.pairing) if self.is_trace else parse_verbose(stream, self.log)
+                while stream.read(1 << 20):  # what follows the trace's events (its closing lines): read, deleted
+                    pass
         except (OSError, ValueError) as err:  # the directory removed under us (a stopped run): nothing to keep
             self.error = f"cannot read its segments: {err}"
+
+
+@dataclass
+class CaughtUp:
+    """What the paused readers hold (live: valid until `let_go`), by file name: each trace's spans so far (profiler
+    tid -> intervals, as profile.Pairing pairs them) and each verbose log's executions so far."""
+
+    spans: dict[str, dict[int, Intervals]]
+    logs: dict[str, VerboseLog]
 
 
 class SegmentReaders:
@@ -241,6 +279,28 @@ class SegmentReaders:
 
     def _reader(self, path: str) -> Reader | None:
         return self.readers.get(os.path.basename(path))
+
+    def catch_up(self, timeout: float = CATCH_UP_S) -> CaughtUp | None:
+        """While the program runs: every file's segments read as far as written, its readers paused (until
+        `let_go`), what they hold so far; None when the run has ended or a reader could not catch up (then
+        nothing is paused)."""
+        if self.ended.is_set():
+            return None
+        self._look()
+        readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
+        caught = all(r.stream.catch_up(timeout) for r in readers)
+        if not caught or self.ended.is_set():
+            self.let_go()
+            return None
+        return CaughtUp(
+            {base: r.pairing.spans for base, r in self.readers.items() if r.is_trace and r in readers},
+            {base: r.log for base, r in self.readers.items() if not r.is_trace and r in readers},
+        )
+
+    def let_go(self) -> None:
+        """The readers go on as before `catch_up`."""
+        for reader in list(self.readers.values()):
+            reader.stream.let_go()
 
     def trace(self, path: str) -> ProfilerTrace | None:
         """The trace of `path`'s segments (problems included), or None when none were read."""
