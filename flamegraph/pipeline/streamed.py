@@ -46,7 +46,8 @@ def record_streamed(
 ) -> OnCpuResult:
     """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. --jit
     and Python frames complete each chunk before it is folded (frameworks.jit.chunks); --mxnet's operators
-    are joined as the trace allows and at the end (frameworks.mxnet.deferred); not with --memory (it reads the whole perf.data)."""
+    are joined as the trace allows and at the end (frameworks.mxnet.deferred); not with --memory (it reads the
+    whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..folding.python import fold_interpreter
     from ..frameworks.flamegraph_launcher import own_frames

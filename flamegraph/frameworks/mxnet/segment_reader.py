@@ -94,10 +94,11 @@ class SegmentStream(io.RawIOBase):
         self.number = 1
         self.fd: int | None = None
         self.bytes = 0  # read so far
-        # A running join (deferred.py) asks for everything written so far (`hurry`): the stream reads regardless
-        # of `due`, and once it has read all there is, says so (`idle`) and waits, its reader's parse at rest,
-        # until `hurry` is cleared.
-        self.hurry, self.idle, self.go = threading.Event(), threading.Event(), threading.Event()
+        # A running join (running.py) asks for everything written so far (`catch_up`: asked): the stream reads
+        # regardless of `due` and, once it has read all there is, answers and rests (its reader's parse at rest
+        # too) until let go (released).
+        self.turn = threading.Condition()
+        self.asked = self.answered = self.released = 0
         self.during = 0  # of those, read before the run ended
         self.segments = 0  # read to their end and deleted
 
@@ -109,7 +110,7 @@ class SegmentStream(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while True:
-            if not self.ended.is_set() and not self.hurry.is_set() and not self.due():
+            if not self.ended.is_set() and self.asked == self.released and not self.due():
                 self.ended.wait(POLL_S)
                 continue
             if self.fd is None:
@@ -135,24 +136,28 @@ class SegmentStream(io.RawIOBase):
             self._rest()
 
     def _rest(self) -> None:
-        """Nothing more written yet: wait a poll; asked to catch up, say so and wait until let go."""
-        if not self.hurry.is_set():
-            self.ended.wait(POLL_S)
-            return
-        self.go.clear()
-        self.idle.set()
-        while self.hurry.is_set() and not self.ended.is_set():
-            self.go.wait(POLL_S)
+        """Nothing more written yet: wait a poll; asked to catch up, answer and wait until let go."""
+        with self.turn:
+            if self.asked == self.released:
+                self.turn.wait(POLL_S)
+                return
+            self.answered = self.asked
+            self.turn.notify_all()
+            while self.released < self.answered and not self.ended.is_set():
+                self.turn.wait(POLL_S)
 
     def catch_up(self, timeout: float) -> bool:
         """From another thread: everything written so far read, and the reading paused (until `let_go`)."""
-        self.idle.clear()
-        self.hurry.set()
-        return self.idle.wait(timeout)
+        with self.turn:
+            self.asked += 1
+            mine = self.asked
+            self.turn.notify_all()
+            return self.turn.wait_for(lambda: self.answered >= mine, timeout)
 
     def let_go(self) -> None:
-        self.hurry.clear()
-        self.go.set()
+        with self.turn:
+            self.released = self.asked
+            self.turn.notify_all()
 
     def _read(self, buffer: memoryview) -> int:
         assert self.fd is not None
