@@ -90,8 +90,7 @@ def test_the_budget_comes_from_the_environment_or_the_spool(monkeypatch: pytest.
     assert join_budget(64_000_000) == 4_000_000
 
 
-def test_a_log_under_its_budget_never_calls_for_a_join(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deferred, "CHECK_EVERY", 4)
+def test_a_log_under_its_budget_never_calls_for_a_join() -> None:
     called: list[int] = []
     log = SampleLog(lambda header: b"python")
     log.watch(16 * 10, lambda log: called.append(len(log.ids)))
@@ -100,7 +99,7 @@ def test_a_log_under_its_budget_never_calls_for_a_join(monkeypatch: pytest.Monke
     assert not called and log.held() == 160
     for i in range(2):
         log(f"python 1/2 {200 + i}.5: cpu-clock:".encode(), [b"leaf"])
-    assert called == [12]  # looked at every 4th sample: over the budget at the 12th
+    assert called == [12]  # looked at every 2nd sample (a quarter of the budget): over it at the 12th
     assert log.threshold == 12 * 16 + 40  # nothing joined: not tried again before a quarter of the budget more
     for i in range(4):
         log(f"python 1/2 {300 + i}.5: cpu-clock:".encode(), [b"leaf"])
@@ -237,10 +236,7 @@ def _join(directory: Path, data: Path, seed: int | None, lines: list[str]) -> tu
 @pytest.mark.perf
 @pytest.mark.mxnet
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_joined_as_the_run_goes_is_the_deferred_whole_join(
-    recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
-) -> None:
-    monkeypatch.setattr(deferred, "CHECK_EVERY", 32)
+def test_joined_as_the_run_goes_is_the_deferred_whole_join(recorded: Path, tmp_path: Path, seed: int) -> None:
     directory = tmp_path / "mxnet"
     shutil.copytree(recorded / "perf.data.mxnet", directory)
     (sidecar,) = directory.glob("mxnet-*.json")

@@ -54,7 +54,7 @@ Key = tuple[bytes, tuple[bytes, ...]]  # (root frame, frames below it leaf first
 
 
 ENGINE, DUMP, EXECUTES, PRIMITIVE = 1, 2, 4, 8  # what a stack shows (SampleLog.flags)
-CHECK_EVERY = 1024  # samples between two looks at the budget
+CHECK_EVERY = 1024  # samples between two looks at the budget (at most: a quarter of it when smaller)
 
 
 def stack_flags(frames: Sequence[bytes]) -> int:
@@ -89,6 +89,7 @@ class SampleLog:
         self.latest = -math.inf  # perf time of the last engine sample or switch
         self.budget: int | None = None  # bytes of kept samples that call `on_full`
         self.threshold = 0
+        self.every = CHECK_EVERY  # samples between two looks
         self.on_full: Callable[[SampleLog], None] | None = None
         self.peak = 0  # the most bytes held at a look
 
@@ -101,6 +102,7 @@ class SampleLog:
 
     def watch(self, budget: int, on_full: Callable[[SampleLog], None]) -> None:
         self.budget = self.threshold = budget
+        self.every = max(1, min(CHECK_EVERY, budget // SAMPLE_BYTES // 4))
         self.on_full = on_full
 
     def __call__(self, header: bytes, frames: list[bytes]) -> list[bytes]:
@@ -129,13 +131,13 @@ class SampleLog:
         self.times.append(seconds)
         self.tids.append(tid)
         self.ids.append(found)
-        if self.on_full is not None and not len(self.ids) % CHECK_EVERY:
+        if self.on_full is not None and not len(self.ids) % self.every:
             self._look()
         return frames
 
     def _look(self) -> None:
         held = self.held()
-        self.peak = max(self.peak, held)
+        self.peak = max(self.peak, held)  # (between two looks at most `every` samples more)
         if self.on_full is not None and self.budget is not None and held > self.threshold:
             self.on_full(self)
             # (what could not be joined yet is not tried again at every look: a quarter of the budget more first)
@@ -254,6 +256,7 @@ class DeferredJoin:
             return
         settled: dict[bytes, int] = {}
         problems: list[str] = []
+        self.log.peak = max(self.log.peak, self.log.held())  # (what the run ended with)
         if self.running is not None:
             settled, problems = self.running.settle(self.log, joiner)
         counts = self.log.joined(joiner, settled)

@@ -208,14 +208,17 @@ class RunningJoin:
 
     def text(self, log: SampleLog) -> str:
         """What the joins while the run went did (for the header and the CLI)."""
-        budget = f"{(log.budget or 0) / 1e6:.2f} MB"
+        budget = _size(log.budget or 0)
         if not self.joins:
-            return f"none: the kept samples ({log.peak / 1e6:.2f} MB at most) stayed within their {budget} budget"
+            return f"none: the kept samples ({_size(log.peak)} at most) stayed within their {budget} budget"
         return (
             f"{self.samples:,} samples in {self.joins} joins while the run went; kept samples at most "
-            f"{log.peak / 1e6:.2f} MB (budget {budget}), "
-            f"{len(self.found):,} distinct (thread, stack, operator) counts"
+            f"{_size(log.peak)} (budget {budget}), {len(self.found):,} distinct (thread, stack, what was found) counts"
         )
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 100_000 else f"{count / 1e3:.1f} kB"
 
 
 def _alignment(facts: dict[str, Any]) -> Alignment | None:

@@ -143,16 +143,22 @@ class SegmentStream(io.RawIOBase):
                 return
             self.answered = self.asked
             self.turn.notify_all()
-            while self.released < self.answered and not self.ended.is_set():
+            while self.released < self.answered:  # (even once the run has ended: the join holds what was read)
                 self.turn.wait(POLL_S)
 
     def catch_up(self, timeout: float) -> bool:
-        """From another thread: everything written so far read, and the reading paused (until `let_go`)."""
+        """From another thread: everything written so far read, and the reading paused (until `let_go`, to be
+        called whatever this returns); False when the run ended first or the reading took over `timeout`."""
+        deadline = time.monotonic() + timeout
         with self.turn:
             self.asked += 1
             mine = self.asked
             self.turn.notify_all()
-            return self.turn.wait_for(lambda: self.answered >= mine, timeout)
+            while self.answered < mine:
+                if self.ended.is_set() or time.monotonic() > deadline:
+                    return False
+                self.turn.wait(POLL_S)
+            return True
 
     def let_go(self) -> None:
         with self.turn:
@@ -293,7 +299,7 @@ class SegmentReaders:
             return None
         self._look()
         readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
-        caught = all(r.stream.catch_up(timeout) for r in readers)
+        caught = all([r.stream.catch_up(timeout) for r in readers])  # (each asked, whatever the others answer)
         if not caught or self.ended.is_set():
             self.let_go()
             return None
