@@ -49,6 +49,7 @@ from .segment_reader import SegmentReaders, memory_budget
 
 SWITCH = b"PERF_RECORD_SWITCH"
 SAMPLE_BYTES = 16  # a kept sample: its time (8), TID (4), stack id (4)
+SWITCH_BYTES = 9  # a kept context switch: its time (8), in or out (1)
 SHOW_SWITCHES = "--show-switch-events"
 Key = tuple[bytes, tuple[bytes, ...]]  # (root frame, frames below it leaf first): a stack as the fold keys it
 
@@ -87,6 +88,8 @@ class SampleLog:
         self.engine_seconds: dict[int, Thinned] = {}  # TID -> perf times of its samples that run operators
         self.dumpers: set[int] = set()  # TIDs seen in Profiler::DumpProfile
         self.latest = -math.inf  # perf time of the last engine sample or switch
+        self.switched = -math.inf  # perf time of the last switch read (the fold's text is in time order)
+        self.switch_count = 0  # switches kept
         self.budget: int | None = None  # bytes of kept samples that call `on_full`
         self.threshold = 0
         self.every = CHECK_EVERY  # samples between two looks
@@ -97,8 +100,8 @@ class SampleLog:
         return len(self.ids) + self.no_time.total()
 
     def held(self) -> int:
-        """Bytes the kept samples take (times, TIDs, stack ids)."""
-        return len(self.ids) * SAMPLE_BYTES
+        """Bytes the kept samples and switches take (times, TIDs, stack ids; times, directions)."""
+        return len(self.ids) * SAMPLE_BYTES + self.switch_count * SWITCH_BYTES
 
     def watch(self, budget: int, on_full: Callable[[SampleLog], None]) -> None:
         self.budget = self.threshold = budget
@@ -178,7 +181,24 @@ class SampleLog:
         seconds = float(header.group(3))
         times.append(seconds)
         outs.append(switch.group(1) == b"OUT")
+        self.switch_count += 1
         self.latest = max(self.latest, seconds)
+        self.switched = max(self.switched, seconds)
+
+    def drop_switches(self, tid: int, before: float, realtime: Callable[[float], float]) -> None:
+        """The thread's switches that can matter no more to a span from `before` (µs realtime) on: those up to its
+        last switch back in before it (its off-CPU intervals after are then the same: switches.off_cpu_intervals)."""
+        times, outs = self.switches.get(tid, (array("d"), bytearray()))
+        events = sorted(zip(times, outs, strict=True))  # (as off_cpu_intervals orders them)
+        cut = 0
+        for i, (seconds, out) in enumerate(events):
+            if realtime(seconds) >= before:
+                break
+            if not out:
+                cut = i + 1
+        if cut:
+            self.switches[tid] = (array("d", (t for t, _ in events[cut:])), bytearray(o for _, o in events[cut:]))
+            self.switch_count -= cut
 
     def evidence(self, alignment: Alignment) -> Evidence:
         """What the whole recording's first `perf script` pass reads (hook.parse_evidence), as gathered from the

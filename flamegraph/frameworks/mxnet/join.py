@@ -173,6 +173,9 @@ class Joiner:
         self.instrument_threads: dict[int, bytes] = {}
         # perf's time (s) the instruments were stopped at their files' cap (limit.py): nothing is named after it.
         self.until: float | None = None
+        # TID -> (profiler thread, spans, frame -> [calls, µs, on-CPU µs]): its first spans timed while the run
+        # went (running.py), for summary.operator_times to go on from.
+        self.spans_timed: dict[int, tuple[int, int, dict[str, list[float]]]] = {}
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)

@@ -42,6 +42,8 @@ from .inprocess import DUMP_PERIOD_S
 from .join import Found, Joiner, Thinned
 from .profile import ProfilerTrace, SpanIndex
 from .segment_reader import CaughtUp
+from .summary import Timed, time_spans
+from .switches import off_cpu_intervals
 from .threads import recorded_threads
 
 JOIN_BYTES = "FLAMEGRAPH_MXNET_JOIN_BYTES"  # BYTES: the kept samples' budget (default: a share of --max-spool)
@@ -89,6 +91,7 @@ class View:
     thread_horizon: dict[int, float]  # TID -> its mapped profiler thread's latest span end
     horizon: float  # any thread: LAG_S before the latest span end of all
     primitive_horizon: float  # a stack that executes a primitive: LAG_S before the latest execution's end
+    pid: int  # the process's: its main thread is no instrument (its samples bound the coverage window)
 
 
 class RunningJoin:
@@ -99,6 +102,7 @@ class RunningJoin:
         self.found: Counter[tuple[int, int, Found]] = Counter()  # (TID, stack id, what it found) -> samples
         self.times: dict[int, ThreadTimes] = {}
         self.looked_up: dict[int, int] = {}  # TID -> the profiler thread its samples were looked up on
+        self.spans_timed: dict[int, tuple[int, int, Timed]] = {}  # as Joiner.spans_timed
         self.joins = 0  # joins that joined samples
         self.samples = 0  # samples they joined
 
@@ -142,6 +146,7 @@ class RunningJoin:
             {tid: ends[p] for tid, p in joiner.threads.by_tid.items()},
             max(ends.values()) - lag,
             executed if log is not None else math.inf,
+            int(facts["pid"]),
         )
 
     def join(self, log: SampleLog, view: View) -> None:
@@ -178,6 +183,39 @@ class RunningJoin:
             log.keep(kept)
             self.joins += 1
             self.samples += joined
+        if log.switches:
+            self.time_spans(log, view)
+
+    def time_spans(self, log: SampleLog, view: View) -> None:
+        """Each mapped thread's spans whose on-CPU time is final now, timed as summary.operator_times would (its
+        first spans, in order, while they lie between two joined samples of the main thread, whose times bound
+        the coverage window, and end before the last switch read and the clocks' latest reading); then its
+        switches before its next span dropped, and any other thread's before the horizon less LAG_S (a span
+        yet to be read started no earlier)."""
+        joiner = view.joiner
+        realtime = joiner.alignment.realtime_us
+        main = self.times.get(view.pid)
+        lowest = main.first if main is not None else math.inf
+        highest = min(main.last, realtime(min(log.switched, view.until))) if main is not None else -math.inf
+        for tid, p in joiner.threads.by_tid.items():
+            index = joiner.by_tid.get(tid)
+            state = self.spans_timed.get(tid, (p, 0, {}))
+            if index is None or state[0] != p:
+                continue
+            spans, done = index.intervals, state[1]
+            stop = done
+            while stop < len(spans) and spans.starts[stop] >= lowest and spans.ends[stop] < highest:
+                stop += 1
+            if stop > done:
+                times, outs = log.switches.get(tid, ((), b""))
+                events = [(realtime(seconds), bool(out)) for seconds, out in zip(times, outs, strict=True)]
+                off = off_cpu_intervals({tid: events}, math.inf).get(tid)
+                time_spans(spans, done, stop, off, True, -math.inf, math.inf, state[2])
+                self.spans_timed[tid] = (p, stop, state[2])
+            log.drop_switches(tid, spans.starts[stop] if stop < len(spans) else index.last, realtime)
+        for tid in list(log.switches):
+            if tid not in joiner.by_tid:
+                log.drop_switches(tid, view.horizon - LAG_S * 1e6, realtime)
 
     def settle(self, log: SampleLog, joiner: Joiner) -> tuple[dict[bytes, int], list[str]]:
         """At the end, with the whole run's joiner: the joined samples' folded stacks (bytes -> count), their
@@ -197,7 +235,11 @@ class RunningJoin:
                 joiner.operator_times.merge(times.executing)
             if joiner.verbose is not None:
                 joiner.primitive_times.merge(times.primitive)
-        changed = sorted(tid for tid, p in self.looked_up.items() if joiner.threads.by_tid.get(tid) != p)
+        joiner.spans_timed = dict(self.spans_timed)
+        changed = sorted({
+            tid for tid, p in [*self.looked_up.items(), *((t, s[0]) for t, s in self.spans_timed.items())]
+            if joiner.threads.by_tid.get(tid) != p
+        })  # fmt: skip
         problems = []
         if changed:
             problems.append(
