@@ -9,7 +9,9 @@ the result is the whole file's. **Lazily**: while the program runs, a reader rea
 read yet (the segments on disk) are above its file's threshold (`Pressure`: half its cap, lower when the
 file grows so fast that the limits' headroom would otherwise stop the instruments first), so a run that
 fits in half its caps is read only after it ends (no CPU taken from the program) and a long one as the
-disk requires. The stream ends once the run has ended (`finish`) and the last segment is read.
+disk requires. The stream ends once the run has ended (`finish`) and the last segment is read. A join as the run goes
+(running.py) may ask every reader to catch up now (`catch_up`): each reads all there is, its parse then at
+rest, and waits until let go, so that what they hold can be read meanwhile.
 
     readers = SegmentReaders(directory, caps, budget)   # started before the program runs
     ...                                                 # the program runs; segments come and go
@@ -297,7 +299,6 @@ class SegmentReaders:
         nothing is paused)."""
         if self.ended.is_set():
             return None
-        self._look()
         readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
         caught = all([r.stream.catch_up(timeout) for r in readers])  # (each asked, whatever the others answer)
         if not caught or self.ended.is_set():
