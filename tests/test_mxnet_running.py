@@ -6,6 +6,7 @@ counts and tables; the pieces it rests on (the clock readings, the order-free th
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
 import shutil
@@ -77,7 +78,7 @@ def test_the_budget_comes_from_the_environment_or_the_spool(monkeypatch: pytest.
 def test_a_log_under_its_budget_never_calls_for_a_join() -> None:
     called: list[int] = []
     log = SampleLog(lambda header: b"python")
-    log.watch(16 * 10, lambda log: called.append(len(log.ids)))
+    log.watch(16 * 10, lambda log: called.append(len(log.ids)) is None)
     for i in range(10):
         log(f"python 1/2 {100 + i}.5: cpu-clock:".encode(), [b"leaf"])
     assert not called and log.held() == 160
@@ -172,3 +173,43 @@ def test_a_summary_of_nothing_joined_is_unchanged() -> None:
 
     joiner = Joiner(ProfilerTrace(), None, Alignment(ClockReading(0.0, 0.0, 0.0)), ThreadMap())
     assert summarize(joiner).operators == []
+
+
+def test_the_sidecar_is_refreshed_when_asked_and_the_fold_never_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The readers ask (a file in the directory) and answer False until the process has written its sidecar
+    (inprocess.Session.refresh: a clock reading, the thread map, then the request removed); a process that
+    never answers is given up on after REFRESH_S."""
+    import os
+
+    from flamegraph.frameworks.mxnet import segment_reader
+    from flamegraph.frameworks.mxnet.inprocess import Session
+    from flamegraph.frameworks.mxnet.segment_reader import SegmentReaders
+    from flamegraph.frameworks.mxnet.segments import REFRESH_REQUEST
+
+    class Watch:
+        scans = 1
+
+        def update(self) -> None:
+            self.scans += 1
+
+        def facts(self) -> dict[str, object]:
+            return {"map": {"12": [os.getpid()]}, "python": [], "problem": None}
+
+    directory = tmp_path / "mx"
+    directory.mkdir(mode=0o700)
+    session, watch = Session(str(directory)), Watch()
+    session.refresh(watch)  # type: ignore[arg-type]  # not asked: nothing written
+    assert not list(directory.glob("mxnet-*.json"))
+    readers = SegmentReaders(directory)
+    assert not readers.refreshed() and (directory / REFRESH_REQUEST).exists()
+    assert not readers.refreshed()  # not answered yet
+    session.refresh(watch)  # type: ignore[arg-type]
+    assert readers.refreshed() and not (directory / REFRESH_REQUEST).exists()
+    facts = json.loads(next(directory.glob("mxnet-*.json")).read_text())
+    assert len(facts["clocks"]) == 1 and facts["threads"]["map"] == {"12": [os.getpid()]} and watch.scans == 2
+    monkeypatch.setattr(segment_reader, "REFRESH_S", 0.05)
+    assert not readers.refreshed()
+    time.sleep(0.1)
+    assert readers.refreshed()  # (nobody answered)

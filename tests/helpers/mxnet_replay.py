@@ -80,6 +80,9 @@ class Written:
     def let_go(self) -> None:
         pass
 
+    def refreshed(self) -> bool:
+        return True
+
 
 def end_ms(line: bytes) -> float:
     parts = line.split(b",")
@@ -178,3 +181,6 @@ class Streaming:
 
     def let_go(self) -> None:
         pass
+
+    def refreshed(self) -> bool:
+        return True

@@ -3,7 +3,7 @@ as the trace allows (running.py) and at the end.
 
 A chunk cannot simply be joined when it is folded: MXNet writes an operator's span when it has ended (and its
 dump thread once a second), oneDNN an execution's line when it has ended, and the in-process hook the thread
-map and the clocks as the run goes (inprocess.Session.refresh). Each sample instead leaves its time, its
+map and a clock reading when asked as the run goes (inprocess.Session.refresh). Each sample instead leaves its time, its
 thread and the id of its stack (16 bytes; the stacks are the fold's distinct ones); perf's raw chunks are
 deleted as usual. What the join needs of the samples themselves (the evidence the whole recording's first
 `perf script` pass would read: which threads run operators, the dump thread, the context switches) is
@@ -93,7 +93,7 @@ class SampleLog:
         self.budget: int | None = None  # bytes of kept samples that call `on_full`
         self.threshold = 0
         self.every = CHECK_EVERY  # samples between two looks
-        self.on_full: Callable[[SampleLog], None] | None = None
+        self.on_full: Callable[[SampleLog], bool] | None = None  # True: joined (or could not), False: not yet
         self.peak = 0  # the most bytes held at a look
 
     def __len__(self) -> int:
@@ -103,7 +103,7 @@ class SampleLog:
         """Bytes the kept samples and switches take (times, TIDs, stack ids; times, directions)."""
         return len(self.ids) * SAMPLE_BYTES + self.switch_count * SWITCH_BYTES
 
-    def watch(self, budget: int, on_full: Callable[[SampleLog], None]) -> None:
+    def watch(self, budget: int, on_full: Callable[[SampleLog], bool]) -> None:
         self.budget = self.threshold = budget
         self.every = max(1, min(CHECK_EVERY, budget // SAMPLE_BYTES // 4))
         self.on_full = on_full
@@ -141,8 +141,7 @@ class SampleLog:
     def _look(self) -> None:
         held = self.held()
         self.peak = max(self.peak, held)  # (between two looks at most `every` samples more)
-        if self.on_full is not None and self.budget is not None and held > self.threshold:
-            self.on_full(self)
+        if self.on_full is not None and self.budget is not None and held > self.threshold and self.on_full(self):
             # (what could not be joined yet is not tried again at every look: a quarter of the budget more first)
             self.threshold = max(self.budget, self.held() + self.budget // 4)
 

@@ -51,7 +51,7 @@ from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, Segmented, close_drain
 from .gate import GATE, enable
 from .limit import CAPS, Cap, Limits
 from .pthreads import ThreadWatch
-from .segments import SEGMENTS, STOP_REQUEST, parse_byte_pair, segment_name
+from .segments import REFRESH_REQUEST, SEGMENTS, STOP_REQUEST, parse_byte_pair, segment_name
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -95,10 +95,6 @@ TRACE_BY_NAME = "FLAMEGRAPH_MXNET_TRACE"  # "file": MXNet writes its trace file 
 # of MXNet's writes them out this often, so memory stays flat and a killed process leaves a trace
 # that is complete up to its last dump (read back by profile.py's recovery).
 DUMP_PERIOD_S = 1.0
-# A clock reading in the sidecar while a segmented run goes (Session.refresh): samples after the latest wait
-# for the next, so every second at first, twice as far apart after each 1,000 (a day: ~7,000, ~500 KB).
-CLOCKS_EVERY_S = DUMP_PERIOD_S
-CLOCKS_DOUBLE = 1000
 
 
 def sidecar_path(directory: str, pid: int) -> str:
@@ -138,13 +134,11 @@ class Session:
             "caps": None,  # {"trace": bytes, "verbose": bytes}: the files' caps (limit.py), None: unbounded
             "segments": None,  # {"trace": bytes, "verbose": bytes}: written in numbered segments (segments.py)
             "capped": None,  # when a file neared its cap and both instruments were stopped (stop_instruments)
-            "clocks": [],  # readings while it runs (segmented runs, joined as they go: `refresh`)
+            "clocks": [],  # readings while it runs, when flamegraph asks (segmented runs joined as they go: `refresh`)
             "notes": [],
         }
         self.limits: Limits | None = None
         self.lock = threading.RLock()  # the facts written whole; a cap's clock reading and its facts together
-        self._written_scans = -1  # the thread map's scans when it was last written (`refresh`)
-        self._clocked = 0.0  # time.monotonic() of the last reading written
 
     def write(self) -> None:
         # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/io/private.py).
@@ -152,22 +146,22 @@ class Session:
             replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
 
     def refresh(self, watch: ThreadWatch) -> None:
-        """From the watcher, while the program runs (segmented files: flamegraph joins the samples as the run
-        goes, deferred.py): the thread map when it has changed, and every CLOCKS_EVERY_S (slower as readings
-        add up: the sidecar stays small) a clock reading. The reading is taken first and the map then made
-        complete, so that the sidecar holds, as of its latest reading, every thread then alive and the clocks to
-        convert any time before it (clock.Alignment)."""
-        every = CLOCKS_EVERY_S * 2 ** (len(self.facts["clocks"]) // CLOCKS_DOUBLE)
-        if watch.scans == self._written_scans and time.monotonic() - self._clocked < every:
+        """From the watcher, each second while the program runs (segmented files): when flamegraph asks
+        (REFRESH_REQUEST: its kept samples passed their budget, running.py), a clock reading and the thread map
+        in the sidecar, then the request removed. The reading is taken first and the map then made complete,
+        so that the sidecar holds, as of its latest reading, every thread then alive and the clocks to convert
+        any time before it (clock.Alignment). Not asked, nothing is done (a stat a second)."""
+        request = os.path.join(self.directory, REFRESH_REQUEST)
+        if not os.path.exists(request):
             return
         with self.lock:
             reading = read_clocks()
             watch.update()
-            self._written_scans, self._clocked = watch.scans, time.monotonic()
             self.facts["threads"] = watch.facts()
             self.facts["clocks"].append(reading.as_list())
             try:
                 self.write()
+                os.unlink(request)  # (after the write: its absence says the sidecar is new)
             except OSError:
                 pass
 

@@ -67,6 +67,8 @@ def join_budget(max_spool: int | None) -> int | None:
 class Source(Protocol):
     """What the instruments have written so far, read and held still (segment_reader.SegmentReaders)."""
 
+    def refreshed(self) -> bool: ...
+
     def catch_up(self) -> CaughtUp | None: ...
 
     def let_go(self) -> None: ...
@@ -106,16 +108,21 @@ class RunningJoin:
         self.joins = 0  # joins that joined samples
         self.samples = 0  # samples they joined
 
-    def __call__(self, log: SampleLog) -> None:
+    def __call__(self, log: SampleLog) -> bool:
+        """A join, once the sidecar has been refreshed (False before: asked, the log calls again at its next
+        look; the fold never waits for the process)."""
+        if not self.source.refreshed():
+            return False
         caught = self.source.catch_up()
         if caught is None:
-            return
+            return True
         try:
             view = self.view(caught)
             if view is not None:
                 self.join(log, view)
         finally:
             self.source.let_go()
+        return True
 
     def view(self, caught: CaughtUp) -> View | None:
         """The joiner of the run so far, or None when nothing can be joined yet (one process hooked, with its

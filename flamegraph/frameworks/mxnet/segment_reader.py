@@ -42,7 +42,7 @@ from .dnnl import VerboseLog, parse_verbose
 from .intervals import Intervals
 from .limit import Growth, headroom
 from .profile import Pairing, ProfilerTrace, read_trace
-from .segments import STOP_REQUEST, present_bytes, segment_name
+from .segments import REFRESH_REQUEST, STOP_REQUEST, present_bytes, segment_name
 
 Read = TypeVar("Read", ProfilerTrace, VerboseLog)  # what a reader gives back
 POLL_S = 0.1  # the directory and a segment's end are looked at this often (a segment holds seconds of data)
@@ -54,6 +54,7 @@ MEMORY = "FLAMEGRAPH_MXNET_MEMORY"  # BYTES: the readers' budget (default: --max
 SPAN_BYTES = 30  # a span in memory (intervals.py's arrays, sealed; measured: bench/mxnet_segments.py --held)
 EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
 CATCH_UP_S = 30.0  # a reader that has not read all there is after this long is left to read (no join then)
+REFRESH_S = 3.0  # the hooked process writes its sidecar within its watcher's second (inprocess.Session.refresh)
 
 
 def memory_budget(default: int | None) -> int | None:
@@ -240,6 +241,7 @@ class SegmentReaders:
         self.ended = threading.Event()
         self.readers: dict[str, Reader] = {}  # base name -> its reader
         self.requested: tuple[int, int, float] | None = None  # (bytes held, budget, time.monotonic())
+        self.asked_at: float | None = None  # time.monotonic() a sidecar refresh was asked (`refreshed`)
         self._thread = threading.Thread(target=self._watch, name="mxnet-segments", daemon=True)
 
     def start(self) -> None:
@@ -308,6 +310,25 @@ class SegmentReaders:
             {base: r.pairing.spans for base, r in self.readers.items() if r.is_trace and r in readers},
             {base: r.log for base, r in self.readers.items() if not r.is_trace and r in readers},
         )
+
+    def refreshed(self) -> bool:
+        """Whether the hooked process has written a clock reading and its thread map in its sidecar since asked
+        (inprocess.Session.refresh: within its watcher's second), asking when not asked yet; True too once it
+        has not answered for REFRESH_S (it has ended, or its watcher has stopped: its sidecar as it is)."""
+        request = os.path.join(self.directory, REFRESH_REQUEST)
+        if self.asked_at is None:
+            try:
+                os.close(create_file(self.directory, REFRESH_REQUEST))
+            except FileExistsError:
+                pass  # (left by an ask not answered)
+            except OSError:
+                return True
+            self.asked_at = time.monotonic()
+            return False
+        if os.path.exists(request) and time.monotonic() - self.asked_at < REFRESH_S:
+            return False
+        self.asked_at = None
+        return True
 
     def let_go(self) -> None:
         """The readers go on as before `catch_up`."""
