@@ -297,10 +297,11 @@ class SegmentReaders:
 
     def catch_up(self, timeout: float = CATCH_UP_S) -> CaughtUp | None:
         """While the program runs: every file's segments read as far as written, its readers paused (until
-        `let_go`), what they hold so far; None when the run has ended or a reader could not catch up (then
+        `let_go`), what they hold so far; once the run has ended, what they read (the chunks still folding
+        then are joined as they go too). None while a reader reads the rest, or could not catch up (then
         nothing is paused)."""
         if self.ended.is_set():
-            return None
+            return self._read()
         readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
         caught = all([r.stream.catch_up(timeout) for r in readers])  # (each asked, whatever the others answer)
         if not caught or self.ended.is_set():
@@ -310,6 +311,16 @@ class SegmentReaders:
             {base: r.pairing.spans for base, r in self.readers.items() if r.is_trace and r in readers},
             {base: r.log for base, r in self.readers.items() if not r.is_trace and r in readers},
         )
+
+    def _read(self) -> CaughtUp | None:
+        """After the run, every reader done: what each read (the trace's spans by thread, the log)."""
+        readers = list(self.readers.values())
+        if any(r.thread.is_alive() for r in readers):
+            return None
+        traces = {base: r.result for base, r in self.readers.items() if isinstance(r.result, ProfilerTrace)}
+        logs = {base: r.result for base, r in self.readers.items() if isinstance(r.result, VerboseLog)}
+        spans = {base: {p: index.intervals for p, index in trace.threads.items()} for base, trace in traces.items()}
+        return CaughtUp(spans, logs)
 
     def refreshed(self) -> bool:
         """Whether the hooked process has written a clock reading and its thread map in its sidecar since asked
