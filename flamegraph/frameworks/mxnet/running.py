@@ -107,6 +107,7 @@ class RunningJoin:
         self.spans_timed: dict[int, tuple[int, int, Timed]] = {}  # as Joiner.spans_timed
         self.joins = 0  # joins that joined samples
         self.samples = 0  # samples they joined
+        self.missed: Counter[str] = Counter()  # why a join joined nothing -> times
 
     def __call__(self, log: SampleLog) -> bool:
         """A join, once the sidecar has been refreshed (False before: asked, the log calls again at its next
@@ -115,11 +116,14 @@ class RunningJoin:
             return False
         caught = self.source.catch_up()
         if caught is None:
+            self.missed["the readers were busy"] += 1
             return True
         try:
             view = self.view(caught)
-            if view is not None:
-                self.join(log, view)
+            if view is None:
+                self.missed["nothing to join against yet"] += 1
+            elif not self.join(log, view):
+                self.missed["no sample behind the horizon"] += 1
         finally:
             self.source.let_go()
         return True
@@ -156,8 +160,8 @@ class RunningJoin:
             int(facts["pid"]),
         )
 
-    def join(self, log: SampleLog, view: View) -> None:
-        """The kept samples behind the horizons joined (counted as found) and dropped from the log."""
+    def join(self, log: SampleLog, view: View) -> int:
+        """The kept samples behind the horizons joined (counted as found) and dropped from the log; how many."""
         joiner, until, cap = view.joiner, view.until, view.joiner.until
         realtime = joiner.alignment.realtime_us
         kept: list[int] = []
@@ -192,6 +196,7 @@ class RunningJoin:
             self.samples += joined
         if log.switches:
             self.time_spans(log, view)
+        return joined
 
     def time_spans(self, log: SampleLog, view: View) -> None:
         """Each mapped thread's spans whose on-CPU time is final now, timed as summary.operator_times would (its
@@ -258,8 +263,11 @@ class RunningJoin:
     def text(self, log: SampleLog) -> str:
         """What the joins while the run went did (for the header and the CLI)."""
         budget = _size(log.budget or 0)
-        if not self.joins:
+        missed = "; ".join(f"{why}: {n}" for why, n in sorted(self.missed.items()))
+        if not self.joins and not missed:
             return f"none: the kept samples ({_size(log.peak)} at most) stayed within their {budget} budget"
+        if not self.joins:
+            return f"none: the kept samples reached {_size(log.peak)}, over their {budget} budget ({missed})"
         return (
             f"{self.samples:,} samples in {self.joins} joins while the run went; kept samples at most "
             f"{_size(log.peak)} (budget {budget}), {len(self.found):,} distinct (thread, stack, what was found) counts"

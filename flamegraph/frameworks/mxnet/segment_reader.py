@@ -206,6 +206,12 @@ class Reader:
         self.error: str | None = None
         self.thread = threading.Thread(target=self._run, name=f"mxnet-segments-{base}", daemon=True)
 
+    def spans(self) -> dict[int, Intervals]:
+        """The trace's spans so far by profiler thread (once its events have all been read, the trace's)."""
+        if isinstance(self.result, ProfilerTrace):
+            return {p: index.intervals for p, index in self.result.threads.items()}
+        return self.pairing.spans
+
     def held(self) -> int:
         if self.is_trace:
             return self.pairing.held() * SPAN_BYTES
@@ -301,32 +307,35 @@ class SegmentReaders:
         then are joined as they go too). None while a reader reads the rest, or could not catch up (then
         nothing is paused)."""
         if self.ended.is_set():
-            return self._read()
+            return self._read(timeout)
         readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
         caught = all([r.stream.catch_up(timeout) for r in readers])  # (each asked, whatever the others answer)
         if not caught or self.ended.is_set():
             self.let_go()
             return None
         return CaughtUp(
-            {base: r.pairing.spans for base, r in self.readers.items() if r.is_trace and r in readers},
+            {base: r.spans() for base, r in self.readers.items() if r.is_trace and r in readers},
             {base: r.log for base, r in self.readers.items() if not r.is_trace and r in readers},
         )
 
-    def _read(self) -> CaughtUp | None:
-        """After the run, every reader done: what each read (the trace's spans by thread, the log)."""
+    def _read(self, timeout: float) -> CaughtUp | None:
+        """After the run: what each reader read once it is done (the trace's spans by thread, the log)."""
         readers = list(self.readers.values())
+        for reader in readers:
+            reader.thread.join(timeout)
         if any(r.thread.is_alive() for r in readers):
             return None
-        traces = {base: r.result for base, r in self.readers.items() if isinstance(r.result, ProfilerTrace)}
+        traces = {base: r.spans() for base, r in self.readers.items() if isinstance(r.result, ProfilerTrace)}
         logs = {base: r.result for base, r in self.readers.items() if isinstance(r.result, VerboseLog)}
-        spans = {base: {p: index.intervals for p, index in trace.threads.items()} for base, trace in traces.items()}
-        return CaughtUp(spans, logs)
+        return CaughtUp(traces, logs)
 
     def refreshed(self) -> bool:
         """Whether the hooked process has written a clock reading and its thread map in its sidecar since asked
         (inprocess.Session.refresh: within its watcher's second), asking when not asked yet; True too once it
         has not answered for REFRESH_S (it has ended, or its watcher has stopped: its sidecar as it is)."""
         request = os.path.join(self.directory, REFRESH_REQUEST)
+        if self.ended.is_set():
+            return True  # (the run is over: its sidecar is final)
         if self.asked_at is None:
             try:
                 os.close(create_file(self.directory, REFRESH_REQUEST))
