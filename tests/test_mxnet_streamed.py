@@ -124,13 +124,15 @@ def operator_table(stderr: str) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
     tmp = tmp_path_factory.mktemp("mxnet-streamed")
-    (tmp / "mlp.py").write_text(MLP.replace("range(3)", "range(1)"))
+    (tmp / "mlp.py").write_text(MLP.replace("range(3)", "range(16)"))  # (~10 s: joins while it runs)
     found = {}
-    for name, extra in (("streamed", ["--max-spool", "64M", "--every", "2"]),
-                        ("whole", ["--max-spool", "0", "--perf-data", str(tmp / "perf.data")])):  # fmt: skip
+    joining = {**os.environ, "FLAMEGRAPH_MXNET_JOIN_BYTES": "16384"}  # ~1,000 samples: joined as the run goes
+    for name, extra, env in (("streamed", ["--max-spool", "64M", "--every", "2"], None),
+                             ("whole", ["--max-spool", "0", "--perf-data", str(tmp / "perf.data")], None),
+                             ("joining", ["--max-spool", "64M"], joining)):  # fmt: skip
         argv = [*FLAMEGRAPH, "record", "--mxnet", *extra, "--folded", str(tmp / f"{name}.folded"),
                 "-o", str(tmp / f"{name}.svg"), "--", sys.executable, str(tmp / "mlp.py")]  # fmt: skip
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
         found[name] = (proc, tmp)
     return found
@@ -138,14 +140,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess
 
 @pytest.mark.perf
 @pytest.mark.mxnet
+@pytest.mark.parametrize("name", ["streamed", "joining"])
 def test_streamed_mxnet_gives_the_whole_recordings_operators(
-    runs: dict[str, tuple[subprocess.CompletedProcess[str], Path]],
+    runs: dict[str, tuple[subprocess.CompletedProcess[str], Path]], name: str
 ) -> None:
-    """Folded while recording (raw data bounded, several chunks) and joined at the end: the operator-named
-    share within 2 points of `--max-spool 0`'s and the same operator table (operators and their calls)."""
-    streamed, tmp = runs["streamed"]
+    """Folded while recording (raw data bounded, several chunks) and joined at the end, or also as the run goes
+    (a 16 kB budget of kept samples): the operator-named share within 2 points of `--max-spool 0`'s and the
+    same operator table (operators and their calls)."""
+    streamed, tmp = runs[name]
     whole, _ = runs["whole"]
     assert "recorded whole" not in streamed.stderr
+    joins = re.search(r"mxnet: join while recording: ([0-9,]+) samples in (\d+) joins", streamed.stderr)
+    if name == "joining":
+        assert joins is not None and int(joins.group(2)) >= 1, streamed.stderr[-3000:]
+    else:  # (--max-spool 64M: 4 MB of kept samples, 250,000; the run has a few thousand)
+        assert "mxnet: join while recording: none: the kept samples" in streamed.stderr, streamed.stderr[-3000:]
     chunks = re.search(r"folded as recorded in (\d+) chunks \(raw data on disk at most ([0-9.]+) MB", streamed.stderr)
     assert chunks is not None and int(chunks.group(1)) >= 2, streamed.stderr[-3000:]
     assert "folding could not keep up" not in streamed.stderr  # every sample folded: a fair comparison
@@ -161,9 +170,9 @@ def test_streamed_mxnet_gives_the_whole_recordings_operators(
     assert busy <= set(ops_streamed)
     for op in busy:  # the calls inside the first and last samples: equal but for the edges
         assert abs(ops_streamed[op] - ops_whole[op]) <= 0.02 * ops_whole[op] + 2, (op, ops_streamed, ops_whole)
-    svg = (tmp / "streamed.svg").read_text()
+    svg = (tmp / f"{name}.svg").read_text()
     assert "MXNet coverage: " in svg and "[op] FullyConnected: " in svg and "raw data on disk" in svg
-    assert "[op] FullyConnected" in (tmp / "streamed.folded").read_text()
+    assert "[op] FullyConnected" in (tmp / f"{name}.folded").read_text()
 
 
 @pytest.mark.perf

@@ -46,7 +46,8 @@ def record_streamed(
 ) -> OnCpuResult:
     """Record with the spool, fold as perf goes, write the intervals, the whole run and the trend. --jit
     and Python frames complete each chunk before it is folded (frameworks.jit.chunks); --mxnet's operators
-    are joined at the end (frameworks.mxnet.deferred); not with --memory (it reads the whole perf.data)."""
+    are joined as the trace allows and at the end (frameworks.mxnet.deferred); not with --memory (it reads the
+    whole perf.data)."""
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..folding.python import fold_interpreter
     from ..frameworks.flamegraph_launcher import own_frames
@@ -134,11 +135,13 @@ def _deferred_mxnet(
     request: OnCpuRequest, directory: Path, every: float | None, budget: int, status: Status
 ) -> DeferredJoin:
     """--mxnet streamed: its files in the spool's directory (not named like perf's chunks), together bounded
-    by `budget` (--max-spool's SIZE: frameworks/mxnet/limit.py), joined at the end."""
+    by `budget` (--max-spool's SIZE: frameworks/mxnet/limit.py); the samples kept for the join bounded by a share
+    of it (frameworks/mxnet/running.py), joined as the run goes when they pass it, the rest at the end."""
     from ..folding.grammar import HEADER_OURS
     from ..folding.perf import FoldOptions, PerfCollapser
     from ..frameworks.mxnet.deferred import DeferredJoin
     from ..frameworks.mxnet.hook import MxnetHook
+    from ..frameworks.mxnet.running import join_budget
     from ..io.diagnostics import Diagnostics
 
     naming = PerfCollapser(FoldOptions(tid=request.threads), Diagnostics())  # the fold's root frame of a header
@@ -151,7 +154,8 @@ def _deferred_mxnet(
     if every is not None:
         status.note("note: --mxnet: the interval graphs carry no [op]/[dnnl] frames (MXNet's trace exists only "
                     "after the run): the whole-run graph has them")  # fmt: skip
-    return DeferredJoin(MxnetHook(directory / "mxnet", note=status.note, budget=budget), root_of)
+    hook = MxnetHook(directory / "mxnet", note=status.note, budget=budget)
+    return DeferredJoin(hook, root_of, join_budget(budget))
 
 
 def _jit_hook(request: OnCpuRequest, directory: Path, status: Status) -> JitHook | None:

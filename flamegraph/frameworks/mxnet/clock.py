@@ -2,7 +2,9 @@
 
 perf records with `-k CLOCK_MONOTONIC` (`perf inject --jit` needs it); MXNet's profiler and oneDNN's
 verbose log stamp CLOCK_REALTIME. The in-process hook reads both clocks at start and at exit (the
-pair with the shortest gap of several tries); the offset is interpolated between the two, and the
+pair with the shortest gap of several tries), and, when the run is joined as it goes (deferred.py), every
+few seconds between them (the sidecar's "clocks"); the offset is interpolated between neighbouring
+readings, so a time before the latest reading converts the same whatever readings come after it. The
 residual error is what is left unknown: half the read gap of each reading plus the drift of the
 offset over the run (NTP slewing CLOCK_REALTIME). `check_shift` then measures the alignment on the
 data: the share of samples executing a primitive that fall in a verbose interval, at the measured
@@ -12,8 +14,10 @@ offset and shifted by whole fractions of a millisecond.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 TRIES = 16
 
@@ -59,6 +63,22 @@ class Alignment:
 
     start: ClockReading
     end: ClockReading | None = None  # None: the process did not reach its exit handler
+    middle: tuple[ClockReading, ...] = ()  # readings between the two, in time order (the sidecar's "clocks")
+
+    @property
+    def readings(self) -> list[ClockReading]:
+        """Start, middle and end: the points the offset is interpolated between (later ones than a point
+        before them dropped)."""
+        points = [self.start]
+        for reading in (*self.middle, *((self.end,) if self.end is not None else ())):
+            if reading.monotonic > points[-1].monotonic:
+                points.append(reading)
+        return points
+
+    @property
+    def latest(self) -> float:
+        """The latest reading's CLOCK_MONOTONIC: a time before it converts as it will at the end."""
+        return self.readings[-1].monotonic
 
     @property
     def drift(self) -> float:
@@ -72,11 +92,25 @@ class Alignment:
         return gaps + abs(self.drift)
 
     def offset(self, monotonic: float) -> float:
-        if self.end is None or self.end.monotonic <= self.start.monotonic:
-            return self.start.offset
-        share = (monotonic - self.start.monotonic) / (self.end.monotonic - self.start.monotonic)
-        share = min(max(share, 0.0), 1.0)
-        return self.start.offset + share * self.drift
+        if not self.middle:  # (the common case: two readings at most)
+            if self.end is None or self.end.monotonic <= self.start.monotonic:
+                return self.start.offset
+            share = (monotonic - self.start.monotonic) / (self.end.monotonic - self.start.monotonic)
+            share = min(max(share, 0.0), 1.0)
+            return self.start.offset + share * self.drift
+        points = self._points
+        at = bisect_right(points[0], monotonic)
+        if at == 0:
+            return points[1][0]
+        if at == len(points[0]):
+            return points[1][-1]
+        (m0, m1), (o0, o1) = points[0][at - 1 : at + 1], points[1][at - 1 : at + 1]
+        return o0 + (monotonic - m0) / (m1 - m0) * (o1 - o0)
+
+    @cached_property
+    def _points(self) -> tuple[list[float], list[float]]:
+        readings = self.readings
+        return [r.monotonic for r in readings], [r.offset for r in readings]
 
     def realtime_us(self, monotonic: float) -> float:
         """A perf sample time (seconds of CLOCK_MONOTONIC) in microseconds of CLOCK_REALTIME."""

@@ -1,16 +1,22 @@
 """`record --mxnet` streamed: the samples kept compactly while the chunks are folded, the operators joined
-after the run.
+as the trace allows (running.py) and at the end.
 
-MXNet's profiler trace is complete only once the process has exited (its spans are written as they end,
-the thread map at exit), so a chunk cannot be joined when it is folded. Each sample instead leaves its
-time, its thread and the id of its stack (16 bytes; the stacks are the fold's distinct ones) and the
-chunk's context switches their time (9 bytes each); perf's raw chunks are deleted as usual. After the
-run the one `Joiner` of a whole recording runs over them in recording order, the evidence it would have
-read in its first `perf script` pass taken from the same samples. Memory is therefore bounded by the
-samples (about 16 MB per million), not by the raw data; the interval graphs of `--every` are drawn as
-their chunks are folded, before any trace exists: they carry no operator frames.
+A chunk cannot simply be joined when it is folded: MXNet writes an operator's span when it has ended (and its
+dump thread once a second), oneDNN an execution's line when it has ended, and the in-process hook the thread
+map and a clock reading when asked as the run goes (inprocess.Session.refresh). Each sample instead leaves its time, its
+thread and the id of its stack (16 bytes; the stacks are the fold's distinct ones); perf's raw chunks are
+deleted as usual. What the join needs of the samples themselves (the evidence the whole recording's first
+`perf script` pass would read: which threads run operators, the dump thread, the context switches) is
+gathered as they come, not kept per sample. When the kept samples pass their budget (running.py:
+FLAMEGRAPH_MXNET_JOIN_BYTES, else a share of --max-spool), those the trace and the log already cover are
+joined and dropped, each as what it found (`join.Found`) counted by thread and stack; at the end the
+`Joiner` of the whole recording settles those counts and joins the rest, so the profile is the one a whole
+join gives. Memory is then the distinct stacks (per thread and what was found) and the samples of the last
+seconds, not the run's length (a run under the budget is joined only at the end, as before). The interval
+graphs of `--every` are drawn as their chunks are folded, before any trace exists: they carry no operator
+frames.
 
-    deferred = DeferredJoin(MxnetHook(directory / "mxnet", note=print), root_of)
+    deferred = DeferredJoin(MxnetHook(directory / "mxnet", note=print), root_of, join_budget)
     options = FoldOptions.with_all(sample_hook=deferred.log)       # the streamed fold's hook
     StreamedFold(..., fold_chunk=deferred.fold_chunk)             # with the chunks' context switches
     record(spec, data, hooks=[deferred.hook], spool=spool)
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ...folding.grammar import SWITCH_ANYWHERE, THREAD_TIME
@@ -37,17 +44,35 @@ from ...record.spec import Recording
 from .clock import Alignment
 from .hook import EXECUTE_TEXT, NAIVE_TEXT, Evidence, MxnetHook
 from .instruments import DUMP_FRAME
-from .join import Joiner, thread_of
+from .join import SUBMITS, Joiner, Thinned, execute_at, jit_leaf, thread_of
 from .segment_reader import SegmentReaders, memory_budget
 
 SWITCH = b"PERF_RECORD_SWITCH"
+SAMPLE_BYTES = 16  # a kept sample: its time (8), TID (4), stack id (4)
+SWITCH_BYTES = 9  # a kept context switch: its time (8), in or out (1)
 SHOW_SWITCHES = "--show-switch-events"
 Key = tuple[bytes, tuple[bytes, ...]]  # (root frame, frames below it leaf first): a stack as the fold keys it
 
 
+ENGINE, DUMP, EXECUTES, PRIMITIVE = 1, 2, 4, 8  # what a stack shows (SampleLog.flags)
+CHECK_EVERY = 1024  # samples between two looks at the budget (at most: a quarter of it when smaller)
+
+
+def stack_flags(frames: Sequence[bytes]) -> int:
+    """ENGINE: a frame runs operators (the evidence's test: hook.parse_evidence); DUMP: MXNet's profiler dumps;
+    EXECUTES: the joiner's own test of an operator executing (join.execute_at); PRIMITIVE: the joiner looks the
+    verbose log up for it."""
+    flags = ENGINE if any(EXECUTE_TEXT in f or NAIVE_TEXT in f for f in frames) else 0
+    flags |= DUMP if any(DUMP_FRAME in f for f in frames) else 0
+    flags |= EXECUTES if execute_at(frames) is not None else 0
+    flags |= PRIMITIVE if any(s in frames for s in SUBMITS) or jit_leaf(frames) else 0
+    return flags
+
+
 class SampleLog:
-    """The streamed fold's sample hook: per sample its perf time (NaN: none readable), TID and stack id,
-    the frames returned as they are; and per thread its context switches, from the fold's text."""
+    """The streamed fold's sample hook: per sample its perf time, TID and stack id, the frames returned as they
+    are; a sample without a readable time counted by stack; the evidence gathered as they come. With a budget
+    (`watch`), `on_full` is called when the samples kept pass it."""
 
     def __init__(self, root_of: Callable[[bytes], bytes]) -> None:
         self._root_of = root_of
@@ -57,10 +82,31 @@ class SampleLog:
         self.ids = array("i")
         self.ids_of: dict[Key, int] = {}
         self.keys: list[Key] = []
+        self.flags = bytearray()  # per stack id: ENGINE | DUMP | EXECUTES | PRIMITIVE
+        self.no_time: Counter[int] = Counter()  # stack id -> samples without a readable time
         self.switches: dict[int, tuple[array[float], bytearray]] = {}  # TID -> (perf times, 1: out / 0: in)
+        self.engine_seconds: dict[int, Thinned] = {}  # TID -> perf times of its samples that run operators
+        self.dumpers: set[int] = set()  # TIDs seen in Profiler::DumpProfile
+        self.latest = -math.inf  # perf time of the last engine sample or switch
+        self.switched = -math.inf  # perf time of the last switch read (the fold's text is in time order)
+        self.switch_count = 0  # switches kept
+        self.budget: int | None = None  # bytes of kept samples that call `on_full`
+        self.threshold = 0
+        self.every = CHECK_EVERY  # samples between two looks
+        self.on_full: Callable[[SampleLog], bool] | None = None  # True: joined (or could not), False: not yet
+        self.peak = 0  # the most bytes held at a look
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.ids) + self.no_time.total()
+
+    def held(self) -> int:
+        """Bytes the kept samples and switches take (times, TIDs, stack ids; times, directions)."""
+        return len(self.ids) * SAMPLE_BYTES + self.switch_count * SWITCH_BYTES
+
+    def watch(self, budget: int, on_full: Callable[[SampleLog], bool]) -> None:
+        self.budget = self.threshold = budget
+        self.every = max(1, min(CHECK_EVERY, budget // SAMPLE_BYTES // 4))
+        self.on_full = on_full
 
     def __call__(self, header: bytes, frames: list[bytes]) -> list[bytes]:
         match = THREAD_TIME.search(header)
@@ -75,10 +121,35 @@ class SampleLog:
         if found is None:
             found = self.ids_of[key] = len(self.keys)
             self.keys.append(key)
+            self.flags.append(stack_flags(frames))
+        if math.isnan(seconds):
+            self.no_time[found] += 1
+            return frames
+        flags = self.flags[found]
+        if flags & ENGINE:
+            self.engine_seconds.setdefault(tid, Thinned()).add(seconds)
+            self.latest = max(self.latest, seconds)
+        if flags & DUMP:
+            self.dumpers.add(tid)
         self.times.append(seconds)
         self.tids.append(tid)
         self.ids.append(found)
+        if self.on_full is not None and not len(self.ids) % self.every:
+            self._look()
         return frames
+
+    def _look(self) -> None:
+        held = self.held()
+        self.peak = max(self.peak, held)  # (between two looks at most `every` samples more)
+        if self.on_full is not None and self.budget is not None and held > self.threshold and self.on_full(self):
+            # (what could not be joined yet is not tried again at every look: a quarter of the budget more first)
+            self.threshold = max(self.budget, self.held() + self.budget // 4)
+
+    def keep(self, kept: Sequence[int]) -> None:
+        """Only the samples at these positions (ascending) are kept: the others were joined."""
+        self.times = array("d", (self.times[i] for i in kept))
+        self.tids = array("i", (self.tids[i] for i in kept))
+        self.ids = array("i", (self.ids[i] for i in kept))
 
     def tap(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
         """The blocks of `perf script` text as they are, their context-switch lines read on the way."""
@@ -106,60 +177,84 @@ class SampleLog:
         if header is None or switch is None:
             return
         times, outs = self.switches.setdefault(thread_of(header), (array("d"), bytearray()))
-        times.append(float(header.group(3)))
+        seconds = float(header.group(3))
+        times.append(seconds)
         outs.append(switch.group(1) == b"OUT")
+        self.switch_count += 1
+        self.latest = max(self.latest, seconds)
+        self.switched = max(self.switched, seconds)
+
+    def drop_switches(self, tid: int, before: float, realtime: Callable[[float], float]) -> None:
+        """The thread's switches that can matter no more to a span from `before` (µs realtime) on: those up to its
+        last switch back in before it (its off-CPU intervals after are then the same: switches.off_cpu_intervals)."""
+        times, outs = self.switches.get(tid, (array("d"), bytearray()))
+        events = sorted(zip(times, outs, strict=True))  # (as off_cpu_intervals orders them)
+        cut = 0
+        for i, (seconds, out) in enumerate(events):
+            if realtime(seconds) >= before:
+                break
+            if not out:
+                cut = i + 1
+        if cut:
+            self.switches[tid] = (array("d", (t for t, _ in events[cut:])), bytearray(o for _, o in events[cut:]))
+            self.switch_count -= cut
 
     def evidence(self, alignment: Alignment) -> Evidence:
-        """What the whole recording's first `perf script` pass reads (hook.parse_evidence), from the samples
-        kept: the TIDs that sampled ExecuteOprBlock (or the naive engine's push) and when, the dump thread,
-        the context switches."""
+        """What the whole recording's first `perf script` pass reads (hook.parse_evidence), as gathered from the
+        samples: the TIDs that sampled ExecuteOprBlock (or the naive engine's push) and when (at most
+        join.KEEP_TIMES times each, spread: they only serve to learn a thread map no process recorded), the dump
+        thread, the context switches."""
         evidence = Evidence()
-        engine = [any(EXECUTE_TEXT in f or NAIVE_TEXT in f for f in frames) for _, frames in self.keys]
-        dumps = [any(DUMP_FRAME in f for f in frames) for _, frames in self.keys]
         realtime = alignment.realtime_us
-        for seconds, tid, found in zip(self.times, self.tids, self.ids, strict=True):
-            if math.isnan(seconds):
-                continue
-            if engine[found]:
-                t = realtime(seconds)
-                evidence.engine_times.setdefault(tid, []).append(t)
-                evidence.last = max(evidence.last, t)
-            if dumps[found]:
-                evidence.dumpers.add(tid)
+        for tid, seconds in self.engine_seconds.items():
+            evidence.engine_times[tid] = sorted(realtime(s) for s in seconds.values)
+        evidence.dumpers = set(self.dumpers)
         for tid, (times, outs) in self.switches.items():
-            events = [(realtime(seconds), bool(out)) for seconds, out in zip(times, outs, strict=True)]
-            evidence.switches[tid] = events
-            evidence.last = max([evidence.last, *(t for t, _ in events)])
-        for values in evidence.engine_times.values():
-            values.sort()
+            evidence.switches[tid] = [(realtime(seconds), bool(out)) for seconds, out in zip(times, outs, strict=True)]
+        if self.latest > -math.inf:
+            evidence.last = max(evidence.last, realtime(self.latest))
         return evidence
 
-    def joined(self, joiner: Joiner) -> dict[str, int]:
-        """The folded stacks with the joiner's frames, each sample joined in recording order."""
-        counts: dict[bytes, int] = {}
+    def joined(self, joiner: Joiner, counts: dict[bytes, int] | None = None) -> dict[str, int]:
+        """The folded stacks with the joiner's frames (added to `counts`), each kept sample joined in recording
+        order."""
+        counts = {} if counts is None else counts
+        for found, n in self.no_time.items():
+            root, frames = self.keys[found]
+            joiner.counts.samples += n
+            joiner.counts.no_time += n
+            key = folded_key(root, frames)
+            counts[key] = counts.get(key, 0) + n
         for seconds, tid, found in zip(self.times, self.tids, self.ids, strict=True):
             root, frames = self.keys[found]
-            if math.isnan(seconds):
-                joiner.counts.samples += 1
-                joiner.counts.no_time += 1
-                names: Sequence[bytes] = frames
-            else:
-                names = joiner.join(tid, seconds, list(frames))
-            key = root + b";" + b";".join(reversed(names)) if names else root
+            key = folded_key(root, joiner.join(tid, seconds, list(frames)))
             counts[key] = counts.get(key, 0) + 1
         return {decode(stack): count for stack, count in counts.items()}
 
 
+def folded_key(root: bytes, names: Sequence[bytes]) -> bytes:
+    """The folded stack of a root and its frames leaf first."""
+    return root + b";" + b";".join(reversed(names)) if names else root
+
+
 class DeferredJoin:
     """The streamed `--mxnet`: the record hook, the fold's sample hook and chunk folder, the join at the end.
-    With a budget (--max-spool), the instruments write segments read as the run goes (segment_reader.py)."""
+    With a budget (--max-spool), the instruments write segments read as the run goes (segment_reader.py), and
+    with `join_budget` bytes of kept samples, those the segments already cover are joined as it goes
+    (running.py)."""
 
-    def __init__(self, hook: MxnetHook, root_of: Callable[[bytes], bytes]) -> None:
+    def __init__(self, hook: MxnetHook, root_of: Callable[[bytes], bytes], join_budget: int | None = None) -> None:
+        from .running import RunningJoin  # (it reads this module's log)
+
         self.hook = hook
         self.log = SampleLog(root_of)
+        self.running: RunningJoin | None = None
         if hook.budget is not None and hook.segments is None:
             hook.segments = SegmentReaders(hook.directory, budget=memory_budget(hook.budget))  # (caps: by prepare)
             hook.segments.start()
+        if hook.segments is not None and join_budget:
+            self.running = RunningJoin(hook.directory, hook.segments)
+            self.log.watch(join_budget, self.running)
 
     def stop(self) -> None:
         """The run was abandoned: the segments' readers end (the directory goes with the spool's)."""
@@ -178,8 +273,20 @@ class DeferredJoin:
         joiner = self.hook.joiner(recording, None, self.log.evidence)
         if joiner is None:
             return
-        counts = self.log.joined(joiner)
+        settled: dict[bytes, int] = {}
+        problems: list[str] = []
+        self.log.peak = max(self.log.peak, self.log.held())  # (what the run ended with)
+        if self.running is not None:
+            settled, problems = self.running.settle(self.log, joiner)
+        counts = self.log.joined(joiner, settled)
         # Every folded sample passed the hook once, weighing 1 (the streamed fold prints no period).
         assert sum(counts.values()) == profile.total, f"{len(self.log):,} samples kept, {profile.total:,} folded"
         profile.counts = dict(counts)
-        self.hook.report(joiner, profile)
+        summary = self.hook.report(joiner, profile)
+        if self.running is not None:
+            text = self.running.text(self.log)
+            profile.metadata["MXNet join while recording"] = text
+            self.hook.note(f"mxnet: join while recording: {text}")
+        for problem in problems:
+            summary.problems.append(problem)
+            self.hook.note(f"mxnet: problem: {problem}")

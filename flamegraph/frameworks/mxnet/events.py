@@ -48,6 +48,9 @@ class Text:
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
+        # What the stream holds now, up to a block (a buffered stream's `read` waits for a whole block: a trace
+        # read as it is written, segment_reader.py, must give every complete event before it waits).
+        self.read = getattr(stream, "read1", stream.read)
         self.decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")  # raw bytes kept, never raised
         self.text = ""
         self.at = 0  # the position read up to, in `text`
@@ -59,7 +62,7 @@ class Text:
         end of the stream, where nothing moves."""
         if self.ended:
             return False
-        data = self.stream.read(BLOCK)
+        data = self.read(BLOCK)
         if not data:
             self.ended = True
             self.text += self.decoder.decode(b"", final=True)  # (an escaped incomplete character, if any)

@@ -120,7 +120,7 @@ def load_process(
     try:
         start = ClockReading.from_list(facts["clock_start"])
         end = ClockReading.from_list(facts["clock_end"]) if facts.get("clock_end") else None
-        inputs.alignment = Alignment(start, end)
+        inputs.alignment = Alignment(start, end, middle_readings(facts))
         if end is None:
             inputs.problems.append("the process did not reach its exit handler: clock measured at start only")
     except (KeyError, TypeError, ValueError):
@@ -148,6 +148,16 @@ def load_process(
     except OSError as err:
         inputs.problems.append(f"{verbose or 'verbose log'}: cannot read oneDNN's verbose log: {err.strerror or err}")
     return inputs
+
+
+def middle_readings(facts: dict[str, Any]) -> tuple[ClockReading, ...]:
+    """The clocks the process read while it ran (the sidecar's "clocks", written when the run is joined as it
+    goes: inprocess.py); an unreadable list is none."""
+    listed = facts.get("clocks")
+    try:
+        return tuple(ClockReading.from_list(values) for values in listed) if isinstance(listed, list) else ()
+    except (TypeError, ValueError):
+        return ()
 
 
 def recorded_map(facts: dict[str, Any]) -> tuple[dict[int, list[int]] | None, str]:

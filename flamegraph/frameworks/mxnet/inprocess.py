@@ -39,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Container, Mapping, Sequence
 from types import ModuleType
@@ -50,7 +51,7 @@ from .drain import TRACE_POLL_S, TRACE_STILL_OPEN, Drain, Segmented, close_drain
 from .gate import GATE, enable
 from .limit import CAPS, Cap, Limits
 from .pthreads import ThreadWatch
-from .segments import SEGMENTS, STOP_REQUEST, parse_byte_pair, segment_name
+from .segments import REFRESH_REQUEST, SEGMENTS, STOP_REQUEST, parse_byte_pair, segment_name
 
 # Written to the program's environment when not set there already (MXNet reads them at bind time).
 # DNNL_VERBOSE=1 prints one line per primitive execution; the bulk settings make the profiler time
@@ -133,13 +134,36 @@ class Session:
             "caps": None,  # {"trace": bytes, "verbose": bytes}: the files' caps (limit.py), None: unbounded
             "segments": None,  # {"trace": bytes, "verbose": bytes}: written in numbered segments (segments.py)
             "capped": None,  # when a file neared its cap and both instruments were stopped (stop_instruments)
+            "clocks": [],  # readings while it runs, when flamegraph asks (segmented runs joined as they go: `refresh`)
             "notes": [],
         }
         self.limits: Limits | None = None
+        self.lock = threading.RLock()  # the facts written whole; a cap's clock reading and its facts together
 
     def write(self) -> None:
         # A fresh name and a rename: nothing planted in the directory is followed (flamegraph/io/private.py).
-        replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
+        with self.lock:
+            replace_file(sidecar_path(self.directory, self.pid), json.dumps(self.facts, indent=1).encode())
+
+    def refresh(self, watch: ThreadWatch) -> None:
+        """From the watcher, each second while the program runs (segmented files): when flamegraph asks
+        (REFRESH_REQUEST: its kept samples passed their budget, running.py), a clock reading and the thread map
+        in the sidecar, then the request removed. The reading is taken first and the map then made complete,
+        so that the sidecar holds, as of its latest reading, every thread then alive and the clocks to convert
+        any time before it (clock.Alignment). Not asked, nothing is done (a stat a second)."""
+        request = os.path.join(self.directory, REFRESH_REQUEST)
+        if not os.path.exists(request):
+            return
+        with self.lock:
+            reading = read_clocks()
+            watch.update()
+            self.facts["threads"] = watch.facts()
+            self.facts["clocks"].append(reading.as_list())
+            try:
+                self.write()
+                os.unlink(request)  # (after the write: its absence says the sidecar is new)
+            except OSError:
+                pass
 
     def note(self, text: str) -> None:
         self.facts["notes"].append(text)
@@ -254,6 +278,8 @@ def start_profiler(session: Session, mx: Any) -> None:
         session.write()
         return
     watch = ThreadWatch(DUMP_PERIOD_S)
+    if session.facts["segments"] is not None:
+        watch.tick = lambda: session.refresh(watch)
     watch.start()
     atexit.register(dump_profiler, session, mx, watch)
     if session.facts["caps"] is not None:
@@ -274,21 +300,22 @@ def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
     ends as valid JSON, MXNet's dump thread stops), fd 1 to /dev/null (oneDNN's lines go nowhere; no switch for
     them is exported), both drainers waited for: the files are complete up to now and grow no more. The moment
     is in the sidecar."""
-    clocks = read_clocks()
-    try:
-        mx.profiler.set_state("stop")
-        mx.profiler.dump()
-    except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
-        session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
-    close_drains(session)
-    seconds = clocks.monotonic - float(session.facts["clock_start"][0])
-    session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
-                               "seconds": round(seconds, 3), "segments": cap.segmented,
-                               "requested": cap.requested}  # fmt: skip
-    try:
-        session.write()
-    except OSError:
-        pass
+    with session.lock:  # (no clock reading written between this one and the facts saying it: Session.refresh)
+        clocks = read_clocks()
+        try:
+            mx.profiler.set_state("stop")
+            mx.profiler.dump()
+        except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
+            session.note(f"the profiler could not be stopped at its cap: {type(err).__name__}: {err}")
+        close_drains(session)
+        seconds = clocks.monotonic - float(session.facts["clock_start"][0])
+        session.facts["capped"] = {"file": cap.label, "size": size, "cap": cap.limit, "clock": clocks.as_list(),
+                                   "seconds": round(seconds, 3), "segments": cap.segmented,
+                                   "requested": cap.requested}  # fmt: skip
+        try:
+            session.write()
+        except OSError:
+            pass
 
 
 def close_drains(session: Session) -> None:

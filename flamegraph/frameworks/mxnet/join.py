@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ...folding.grammar import THREAD_TIME
 from .clock import Alignment
 from .dnnl import VerboseLog
 from .instruments import mark
-from .profile import ProfilerTrace, Span
+from .profile import ProfilerTrace
 from .switches import OffCpu
 from .threads import ThreadMapping
 
@@ -69,7 +70,7 @@ def thread_of(header: re.Match[bytes]) -> int:
     return int(header.group(2) or header.group(1))
 
 
-def execute_at(frames: list[bytes]) -> int | None:
+def execute_at(frames: Sequence[bytes]) -> int | None:
     """The index of the innermost frame that executes an operator (either engine's), or None."""
     found = [frames.index(anchor) for anchor in (EXECUTE, NAIVE_EXECUTE) if anchor in frames]
     return min(found) if found else None
@@ -90,20 +91,37 @@ def _encode(text: str) -> bytes:
 
 
 class Thinned:
-    """At most `limit` values spread evenly over all that were added (every 2**k-th one)."""
+    """At most `limit` values spread over all that were added: those whose hash is a multiple of a power of two
+    (raised as they come), so that the values kept depend on which were added, not in what order (a run joined
+    in parts keeps what its whole join keeps: deferred.py)."""
 
     def __init__(self, limit: int = KEEP_TIMES) -> None:
         self.values: list[float] = []
-        self.limit, self.stride, self.seen = limit, 1, 0
+        self.limit, self.stride = limit, 1
 
     def add(self, value: float) -> None:
-        self.seen += 1
-        if self.seen % self.stride:
+        if _spread(value) % self.stride:
             return
         self.values.append(value)
         if len(self.values) >= self.limit:
-            del self.values[1::2]
+            self._thin()
+
+    def merge(self, other: Thinned) -> None:
+        """The values of both, as if all had been added to this one."""
+        self.stride = max(self.stride, other.stride)
+        self.values = [v for v in (*self.values, *other.values) if not _spread(v) % self.stride]
+        if len(self.values) >= self.limit:
+            self._thin()
+
+    def _thin(self) -> None:
+        while len(self.values) >= self.limit:
             self.stride *= 2
+            self.values = [v for v in self.values if not _spread(v) % self.stride]
+
+
+def _spread(value: float) -> int:
+    """A hash of a time, its low bits evenly spread (Fibonacci hashing of Python's float hash)."""
+    return ((hash(value) * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)) >> 32
 
 
 @dataclass
@@ -123,8 +141,21 @@ class JoinCounts:
     last: float = float("-inf")
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the trace and the verbose log say of one sample, from its thread and time alone (`Joiner.look`):
+    all that a join needs besides the thread's facts, which `Joiner.settle` applies. Hashable: samples that
+    found the same are counted together (deferred.py)."""
+
+    after: bool = False  # after the instruments were stopped at their cap
+    span: str | None = None  # the name of the thread's innermost span at the time
+    done: str | None = None  # in a completion callback outside any span: the span that ended last, if recent
+    primitive: str | None = None  # the [dnnl] frame (or why none), for a stack that executes one
+
+
 class Joiner:
-    """The per-sample hook; see the module docstring."""
+    """The per-sample hook; see the module docstring. A sample is joined in two steps: `look` (its time
+    against the trace and the log) and `settle` (the frames, from what was found and the thread's facts)."""
 
     def __init__(self, trace: ProfilerTrace, verbose: VerboseLog | None, alignment: Alignment, threads: ThreadMapping):
         self.trace, self.verbose, self.alignment, self.threads = trace, verbose, alignment, threads
@@ -142,6 +173,9 @@ class Joiner:
         self.instrument_threads: dict[int, bytes] = {}
         # perf's time (s) the instruments were stopped at their files' cap (limit.py): nothing is named after it.
         self.until: float | None = None
+        # TID -> (profiler thread, spans, frame -> [calls, µs, on-CPU µs]): its first spans timed while the run
+        # went (running.py), for summary.operator_times to go on from.
+        self.spans_timed: dict[int, tuple[int, int, dict[str, list[float]]]] = {}
 
     def name(self, text: str) -> bytes:
         found = self._names.get(text)
@@ -160,33 +194,70 @@ class Joiner:
     def join(self, tid: int, seconds: float, frames: list[bytes]) -> list[bytes]:
         """The frames of the sample of thread `tid` at `seconds` of perf's clock (a sample recorded while
         the fold ran and joined after the run, when the trace exists: deferred.py)."""
-        counts = self.counts
-        counts.samples += 1
-        if (instrument := self.instrument_threads.get(tid)) is not None:
-            return mark(frames, instrument)
+        if tid in self.instrument_threads:
+            return self.settle(tid, frames, NOTHING)
+        found = self.look(tid, seconds, frames)
+        if not found.after:
+            self.timed(tid, self.alignment.realtime_us(seconds), frames)
+        return self.settle(tid, frames, found)
+
+    def look(self, tid: int, seconds: float, frames: Sequence[bytes]) -> Found:
+        """What the trace and the log hold at the sample's time, on its thread (nothing of the counts)."""
         if self.until is not None and seconds > self.until:
-            counts.after_cap += 1  # no span, no execution recorded after it: nothing to name, nothing guessed
-            return mark(frames)
+            return AFTER  # no span, no execution recorded after it: nothing to name, nothing guessed
         t = self.alignment.realtime_us(seconds)
+        index = self.by_tid.get(tid)
+        span = index.at(t) if index is not None else None
+        done = None
+        if span is None and index is not None and COMPLETE in frames and execute_at(frames) is not None:
+            ended = index.ended_before(t)
+            done = ended.name if ended is not None and t - ended.end <= COMPLETION_LIMIT_US else None
+        primitive = None
+        if self.verbose is not None and (any(s in frames for s in SUBMITS) or jit_leaf(frames)):
+            running = self.verbose.at(t, (span.start, span.end) if span is not None else None)
+            if len(running) == 1:
+                primitive = running[0].frame
+            else:
+                primitive = f"[dnnl] (ambiguous: {len(running)} primitives at once)" if running else DNNL_NONE
+        if span is None and done is None and primitive is None:
+            return NOTHING
+        return Found(False, span.name if span is not None else None, done, primitive)
+
+    def timed(self, tid: int, t: float, frames: Sequence[bytes]) -> None:
+        """The sample's time (µs realtime) where the coverage window and the clock check take it; for a thread
+        that is no instrument, a sample before any cap."""
+        counts = self.counts
         counts.first = min(counts.first, t)
         counts.last = max(counts.last, t)
-        index = self.by_tid.get(tid)
-        execute = execute_at(frames)
-        has_execute = execute is not None
-        submit = next((s for s in SUBMITS if s in frames), None)
-        jit_leaf = bool(frames) and frames[0].endswith(JIT_SUFFIX)
-        if index is None and not has_execute and submit is None and not jit_leaf:
+        if tid in self.by_tid and execute_at(frames) is not None:
+            self.operator_times.add(t)
+        if self.verbose is not None and (any(s in frames for s in SUBMITS) or jit_leaf(frames)):
+            self.primitive_times.add(t)
+
+    def settle(self, tid: int, frames: list[bytes], found: Found, weight: int = 1) -> list[bytes]:
+        """The frames with this tool's frames inserted, from what `look` found; `weight` samples counted."""
+        counts = self.counts
+        counts.samples += weight
+        if (instrument := self.instrument_threads.get(tid)) is not None:
+            return mark(frames, instrument)
+        if found.after:
+            counts.after_cap += weight
             return mark(frames)
-        span = index.at(t) if index is not None else None
+        mapped = tid in self.by_tid
+        execute = execute_at(frames)
+        submit = next((s for s in SUBMITS if s in frames), None)
+        jit = jit_leaf(frames)
+        if not mapped and execute is None and submit is None and not jit:
+            return mark(frames)
         inserts: list[tuple[int, bytes]] = []
-        if index is not None or has_execute:
-            op = self._op(frames, tid, span, index is not None, execute, t)
+        if mapped or execute is not None:
+            op = self._op(frames, found, mapped, execute, weight)
             if op is not None:
                 inserts.append(op)
             if op is not None or tid in self.engine_tids:  # (inside ExecuteOprBlock, op is never None)
-                counts.engine += 1
-        if (submit is not None or jit_leaf) and self.verbose is not None:
-            inserts.append(self._primitive(frames, span, submit, jit_leaf, t))
+                counts.engine += weight
+        if (submit is not None or jit) and self.verbose is not None:
+            inserts.append(self._primitive(frames, found, submit, jit, weight))
         if not inserts:
             return mark(frames)
         joined = list(frames)
@@ -194,54 +265,53 @@ class Joiner:
             joined.insert(position, name)
         return mark(joined)
 
-    def _completed(self, tid: int, t: float) -> Span | None:
-        span = self.by_tid[tid].ended_before(t)
-        return span if span is not None and t - span.end <= COMPLETION_LIMIT_US else None
-
     def _op(
-        self, frames: list[bytes], tid: int, span: Span | None, mapped: bool, execute: int | None, t: float
+        self, frames: list[bytes], found: Found, mapped: bool, execute: int | None, weight: int
     ) -> tuple[int, bytes] | None:
         if execute is not None:
-            if mapped:
-                self.operator_times.add(t)
             if not mapped:
                 text = OP_UNMAPPED
-            elif span is not None:
-                text = op_frame(span.name)
-            elif COMPLETE in frames and (done := self._completed(tid, t)) is not None:
-                text = op_frame(done.name)
-                self.counts.completions += 1
+            elif found.span is not None:
+                text = op_frame(found.span)
+            elif found.done is not None:
+                text = op_frame(found.done)
+                self.counts.completions += weight
             else:
                 text = OP_NONE
-            self.counts.ops[text] += 1
+            self.counts.ops[text] += weight
             return execute, self.name(text)
-        if span is None or (frames and frames[-1] in THREAD_ROOTS):
+        if found.span is None or (frames and frames[-1] in THREAD_ROOTS):
             # Outside any operator (idle, or the engine's own work); or a complete stack that does not
             # pass through ExecuteOprBlock although the thread is inside a span: nothing to say.
             return None
-        text = op_frame(span.name)
-        self.counts.ops[text] += 1
+        text = op_frame(found.span)
+        self.counts.ops[text] += weight
         return len(frames), self.name(text)  # the stack stops before ExecuteOprBlock: below the root
 
     def _primitive(
-        self, frames: list[bytes], span: Span | None, submit: bytes | None, jit_leaf: bool, t: float
+        self, frames: list[bytes], found: Found, submit: bytes | None, jit: bool, weight: int
     ) -> tuple[int, bytes]:
-        assert self.verbose is not None
-        running = self.verbose.at(t, (span.start, span.end) if span is not None else None)
-        if len(running) == 1:
-            text = running[0].frame
-        elif running:
-            text = f"[dnnl] (ambiguous: {len(running)} primitives at once)"
-        else:
-            text = DNNL_NONE
-        self.counts.primitives[text] += 1
-        self.primitive_times.add(t)
-        if jit_leaf:
-            self.counts.jit += 1
-            self.counts.jit_named += len(running) == 1
+        text = found.primitive or DNNL_NONE
+        self.counts.primitives[text] += weight
+        if jit:
+            self.counts.jit += weight
+            self.counts.jit_named += weight if not is_unnamed_primitive(text) else 0
         if submit is not None:
             return frames.index(submit), self.name(text)
         depth = 0
         while depth < len(frames) and frames[depth].endswith(JIT_SUFFIX):
             depth += 1
         return depth, self.name(text)
+
+
+NOTHING = Found()
+AFTER = Found(after=True)
+
+
+def jit_leaf(frames: Sequence[bytes]) -> bool:
+    return bool(frames) and frames[0].endswith(JIT_SUFFIX)
+
+
+def is_unnamed_primitive(text: str) -> bool:
+    """`[dnnl] (none)`, `[dnnl] (ambiguous: ...)`: no single execution fits."""
+    return text.startswith("[dnnl] (")

@@ -44,7 +44,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 SEED = 0xC70F6907  # libstdc++'s std::_Hash_impl seed: std::hash of a thread id hashes its 8 bytes with it
@@ -247,6 +247,7 @@ class ThreadWatch:
         self._tid_offset = 0
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        self.tick: Callable[[], None] | None = None  # called from the watcher after each look (inprocess.py)
 
     def start(self) -> None:
         started = time.thread_time()
@@ -297,10 +298,16 @@ class ThreadWatch:
     def _watch(self) -> None:
         while not self._stopping.wait(self.period):
             try:
-                if live_tasks() - self._tasks:
-                    self.rescan()
+                self.update()
+                if self.tick is not None:
+                    self.tick()
             except OSError:
                 return
+
+    def update(self) -> None:
+        """A rescan if a task appeared since the last: then every live task is in the map (or not found)."""
+        if live_tasks() - self._tasks:
+            self.rescan()
 
     def stop(self) -> None:
         """A last scan (while the engine's workers are alive), then no more."""

@@ -9,7 +9,9 @@ the result is the whole file's. **Lazily**: while the program runs, a reader rea
 read yet (the segments on disk) are above its file's threshold (`Pressure`: half its cap, lower when the
 file grows so fast that the limits' headroom would otherwise stop the instruments first), so a run that
 fits in half its caps is read only after it ends (no CPU taken from the program) and a long one as the
-disk requires. The stream ends once the run has ended (`finish`) and the last segment is read.
+disk requires. The stream ends once the run has ended (`finish`) and the last segment is read. A join as the run goes
+(running.py) may ask every reader to catch up now (`catch_up`): each reads all there is, its parse then at
+rest, and waits until let go, so that what they hold can be read meanwhile.
 
     readers = SegmentReaders(directory, caps, budget)   # started before the program runs
     ...                                                 # the program runs; segments come and go
@@ -31,14 +33,16 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from ...io.private import create_file
 from .dnnl import VerboseLog, parse_verbose
+from .intervals import Intervals
 from .limit import Growth, headroom
 from .profile import Pairing, ProfilerTrace, read_trace
-from .segments import STOP_REQUEST, present_bytes, segment_name
+from .segments import REFRESH_REQUEST, STOP_REQUEST, present_bytes, segment_name
 
 Read = TypeVar("Read", ProfilerTrace, VerboseLog)  # what a reader gives back
 POLL_S = 0.1  # the directory and a segment's end are looked at this often (a segment holds seconds of data)
@@ -49,6 +53,8 @@ HEADROOM_TIMES = 2  # the reader begins before twice the limits' headroom is lef
 MEMORY = "FLAMEGRAPH_MXNET_MEMORY"  # BYTES: the readers' budget (default: --max-spool's SIZE, the hook's budget)
 SPAN_BYTES = 30  # a span in memory (intervals.py's arrays, sealed; measured: bench/mxnet_segments.py --held)
 EXECUTION_BYTES = 32  # a primitive execution in memory (likewise)
+CATCH_UP_S = 30.0  # a reader that has not read all there is after this long is left to read (no join then)
+REFRESH_S = 3.0  # the hooked process writes its sidecar within its watcher's second (inprocess.Session.refresh)
 
 
 def memory_budget(default: int | None) -> int | None:
@@ -91,6 +97,11 @@ class SegmentStream(io.RawIOBase):
         self.number = 1
         self.fd: int | None = None
         self.bytes = 0  # read so far
+        # A running join (running.py) asks for everything written so far (`catch_up`: asked): the stream reads
+        # regardless of `due` and, once it has read all there is, answers and rests (its reader's parse at rest
+        # too) until let go (released).
+        self.turn = threading.Condition()
+        self.asked = self.answered = self.released = 0
         self.during = 0  # of those, read before the run ended
         self.segments = 0  # read to their end and deleted
 
@@ -102,7 +113,7 @@ class SegmentStream(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while True:
-            if not self.ended.is_set() and not self.due():
+            if not self.ended.is_set() and self.asked == self.released and not self.due():
                 self.ended.wait(POLL_S)
                 continue
             if self.fd is None:
@@ -111,7 +122,7 @@ class SegmentStream(io.RawIOBase):
                 except FileNotFoundError:
                     if self.ended.is_set():
                         return 0
-                    self.ended.wait(POLL_S)
+                    self._rest()
                     continue
             count = self._read(buffer)
             if count:
@@ -125,7 +136,37 @@ class SegmentStream(io.RawIOBase):
                 if ended and not os.path.exists(self._path(self.number)):
                     return 0
                 continue
-            self.ended.wait(POLL_S)
+            self._rest()
+
+    def _rest(self) -> None:
+        """Nothing more written yet: wait a poll; asked to catch up, answer and wait until let go."""
+        with self.turn:
+            if self.asked == self.released:
+                self.turn.wait(POLL_S)
+                return
+            self.answered = self.asked
+            self.turn.notify_all()
+            while self.released < self.answered:  # (even once the run has ended: the join holds what was read)
+                self.turn.wait(POLL_S)
+
+    def catch_up(self, timeout: float) -> bool:
+        """From another thread: everything written so far read, and the reading paused (until `let_go`, to be
+        called whatever this returns); False when the run ended first or the reading took over `timeout`."""
+        deadline = time.monotonic() + timeout
+        with self.turn:
+            self.asked += 1
+            mine = self.asked
+            self.turn.notify_all()
+            while self.answered < mine:
+                if self.ended.is_set() or time.monotonic() > deadline:
+                    return False
+                self.turn.wait(POLL_S)
+            return True
+
+    def let_go(self) -> None:
+        with self.turn:
+            self.released = self.asked
+            self.turn.notify_all()
 
     def _read(self, buffer: memoryview) -> int:
         assert self.fd is not None
@@ -165,6 +206,12 @@ class Reader:
         self.error: str | None = None
         self.thread = threading.Thread(target=self._run, name=f"mxnet-segments-{base}", daemon=True)
 
+    def spans(self) -> dict[int, Intervals]:
+        """The trace's spans so far by profiler thread (once its events have all been read, the trace's)."""
+        if isinstance(self.result, ProfilerTrace):
+            return {p: index.intervals for p, index in self.result.threads.items()}
+        return self.pairing.spans
+
     def held(self) -> int:
         if self.is_trace:
             return self.pairing.held() * SPAN_BYTES
@@ -174,8 +221,19 @@ class Reader:
         try:
             with io.BufferedReader(self.stream, 1 << 20) as stream:
                 self.result = read_trace(stream, self.pairing) if self.is_trace else parse_verbose(stream, self.log)
+                while stream.read(1 << 20):  # what follows the trace's events (its closing lines): read, deleted
+                    pass
         except (OSError, ValueError) as err:  # the directory removed under us (a stopped run): nothing to keep
             self.error = f"cannot read its segments: {err}"
+
+
+@dataclass
+class CaughtUp:
+    """What the paused readers hold (live: valid until `let_go`), by file name: each trace's spans so far (profiler
+    tid -> intervals, as profile.Pairing pairs them) and each verbose log's executions so far."""
+
+    spans: dict[str, dict[int, Intervals]]
+    logs: dict[str, VerboseLog]
 
 
 class SegmentReaders:
@@ -189,6 +247,7 @@ class SegmentReaders:
         self.ended = threading.Event()
         self.readers: dict[str, Reader] = {}  # base name -> its reader
         self.requested: tuple[int, int, float] | None = None  # (bytes held, budget, time.monotonic())
+        self.asked_at: float | None = None  # time.monotonic() a sidecar refresh was asked (`refreshed`)
         self._thread = threading.Thread(target=self._watch, name="mxnet-segments", daemon=True)
 
     def start(self) -> None:
@@ -241,6 +300,60 @@ class SegmentReaders:
 
     def _reader(self, path: str) -> Reader | None:
         return self.readers.get(os.path.basename(path))
+
+    def catch_up(self, timeout: float = CATCH_UP_S) -> CaughtUp | None:
+        """While the program runs: every file's segments read as far as written, its readers paused (until
+        `let_go`), what they hold so far; once the run has ended, what they read (the chunks still folding
+        then are joined as they go too). None while a reader reads the rest, or could not catch up (then
+        nothing is paused)."""
+        if self.ended.is_set():
+            return self._read(timeout)
+        readers = [r for r in list(self.readers.values()) if r.error is None and r.thread.is_alive()]
+        caught = all([r.stream.catch_up(timeout) for r in readers])  # (each asked, whatever the others answer)
+        if not caught or self.ended.is_set():
+            self.let_go()
+            return None
+        return CaughtUp(
+            {base: r.spans() for base, r in self.readers.items() if r.is_trace and r in readers},
+            {base: r.log for base, r in self.readers.items() if not r.is_trace and r in readers},
+        )
+
+    def _read(self, timeout: float) -> CaughtUp | None:
+        """After the run: what each reader read once it is done (the trace's spans by thread, the log)."""
+        readers = list(self.readers.values())
+        for reader in readers:
+            reader.thread.join(timeout)
+        if any(r.thread.is_alive() for r in readers):
+            return None
+        traces = {base: r.spans() for base, r in self.readers.items() if isinstance(r.result, ProfilerTrace)}
+        logs = {base: r.result for base, r in self.readers.items() if isinstance(r.result, VerboseLog)}
+        return CaughtUp(traces, logs)
+
+    def refreshed(self) -> bool:
+        """Whether the hooked process has written a clock reading and its thread map in its sidecar since asked
+        (inprocess.Session.refresh: within its watcher's second), asking when not asked yet; True too once it
+        has not answered for REFRESH_S (it has ended, or its watcher has stopped: its sidecar as it is)."""
+        request = os.path.join(self.directory, REFRESH_REQUEST)
+        if self.ended.is_set():
+            return True  # (the run is over: its sidecar is final)
+        if self.asked_at is None:
+            try:
+                os.close(create_file(self.directory, REFRESH_REQUEST))
+            except FileExistsError:
+                pass  # (left by an ask not answered)
+            except OSError:
+                return True
+            self.asked_at = time.monotonic()
+            return False
+        if os.path.exists(request) and time.monotonic() - self.asked_at < REFRESH_S:
+            return False
+        self.asked_at = None
+        return True
+
+    def let_go(self) -> None:
+        """The readers go on as before `catch_up`."""
+        for reader in list(self.readers.values()):
+            reader.stream.let_go()
 
     def trace(self, path: str) -> ProfilerTrace | None:
         """The trace of `path`'s segments (problems included), or None when none were read."""

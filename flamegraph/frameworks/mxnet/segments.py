@@ -21,6 +21,7 @@ SEGMENTS = "FLAMEGRAPH_MXNET_SEGMENTS"  # "TRACE_BYTES,LOG_BYTES"; "0": one file
 PER_CAP = 8  # segments of a cap: the reader is at most a few seconds behind, the disk never holds more than the cap
 DIGITS = 6
 STOP_REQUEST = "stop-instruments"  # its presence is the request (the program may not read our files)
+REFRESH_REQUEST = "refresh-sidecar"  # likewise: a clock reading and the thread map in the sidecar, then removed
 
 
 def segment_name(base: str, number: int) -> str:

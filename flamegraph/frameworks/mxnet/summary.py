@@ -9,11 +9,14 @@ switches, the on-CPU part of that time. Agreement compares the first with the la
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .clock import Alignment, check_shift, clock_problems
+from .intervals import Intervals
 from .join import OP_ENGINE_BULK, Joiner, op_frame
+from .switches import OffCpu
 
 AGREEMENT_ABOVE = 5.0  # the goal compares operators above 5 % of either measure
 HEADER_ROWS = 12  # rows of each table in the SVG header
@@ -112,24 +115,44 @@ def summarize(joiner: Joiner) -> JoinSummary:
     return summary
 
 
+Timed = dict[str, list[float]]  # frame -> [calls, wall-clock µs, on-CPU µs (NaN: no switches)] of one thread's spans
+
+
 def operator_times(joiner: Joiner, first: float, last: float) -> dict[str, tuple[int, float, float | None]]:
-    """frame -> (calls, wall-clock µs, on-CPU µs or None) of the mapped threads' spans in [first, last]."""
+    """frame -> (calls, wall-clock µs, on-CPU µs or None) of the mapped threads' spans in [first, last]; a
+    thread's first spans as timed while the run went (`Joiner.spans_timed`: running.py), then the rest."""
     timed: dict[str, tuple[int, float, float | None]] = {}
     for tid, profiler_tid in joiner.threads.by_tid.items():
         index = joiner.trace.threads.get(profiler_tid)
         if index is None:
             continue
         off = joiner.off_cpu.get(tid) if joiner.off_cpu else None
-        for span_start, span_end, name in index.intervals:
-            start, end = max(span_start, first), min(span_end, last)
-            if end < start:
-                continue
-            frame = op_frame(name)
-            calls, time, on = timed.get(frame, (0, 0.0, 0.0 if joiner.off_cpu else None))
-            if on is not None:
-                on += (end - start) - (off.off_between(start, end) if off is not None else 0.0)
-            timed[frame] = (calls + 1, time + end - start, on)
+        done, sums = 0, {}
+        if (before := joiner.spans_timed.get(tid)) is not None and before[0] == profiler_tid:
+            done, sums = before[1], {frame: list(values) for frame, values in before[2].items()}
+        time_spans(index.intervals, done, len(index.intervals), off, bool(joiner.off_cpu), first, last, sums)
+        for frame, (calls, time, on) in sums.items():
+            was_calls, was_time, was_on = timed.get(frame, (0, 0.0, 0.0 if joiner.off_cpu else None))
+            timed[frame] = (was_calls + int(calls), was_time + time, None if was_on is None else was_on + on)
     return timed
+
+
+def time_spans(
+    intervals: Intervals, begin: int, stop: int, off: OffCpu | None, switches: bool, first: float, last: float,
+    sums: Timed,
+) -> None:
+    """One thread's spans at positions [begin, stop), clipped to [first, last], added to `sums` in order (the
+    same figures when continued later from where it stopped)."""
+    for i in range(begin, stop):
+        span_start, span_end, name = intervals.triple(i)
+        start, end = max(span_start, first), min(span_end, last)
+        if end < start:
+            continue
+        values = sums.setdefault(op_frame(name), [0, 0.0, 0.0 if switches else math.nan])
+        values[0] += 1
+        values[1] += end - start
+        if switches:
+            values[2] += (end - start) - (off.off_between(start, end) if off is not None else 0.0)
 
 
 def is_unnamed(frame: str) -> bool:

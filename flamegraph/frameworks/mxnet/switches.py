@@ -18,35 +18,28 @@ from collections.abc import Iterable
 
 
 class OffCpu:
-    """One thread's off-CPU intervals (µs of CLOCK_REALTIME), sorted and disjoint, with prefix sums."""
+    """One thread's off-CPU intervals (µs of CLOCK_REALTIME), sorted and disjoint."""
 
     def __init__(self, intervals: Iterable[tuple[float, float]]) -> None:
         self.starts: list[float] = []
         self.ends: list[float] = []
-        self.before: list[float] = [0.0]  # before[i]: off-CPU time of intervals[0..i-1]
         for start, end in sorted(intervals):
             if end <= start:
                 continue
             if self.ends and start <= self.ends[-1]:
-                if end > self.ends[-1]:
-                    self.before[-1] += end - self.ends[-1]
-                    self.ends[-1] = end
+                self.ends[-1] = max(self.ends[-1], end)
                 continue
             self.starts.append(start)
             self.ends.append(end)
-            self.before.append(self.before[-1] + end - start)
 
     def off_between(self, start: float, end: float) -> float:
-        """Off-CPU microseconds inside [start, end]."""
+        """Off-CPU microseconds inside [start, end], summed from the intervals there alone (the same figure
+        whatever intervals before them were dropped: running.py keeps only those still needed)."""
         if end <= start or not self.starts:
             return 0.0
-        first = bisect_right(self.ends, start)  # intervals ending after start
-        last = bisect_left(self.starts, end)  # intervals starting before end
-        if first >= last:
-            return 0.0
-        total = self.before[last] - self.before[first]
-        total -= max(0.0, start - self.starts[first])  # cut the first at start
-        total -= max(0.0, self.ends[last - 1] - end)  # and the last at end
+        total = 0.0
+        for i in range(bisect_right(self.ends, start), bisect_left(self.starts, end)):
+            total += min(self.ends[i], end) - max(self.starts[i], start)
         return max(total, 0.0)
 
 
