@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.mxnet_replay import prepare_sidecar, replay  # noqa: E402
 
-from flamegraph.frameworks.mxnet.deferred import SAMPLE_BYTES, SWITCH_BYTES  # noqa: E402
+from flamegraph.frameworks.mxnet.sample_log import SAMPLE_BYTES, SWITCH_BYTES  # noqa: E402
 
 
 def main() -> None:

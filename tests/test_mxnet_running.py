@@ -20,11 +20,11 @@ import pytest
 from helpers.mlp import THREE_EPOCHS as MLP
 from helpers.mxnet_replay import prepare_sidecar, replay
 
-from flamegraph.frameworks.mxnet import deferred, running
+from flamegraph.frameworks.mxnet import running, sample_log
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
-from flamegraph.frameworks.mxnet.deferred import SampleLog
 from flamegraph.frameworks.mxnet.join import Thinned
 from flamegraph.frameworks.mxnet.running import join_budget
+from flamegraph.frameworks.mxnet.sample_log import SampleLog
 from flamegraph.frameworks.mxnet.segment_reader import SegmentStream
 from flamegraph.frameworks.mxnet.summary import summarize, summary_lines
 
@@ -148,7 +148,7 @@ def test_joined_as_the_run_goes_is_the_deferred_whole_join(recorded: Path, tmp_p
     assert going.counts == whole.counts and any("[op] FullyConnected" in stack for stack in going.counts)
     total = sum(going.counts.values())
     assert join.running.joins >= 3 and join.running.samples >= total // 2, (join.running.joins, join.running.samples)
-    whole_bytes = total * deferred.SAMPLE_BYTES + at_end.log.switch_count * deferred.SWITCH_BYTES
+    whole_bytes = total * sample_log.SAMPLE_BYTES + at_end.log.switch_count * sample_log.SWITCH_BYTES
     assert join.log.peak < whole_bytes // 2  # never the whole run held
     assert join.log.switch_count < at_end.log.switch_count // 2  # the switches of spans timed already dropped
     assert join.running.spans_timed and all(done > 0 for _, done, _ in join.running.spans_timed.values())

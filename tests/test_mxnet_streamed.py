@@ -20,9 +20,9 @@ from helpers.mlp import THREE_EPOCHS as MLP
 from flamegraph.folding.grammar import HEADER_OURS
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.folding.perf_blocks import fold_blocks, iter_blocks
-from flamegraph.frameworks.mxnet.deferred import SampleLog
 from flamegraph.frameworks.mxnet.hook import load_process, parse_evidence, read_sidecars
 from flamegraph.frameworks.mxnet.join import Joiner
+from flamegraph.frameworks.mxnet.sample_log import SampleLog
 from flamegraph.frameworks.mxnet.summary import summarize, summary_lines
 from flamegraph.frameworks.mxnet.switches import off_cpu_intervals
 from flamegraph.frameworks.mxnet.threads import learn_thread_map

@@ -16,12 +16,13 @@ from typing import Any
 from flamegraph.folding.grammar import HEADER_OURS
 from flamegraph.folding.perf import FoldOptions, PerfCollapser
 from flamegraph.frameworks.mxnet.clock import Alignment, ClockReading
-from flamegraph.frameworks.mxnet.deferred import DeferredJoin, SampleLog
+from flamegraph.frameworks.mxnet.deferred import DeferredJoin
 from flamegraph.frameworks.mxnet.dnnl import parse_verbose
 from flamegraph.frameworks.mxnet.events import iter_events
 from flamegraph.frameworks.mxnet.hook import MxnetHook
 from flamegraph.frameworks.mxnet.profile import Pairing
 from flamegraph.frameworks.mxnet.running import RunningJoin
+from flamegraph.frameworks.mxnet.sample_log import SampleLog
 from flamegraph.frameworks.mxnet.segment_reader import CaughtUp
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile

@@ -1,7 +1,7 @@
 """`record --mxnet` streamed: the kept samples that the trace and the log already cover, joined while the run
 goes, so that what is held is bounded by the distinct stacks and the last seconds, not by the run's length.
 
-Called when the kept samples pass their budget (deferred.SampleLog.watch), never before: a run that fits is
+Called when the kept samples pass their budget (sample_log.SampleLog.watch), never before: a run that fits is
 read and joined only at its end, as before. Then the segments' readers catch up with what the instruments
 have written and pause (segment_reader.SegmentReaders.catch_up), the sidecar is read as the process last
 wrote it (inprocess.Session.refresh: the clocks and the thread map as of its latest clock reading), and every
@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .clock import Alignment, ClockReading
-from .deferred import EXECUTES, PRIMITIVE, SampleLog, folded_key
 from .dnnl import VerboseLog
 from .hook import capped_at, middle_readings, read_sidecars, recorded_map
 from .inprocess import DUMP_PERIOD_S
 from .join import Found, Joiner, Thinned
 from .profile import ProfilerTrace, SpanIndex
+from .sample_log import EXECUTES, PRIMITIVE, SampleLog, folded_key
 from .segment_reader import CaughtUp
 from .summary import Timed, time_spans
 from .switches import off_cpu_intervals
