@@ -97,3 +97,69 @@ def test_offcpu_writes_waits_in_microseconds_and_their_timeline(tmp_path: Path) 
     sleeps = [e for e in json.loads(trace.read_bytes())["traceEvents"] if e["ph"] == "X" and e["name"] == "[S]"]
     long_ones = [e for e in sleeps if 45_000 <= e["dur"] <= 80_000]  # the six 50 ms sleeps
     assert len(long_ones) >= 5 and {e["cat"] for e in sleeps} == {"off-cpu"}
+
+
+SPIN_C = """
+#include <time.h>
+#ifndef SECONDS
+#define SECONDS 1
+#endif
+static double spin(double x) { for (int i = 0; i < 2000000; i++) x = x * 1.0000001 + 1e-9; return x; }
+int main(void) {
+    struct timespec t0, t; double x = 1; clock_gettime(CLOCK_MONOTONIC, &t0);
+    do { x = spin(x); clock_gettime(CLOCK_MONOTONIC, &t); } while (t.tv_sec - t0.tv_sec < SECONDS);
+    return x < 0;
+}
+"""
+
+
+def test_a_program_whose_name_is_not_utf8_gets_every_output(tmp_path: Path) -> None:
+    """b-3: the program `a<b>&"q'` + byte 0xff: every file is written and valid UTF-8 (the byte as `\\xff`)."""
+    from helpers.programs import compile_c, need_perf
+
+    need_perf()
+    built = compile_c(tmp_path, "spin", SPIN_C, "-fno-omit-frame-pointer")
+    odd = tmp_path / ("a<b>&\"q'" + "\udcff")  # the byte 0xff, as Python holds a file name that is not UTF-8
+    built.rename(odd)
+    out = {name: tmp_path / name for name in ("o.speedscope.json", "o.pb.gz", "o.trace.json", "o.folded", "o.svg")}
+    done = run_cli("record", "-o", str(out["o.svg"]), "--folded", str(out["o.folded"]),
+                   "--speedscope", str(out["o.speedscope.json"]), "--pprof", str(out["o.pb.gz"]),
+                   "--chrome-trace", str(out["o.trace.json"]), "--", str(odd))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    folded = load(out["o.folded"])
+    assert all(stack.startswith("a<b>&\"q'\udcff;") for stack in folded.counts)  # the comm, byte for byte
+    for name in ("o.speedscope.json", "o.trace.json", "o.folded.json"):
+        json.loads((tmp_path / name).read_bytes().decode("utf-8"))  # strict UTF-8: no raw 0xff, no surrogate
+    speedscope = json.loads(out["o.speedscope.json"].read_bytes())
+    frames = [import_name(f["name"]) for f in speedscope["shared"]["frames"]]
+    assert "a<b>&\"q'\udcff" in frames  # the root frame, read back exact
+    assert "a<b>&\"q'\\xff" in speedscope["profiles"][0]["name"]  # the command, as the SVG shows it
+    trace = json.loads(out["o.trace.json"].read_bytes())
+    assert "a<b>&\"q'\\xff" in {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    assert gzip.decompress(out["o.pb.gz"].read_bytes())
+    svg = out["o.svg"].read_bytes().decode("utf-8")
+    assert "a&lt;b&gt;&amp;&#34;q&#39;\\xff" in svg
+
+
+def test_intervals_and_the_trend_page_of_such_a_program_are_utf8(tmp_path: Path) -> None:
+    """b-3: `record --every` of the same program: interval SVGs, their capture facts and the trend page."""
+    import xml.dom.minidom
+
+    from helpers.programs import compile_c, need_perf
+
+    need_perf()
+    built = compile_c(tmp_path, "spin", SPIN_C, "-fno-omit-frame-pointer", "-DSECONDS=3")
+    odd = tmp_path / ("odd" + "\udcff")
+    built.rename(odd)
+    done = run_cli("record", "--every", "1", "-o", str(tmp_path / "r.svg"), "--", str(odd))
+    assert done.returncode == 0, done.stderr
+    intervals = sorted(tmp_path.glob("r-[0-9][0-9][0-9].svg"))
+    assert intervals and (tmp_path / "r-trend.svg").is_file(), done.stderr
+    for page in [*intervals, tmp_path / "r-trend.svg"]:
+        xml.dom.minidom.parseString(page.read_bytes().decode("utf-8"))
+    assert "odd\\xff" in (tmp_path / "r-trend.svg").read_text()  # the program's name as the graph shows it
+    facts = list(tmp_path.glob("r-[0-9][0-9][0-9].folded.json"))
+    assert facts
+    for path in facts:
+        json.loads(path.read_bytes().decode("utf-8"))
