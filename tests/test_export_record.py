@@ -137,7 +137,12 @@ def test_a_program_whose_name_is_not_utf8_gets_every_output(tmp_path: Path) -> N
     assert "a<b>&\"q'\\xff" in speedscope["profiles"][0]["name"]  # the command, as the SVG shows it
     trace = json.loads(out["o.trace.json"].read_bytes())
     assert "a<b>&\"q'\\xff" in {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
-    assert gzip.decompress(out["o.pb.gz"].read_bytes())
+    from flamegraph.export.pprof_schema import message_classes
+
+    pprof = message_classes()["Profile"]()
+    pprof.ParseFromString(gzip.decompress(out["o.pb.gz"].read_bytes()))
+    # a-F11: mapping 1 (what `go tool pprof` calls "File:") is the program, not a library of it
+    assert pprof.string_table[pprof.mapping[0].filename] == "a<b>&\"q'\\xff"
     svg = out["o.svg"].read_bytes().decode("utf-8")
     assert "a&lt;b&gt;&amp;&#34;q&#39;\\xff" in svg
 
