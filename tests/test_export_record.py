@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -168,3 +169,23 @@ def test_intervals_and_the_trend_page_of_such_a_program_are_utf8(tmp_path: Path)
     assert facts
     for path in facts:
         json.loads(path.read_bytes().decode("utf-8"))
+
+
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_speedscope_help_says_when_there_is_a_profile_per_thread(command: str) -> None:
+    """a-F12: `record --speedscope` gave one profile for a two-thread program while its help said "per thread"."""
+    done = subprocess.run([sys.executable, "-m", "flamegraph", command, "--help"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, timeout=60)  # fmt: skip
+    said = " ".join(done.stdout.split("--speedscope", 1)[1].split("--pprof", 1)[0].split())
+    expected = {"record": "(one profile; one per thread: --threads)",
+                "offcpu": "(µs; one profile per thread while every root is a thread, else one)"}  # fmt: skip
+    assert said.endswith(expected[command]), said
+
+
+def test_record_speedscope_is_one_profile_without_threads(tmp_path: Path) -> None:
+    """What the help says: two threads, no --threads: one profile, named after the recording."""
+    out = tmp_path / "r.speedscope.json"
+    done = run_cli("record", "--no-svg", "--speedscope", str(out), "--", sys.executable, "-c", TWO_THREADS)
+    assert done.returncode == 0, done.stderr
+    profiles = json.loads(out.read_bytes())["profiles"]
+    assert len(profiles) == 1 and "cpu-clock, samples" in profiles[0]["name"]
