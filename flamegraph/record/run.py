@@ -168,6 +168,10 @@ def record(
     vdso_before = vdso_copies()
     previous = _identity(output)  # perf renames an old file away: a new one means perf has begun
     proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None, spec.stdout_ours)
+    # The command's stdout is ours (our stderr with -o -) unless relayed (on_output): in our terminal, the
+    # progress stays out of it.
+    command_out = STDERR_FD if spec.stdout_ours else 1
+    status.command_shares_terminal(bool(spec.command) and not on_output and status.shares_with(command_out))
     warnings = PerfWarnings()
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
@@ -193,6 +197,7 @@ def record(
         for relay in (err, out):
             if relay is not None:
                 relay.join()  # the group's end closed its end of the pipes
+        status.command_shares_terminal(False)  # the command has ended: folding's progress is drawn again
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not (output.is_file() or spool is not None):

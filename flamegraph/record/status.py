@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import threading
 import time
@@ -10,6 +12,10 @@ from typing import IO
 
 class Status:
     """One progress line on stderr: redrawn in place on a terminal, a plain line every 10 s otherwise.
+
+    While a command we launched writes its output straight into that terminal (its stdout is ours), no
+    progress is drawn: the line would end up glued to the program's own lines ("...Ctrl-C stopsline8"),
+    and its output, which we do not see, cannot be redrawn around (`command_shares_terminal`).
 
     Writing is best effort: once the terminal is gone (SIGHUP, then EIO on every write) the lines are
     dropped, so that stopping perf and drawing the graph go on without it."""
@@ -23,6 +29,7 @@ class Status:
         self._shown = False
         self._last = -every
         self._gone: set[int] = set()  # ids of the sinks that failed
+        self._shared = False  # a launched command writes into our terminal: no progress drawn
 
     def put(self, sink: IO[bytes], data: bytes | list[bytes]) -> None:
         """Write and flush `data` to `sink` (ours or the relayed program's), unless it has failed."""
@@ -37,9 +44,28 @@ class Status:
         except OSError:
             self._gone.add(id(sink))
 
+    def command_shares_terminal(self, shared: bool) -> None:
+        """From now on a launched command writes into our terminal (True), or no longer does (False)."""
+        with self.lock:
+            self.clear()
+            self._shared = shared and self.tty
+
+    def shares_with(self, fd: int) -> bool:
+        """Whether `fd` (the stdout a launched command inherits) is the terminal our progress is drawn on."""
+        if not self.tty:
+            return False
+        try:
+            ours = os.fstat(self.sink.fileno())
+            theirs = os.fstat(fd)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return False
+        return os.isatty(fd) and (theirs.st_rdev, theirs.st_dev) == (ours.st_rdev, ours.st_dev)
+
     def show(self, text: str) -> None:
         with self.lock:
             now = time.monotonic()
+            if self._shared:
+                return
             if self.tty:
                 self.put(self.sink, b"\r\x1b[K" + text.encode())
                 self._shown = True
