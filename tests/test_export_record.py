@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -122,16 +123,20 @@ def test_a_program_whose_name_is_not_utf8_gets_every_output(tmp_path: Path) -> N
     built = compile_c(tmp_path, "spin", SPIN_C, "-fno-omit-frame-pointer")
     odd = tmp_path / ("a<b>&\"q'" + "\udcff")  # the byte 0xff, as Python holds a file name that is not UTF-8
     built.rename(odd)
-    out = {name: tmp_path / name for name in ("o.speedscope.json", "o.pb.gz", "o.trace.json", "o.folded", "o.svg")}
-    done = run_cli("record", "-o", str(out["o.svg"]), "--folded", str(out["o.folded"]),
+    names = ("o.speedscope.json", "o.pb.gz", "o.trace.json", "o.folded", "o.svg", "o.png")
+    out = {name: tmp_path / name.replace("o.", "o\udcff.", 1) for name in names}  # the outputs' names too
+    png = ["--png", str(out["o.png"])] if importlib.util.find_spec("cairosvg") else []
+    done = run_cli("record", "-o", str(out["o.svg"]), "--folded", str(out["o.folded"]), *png,
                    "--speedscope", str(out["o.speedscope.json"]), "--pprof", str(out["o.pb.gz"]),
                    "--chrome-trace", str(out["o.trace.json"]), "--", str(odd))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+    for name in names[: 6 if png else 5]:  # each said as the SVG shows such a byte
+        assert f"wrote {tmp_path}/{name.replace('o.', 'o' + chr(92) + 'xff.', 1)}" in done.stderr, done.stderr
     folded = load(out["o.folded"])
     assert all(stack.startswith("a<b>&\"q'\udcff;") for stack in folded.counts)  # the comm, byte for byte
-    for name in ("o.speedscope.json", "o.trace.json", "o.folded.json"):
-        json.loads((tmp_path / name).read_bytes().decode("utf-8"))  # strict UTF-8: no raw 0xff, no surrogate
+    for path in (out["o.speedscope.json"], out["o.trace.json"], Path(f"{out['o.folded']}.json")):
+        json.loads(path.read_bytes().decode("utf-8"))  # strict UTF-8: no raw 0xff, no surrogate
     speedscope = json.loads(out["o.speedscope.json"].read_bytes())
     frames = [import_name(f["name"]) for f in speedscope["shared"]["frames"]]
     assert "a<b>&\"q'\udcff" in frames  # the root frame, read back exact

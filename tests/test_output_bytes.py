@@ -11,6 +11,7 @@ import gzip
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -146,3 +147,20 @@ def test_png_of_a_graph_with_raw_bytes() -> None:
 
     profile = FoldedProfile({"a<b>&\"q'\udcff;main\udcfe": 5}, metadata={"command": "./a\udcff"})
     assert render_png(render_svg(profile, RenderOptions(title="a\udcff"))).startswith(b"\x89PNG")
+
+
+def test_our_lines_on_the_terminal_show_such_a_byte_as_the_svg_does(tmp_path: Path) -> None:
+    """`record -o $'o\\xff.svg'` raised UnicodeEncodeError at its "wrote ..." line; an error line said `\\udcff`."""
+    import io
+    import subprocess
+    import sys
+
+    from flamegraph.record.status import Status
+
+    sink = io.BytesIO()
+    Status(sink=sink, out_sink=io.BytesIO()).note("wrote o\udcff.svg")
+    assert sink.getvalue() == b"wrote o\\xff.svg\n"
+    missing = tmp_path / "nx\udcff.folded"
+    done = subprocess.run([sys.executable, "-m", "flamegraph", "render", str(missing), "-o", "/dev/null"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.stderr == f"flamegraph: {tmp_path}/nx\\xff.folded: no such file\n".encode(), done.stderr

@@ -9,6 +9,8 @@ import threading
 import time
 from typing import IO
 
+from ..io.diagnostics import terminal_text
+
 
 class Status:
     """One progress line on stderr: redrawn in place on a terminal, a plain line every 10 s otherwise.
@@ -67,10 +69,10 @@ class Status:
             if self._shared:
                 return
             if self.tty:
-                self.put(self.sink, b"\r\x1b[K" + text.encode())
+                self.put(self.sink, b"\r\x1b[K" + terminal_text(text).encode())
                 self._shown = True
             elif now - self._last >= self.every:
-                self.put(self.sink, text.encode() + b"\n")
+                self.put(self.sink, terminal_text(text).encode() + b"\n")
                 self._last = now
 
     def clear(self) -> None:
@@ -82,4 +84,4 @@ class Status:
     def note(self, text: str) -> None:
         with self.lock:
             self.clear()
-            self.put(self.sink, text.encode() + b"\n")
+            self.put(self.sink, terminal_text(text).encode() + b"\n")
