@@ -164,3 +164,8 @@ def test_our_lines_on_the_terminal_show_such_a_byte_as_the_svg_does(tmp_path: Pa
     done = subprocess.run([sys.executable, "-m", "flamegraph", "render", str(missing), "-o", "/dev/null"],
                           capture_output=True, timeout=60)  # fmt: skip
     assert done.stderr == f"flamegraph: {tmp_path}/nx\\xff.folded: no such file\n".encode(), done.stderr
+    bad = tmp_path / "bad\udcff.folded"
+    bad.write_bytes(b"a;b x\n")
+    done = subprocess.run([sys.executable, "-m", "flamegraph", "render", str(bad), "-o", "/dev/null"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.stderr.startswith(f"{tmp_path}/bad\\xff.folded:1: bad-count:".encode()), done.stderr

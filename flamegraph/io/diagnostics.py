@@ -278,4 +278,4 @@ class Diagnostics:
 
     def _emit(self, message: str) -> None:
         if self.echo:
-            print(message, file=self.stream if self.stream is not None else sys.stderr)
+            print(terminal_text(message), file=self.stream if self.stream is not None else sys.stderr)
