@@ -612,3 +612,17 @@ def test_the_progress_line_is_drawn_when_the_command_writes_elsewhere(tmp_path: 
         shown = drain(master, proc)
     assert b"\r\x1b[Krecording" in shown and b"Ctrl-C stops" in shown, shown
     assert log.read_text().split() == [f"line{i}" for i in range(40)]
+
+
+def test_no_progress_line_glued_to_an_attached_process_that_writes_to_our_terminal(tmp_path: Path) -> None:
+    """The same with --pid: a process started from this terminal writes into it while we record it."""
+    import re
+    import shlex
+
+    loop = shlex.join(PRINTS)
+    record = shlex.join([*FLAMEGRAPH, "record", "--duration", "1.5", "-o", str(tmp_path / "t.svg"), "--pid"])
+    proc, master = spawn_on_pty(["/bin/sh", "-c", f"{loop} & {record} $!; wait"])
+    shown = drain(master, proc)
+    assert shown.count(b"line") >= 40 and b"recorded" in shown, shown
+    assert re.search(rb"[^\n]line\d", shown) is None, shown
+    assert b"s left" not in shown  # the in-place line (", 1 s left" with --duration) was not drawn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 import threading
 import time
@@ -52,16 +53,17 @@ class Status:
             self.clear()
             self._shared = shared and self.tty
 
-    def shares_with(self, fd: int) -> bool:
-        """Whether `fd` (the stdout a launched command inherits) is the terminal our progress is drawn on."""
+    def shares_with(self, output: int | str) -> bool:
+        """Whether `output` (the stdout a launched command inherits: 1; an attached process's:
+        /proc/PID/fd/1) is the terminal our progress is drawn on."""
         if not self.tty:
             return False
         try:
             ours = os.fstat(self.sink.fileno())
-            theirs = os.fstat(fd)
+            theirs = os.fstat(output) if isinstance(output, int) else os.stat(output)
         except (OSError, ValueError, io.UnsupportedOperation):
             return False
-        return os.isatty(fd) and (theirs.st_rdev, theirs.st_dev) == (ours.st_rdev, ours.st_dev)
+        return stat.S_ISCHR(theirs.st_mode) and theirs.st_rdev == ours.st_rdev
 
     def show(self, text: str) -> None:
         with self.lock:
