@@ -200,7 +200,8 @@ def record(
         for relay in (err, out):
             if relay is not None:
                 relay.join()  # the group's end closed its end of the pipes
-        status.command_shares_terminal(False)  # the command has ended: folding's progress is drawn again
+        if spec.command:  # it has ended: folding's progress is drawn again (an attached process writes on)
+            status.command_shares_terminal(False)
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not (output.is_file() or spool is not None):

@@ -16,9 +16,10 @@ from ..io.diagnostics import terminal_text
 class Status:
     """One progress line on stderr: redrawn in place on a terminal, a plain line every 10 s otherwise.
 
-    While a command we launched writes its output straight into that terminal (its stdout is ours), no
-    progress is drawn: the line would end up glued to the program's own lines ("...Ctrl-C stopsline8"),
-    and its output, which we do not see, cannot be redrawn around (`command_shares_terminal`).
+    While a command we launched writes its output straight into that terminal (its stdout is ours), the
+    line is not redrawn in place: it would end up glued to the program's own lines ("...Ctrl-C
+    stopsline8"), and that output, which we do not see, cannot be redrawn around. The first progress is
+    then one whole line (perf has begun, Ctrl-C stops), and no more (`command_shares_terminal`).
 
     Writing is best effort: once the terminal is gone (SIGHUP, then EIO on every write) the lines are
     dropped, so that stopping perf and drawing the graph go on without it."""
@@ -32,7 +33,8 @@ class Status:
         self._shown = False
         self._last = -every
         self._gone: set[int] = set()  # ids of the sinks that failed
-        self._shared = False  # a launched command writes into our terminal: no progress drawn
+        self._shared = False  # a launched command writes into our terminal: no progress drawn in place
+        self._said = False  # ... but its first progress said as one whole line
 
     def put(self, sink: IO[bytes], data: bytes | list[bytes]) -> None:
         """Write and flush `data` to `sink` (ours or the relayed program's), unless it has failed."""
@@ -52,6 +54,7 @@ class Status:
         with self.lock:
             self.clear()
             self._shared = shared and self.tty
+            self._said = False
 
     def shares_with(self, output: int | str) -> bool:
         """Whether `output` (the stdout a launched command inherits: 1; an attached process's:
@@ -69,6 +72,9 @@ class Status:
         with self.lock:
             now = time.monotonic()
             if self._shared:
+                if not self._said:
+                    self.put(self.sink, terminal_text(text).encode() + b"\n")
+                    self._said = True
                 return
             if self.tty:
                 self.put(self.sink, b"\r\x1b[K" + terminal_text(text).encode())
