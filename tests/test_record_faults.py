@@ -232,9 +232,10 @@ def test_a_full_disk_is_refused_before_recording(tmp_path: Path, small_disk: Pat
 
 
 def test_a_small_folded_file_still_fits_where_a_graph_would_not(tmp_path: Path, small_disk: Path) -> None:
-    fill(small_disk, 12 * 1024)
+    fill(small_disk, 40 * 1024)  # less than the smallest graph; the folded stacks and their facts fit
     folded = small_disk / "x.folded"
-    run = Run(tmp_path, ["record", "--no-svg", "--folded", str(folded), "--duration", "0.5", "--", *SPIN], whole=False)
+    work = ["/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"]  # CPU time: sampled under load too
+    run = Run(tmp_path, ["record", "--no-svg", "--folded", str(folded), "--", *work], whole=False)
     run.finish(EXIT_OK)
     assert folded.stat().st_size > 0
 
