@@ -628,3 +628,19 @@ def test_no_progress_line_glued_to_an_attached_process_that_writes_to_our_termin
     assert shown.count(b"line") >= 40 and b"recorded" in shown, shown
     assert re.search(rb"[^\n]line\d", shown) is None, shown
     assert shown.count(b"s left") <= 1 and b"\x1b[K" not in shown, shown  # (", 1 s left": --duration's line)
+
+
+def test_no_progress_line_glued_when_the_graph_takes_stdout(tmp_path: Path) -> None:
+    """`-o -`: the command's prints go to our stderr, the terminal the progress would be drawn on."""
+    import re
+
+    svg = tmp_path / "out.svg"
+    with open(svg, "wb") as out:
+        busy = PRINTS[-1].replace("sleep 0.05", "j=0; while [ $j -lt 3000 ]; do j=$((j+1)); done")  # samples
+        argv = [*FLAMEGRAPH, "record", "-o", "-", "--", "/bin/sh", "-c", busy]
+        proc, master = spawn_on_pty(argv, stdout=out.fileno())
+        shown = drain(master, proc)
+    assert shown.count(b"line") >= 40 and re.search(rb"[^\n]line\d", shown) is None, shown
+    assert b"\x1b[K" not in shown[: shown.rindex(b"line39")], shown
+    assert proc.returncode == EXIT_OK, shown
+    assert svg.read_bytes().startswith(b"<?xml") and b"line1" not in svg.read_bytes()
