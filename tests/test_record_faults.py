@@ -126,7 +126,7 @@ def left_behind(session: int) -> list[str]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
+                stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")  # any comm: 0xff too
             except OSError:
                 continue
             fields = stat.rpartition(")")[2].split()
