@@ -129,7 +129,8 @@ def test_pprof_types_period_mapping_labels_comments() -> None:
     assert sorted(names.values()) == ["gemm", "libmxnet.so+0x62333d0", "main", "python-1/2"]
     mapped = [loc for loc in message.location if loc.mapping_id]
     assert len(mapped) == 1 and mapped[0].address == 0x62333D0
-    assert strings[message.mapping[0].filename] == "libmxnet.so"
+    assert [strings[m.filename] for m in message.mapping] == ["python", "libmxnet.so"]  # the program first
+    assert mapped[0].mapping_id == 2
     stacks = {
         tuple(names[message.location[i - 1].line[0].function_id] for i in s.location_id): tuple(s.value)
         for s in message.sample
@@ -139,6 +140,39 @@ def test_pprof_types_period_mapping_labels_comments() -> None:
     assert all(strings[s.label[0].str] == "python-1/2" for s in message.sample)
     assert "frequency: 499 Hz" in [strings[c] for c in message.comment]
     assert message.time_nanos == int(datetime(2026, 11, 22, 3, 16, 17, tzinfo=UTC).timestamp()) * 10**9
+
+
+@pytest.mark.parametrize(
+    ("counts", "metadata", "first"),
+    [
+        ({"tmpl;main;libgcc_s.so.1+0x154a0": 1}, {"command": "./tmpl 20"}, "tmpl"),
+        ({"python-1/2;f": 1, "python-1/3;g": 1}, {"command": "pid 42: /usr/bin/python3 -m x"}, "python3"),
+        ({"python;f": 1}, {"command": "'./a b' 1", "program": "/opt/py/bin/python3.12"}, "python3.12"),
+        ({"w-1/2;f;libz.so+0x10": 1, "w-1/3;g": 1}, {}, "w"),  # one comm in every root
+        ({"sh;f": 1, "gzip;libz.so+0x10": 1}, {}, ""),  # several programs: none named, not libz.so
+    ],
+)
+def test_pprof_mapping_1_is_the_profiled_program(
+    counts: dict[str, float], metadata: dict[str, str], first: str
+) -> None:
+    """a-F11: `go tool pprof` names the profile after mapping 1 ("File: ..."): the program, never the
+    first library an [unknown] frame was grouped into."""
+    message = _decoded(render_pprof(FoldedProfile(counts, metadata=metadata)))
+    strings = list(message.string_table)
+    assert message.mapping[0].id == 1 and strings[message.mapping[0].filename] == first
+    assert "libz.so" not in [strings[m.filename] for m in message.mapping[:1]]
+
+
+def test_pprof_frames_of_the_program_itself_use_mapping_1() -> None:
+    profile = FoldedProfile({"prog;prog+0x10e0;libc.so.6+0x2": 1}, metadata={"command": "./prog"})
+    message = _decoded(render_pprof(profile))
+    strings = list(message.string_table)
+    mappings = [(m.id, strings[m.filename], m.memory_limit) for m in message.mapping]
+    assert mappings == [(1, "prog", 0x10E1), (2, "libc.so.6", 3)]
+
+
+def test_pprof_of_nothing_known_and_nothing_mapped_has_no_mapping() -> None:
+    assert len(_decoded(render_pprof(FoldedProfile({"a;b": 1, "c;d": 1}))).mapping) == 0
 
 
 def test_pprof_without_a_known_clock_rate_holds_samples_only() -> None:

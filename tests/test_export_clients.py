@@ -127,8 +127,10 @@ def test_go_tool_pprof_reads_cpu_time_mappings_and_off_cpu_microseconds(tmp_path
     (tmp_path / "c.pb.gz").write_bytes(render_pprof(profile))
     raw = clients.pprof("-raw", str(tmp_path / "c.pb.gz"))
     assert "PeriodType: cpu nanoseconds" in raw and "Period: 2000000" in raw
-    assert re.search(r"0x62333d0 M=1 libmxnet\.so\+0x62333d0 ", raw)
-    assert re.search(r"^1: 0x0/0x62333d1/0x0 libmxnet\.so ", raw, re.M)
+    assert re.search(r"0x62333d0 M=2 libmxnet\.so\+0x62333d0 ", raw)
+    assert re.search(r"^1: 0x0/0x0/0x0 py ", raw, re.M)  # the program first: pprof names the profile after it
+    assert re.search(r"^2: 0x0/0x62333d1/0x0 libmxnet\.so ", raw, re.M)
+    assert "File: py\n" in clients.pprof("-top", str(tmp_path / "c.pb.gz"))
     assert "6ms" in clients.pprof("-top", str(tmp_path / "c.pb.gz"))  # 3 samples at 500 Hz
     offcpu = fold_offcpu([str(OFFCPU_SAMPLE)])
     (tmp_path / "w.pb.gz").write_bytes(render_pprof(offcpu))

@@ -410,3 +410,14 @@ def test_an_output_on_a_device_or_beside_the_input_is_not_refused(folded: Path, 
         proc = run("render", str(folded), "-o", output)
         assert proc.returncode == 0, proc.stderr
     assert copy.read_bytes().startswith(b"<?xml")
+
+
+def test_the_room_a_graph_is_checked_for_is_less_than_the_smallest_graph() -> None:
+    """`record` refuses an SVG output whose file system has less room than SMALLEST_GRAPH (b-4): no graph
+    we draw may be smaller, or a disk with room for it would be refused."""
+    from flamegraph.io.writer import SMALLEST_GRAPH
+    from flamegraph.model import FoldedProfile
+    from flamegraph.render import RenderOptions, render_svg
+
+    smallest = render_svg(FoldedProfile({"a": 1}), RenderOptions(title=""))
+    assert SMALLEST_GRAPH <= len(smallest) < 2 * SMALLEST_GRAPH

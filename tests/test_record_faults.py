@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -125,7 +126,7 @@ def left_behind(session: int) -> list[str]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
+                stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")  # any comm: 0xff too
             except OSError:
                 continue
             fields = stat.rpartition(")")[2].split()
@@ -204,15 +205,63 @@ def test_disk_full_while_perf_records(tmp_path: Path, small_disk: Path, where: s
     assert kept.stat().st_size > 400_000  # what fitted
 
 
-@pytest.mark.serial  # a short --duration of a launched command: starved, it may record no sample at all
-def test_disk_full_while_writing_the_results(tmp_path: Path, small_disk: Path) -> None:
-    """Recording and folding went well; the SVG does not fit: one line, exit 4, the recording kept."""
-    (small_disk / "filler").write_bytes(bytes(500 * 1024))
+def fill(disk: Path, leave: int = 0) -> None:
+    """`disk` full but for `leave` bytes (a tmpfs counts whole 4 KiB pages)."""
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(bytes(free - leave))
+    assert os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize == leave
+
+
+@pytest.mark.parametrize(
+    ("output", "leave"), [("-o", 0), ("--folded", 0), ("-o", 12 * 1024)], ids=["svg", "folded", "svg-12k"]
+)
+def test_a_full_disk_is_refused_before_recording(tmp_path: Path, small_disk: Path, output: str, leave: int) -> None:
+    """b-4, a-F13: an output whose file system has no room (or, for a graph, less than the smallest graph
+    takes) is one line and exit 4 before the command runs, not after it ran to the end."""
+    fill(small_disk, leave)
+    ran = tmp_path / "ran"
+    target = small_disk / ("x.svg" if output == "-o" else "x.folded")
+    args = ["record", output, str(target), *(["--no-svg"] if output == "--folded" else [])]
+    run = Run(tmp_path, [*args, "--", "/bin/sh", "-c", f"touch {ran}"], whole=False)
+    error, stderr = run.finish(EXIT_NO_INPUT)
+    room = "no space left on its file system" if leave == 0 else "12,288 bytes free on its file system, less than"
+    assert error.startswith(f"flamegraph: {target}: cannot write: {room}"), error
+    assert error.endswith("(checked before recording)"), error
+    assert not ran.exists() and stderr.count("\n") == 1  # the one line: nothing recorded
+    assert list(run.tmp.iterdir()) == [] and sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
+def test_a_small_folded_file_still_fits_where_a_graph_would_not(tmp_path: Path, small_disk: Path) -> None:
+    fill(small_disk, 40 * 1024)  # less than the smallest graph; the folded stacks and their facts fit
+    folded = small_disk / "x.folded"
+    work = ["/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"]  # CPU time: sampled under load too
+    run = Run(tmp_path, ["record", "--no-svg", "--folded", str(folded), "--", *work], whole=False)
+    run.finish(EXIT_OK)
+    assert folded.stat().st_size > 0
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["streamed", "whole"])
+def test_disk_full_while_writing_the_results(tmp_path: Path, small_disk: Path, whole: bool) -> None:
+    """The disk fills while the command runs (the command fills it); the SVG does not fit at the end: one
+    line, exit 4, and the folded stacks kept in a new private directory under $TMPDIR, named in one line,
+    ready to draw (with the whole recording, perf.data kept too)."""
     svg = small_disk / "out.svg"
-    run = Run(tmp_path, ["record", "--duration", "1", "-o", str(svg), "--", *SPIN])
+    fills = f"i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; cat /dev/zero > {small_disk}/filler; exit 0"
+    run = Run(tmp_path, ["record", "-o", str(svg), "--", "/bin/sh", "-c", fills], whole=whole)
     error, stderr = run.finish(EXIT_NO_INPUT)
     assert error.startswith(f"flamegraph: {svg}: cannot write: No space left on device"), error
-    run.kept(stderr)
+    if whole:
+        run.kept(stderr)
+    said = [line for line in stderr.splitlines() if line.startswith("the folded stacks are kept in ")]
+    assert len(said) == 1, stderr
+    kept = Path(said[0].removeprefix("the folded stacks are kept in ").split(" (")[0])
+    assert kept.name == "out.folded" and kept.parent.parent == run.tmp
+    assert kept.parent.name.startswith("flamegraph-kept-")
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700 and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert "sh;" in kept.read_text() and Path(f"{kept}.json").is_file()
+    drawn = subprocess.run([*FLAMEGRAPH, "render", str(kept), "-o", str(tmp_path / "again.svg")],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
     assert not svg.exists() and sorted(p.name for p in small_disk.iterdir()) == ["filler"]
 
 

@@ -306,9 +306,12 @@ def test_sighup_to_the_whole_process_group_stops_perf_cleanly(tmp_path: Path, co
             victim.wait()
 
 
-def spawn_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+def spawn_on_pty(
+    argv: list[str], env: dict[str, str] | None = None, stdout: int | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     """argv as the session leader of a new pty that is its controlling terminal (a terminal window
-    running it), in the terminal's foreground; returns it and the master side."""
+    running it), in the terminal's foreground (its stdout there too, unless `stdout`); returns it and
+    the master side."""
     import fcntl
     import termios
 
@@ -319,8 +322,8 @@ def spawn_on_pty(argv: list[str], env: dict[str, str] | None = None) -> tuple[su
         interruptible()  # Ctrl-C typed on it
 
     proc = tracked(subprocess.Popen(
-        argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=controlling_terminal,
-        env=env,
+        argv, stdin=slave, stdout=slave if stdout is None else stdout, stderr=slave, start_new_session=True,
+        preexec_fn=controlling_terminal, env=env,
     ))  # fmt: skip
     os.close(slave)
     return proc, master
@@ -581,3 +584,63 @@ def test_duration_waits_for_perf_to_begin_before_stopping_it(tmp_path: Path, inh
         out, err = proc.communicate(timeout=60)  # ~1.5 s; it hung for good here
     assert proc.returncode == 0, err
     assert out.split() == ["PERFILE2", "True", "False"], err
+
+
+PRINTS = ["/bin/sh", "-c", "i=0; while [ $i -lt 40 ]; do echo line$i; i=$((i+1)); sleep 0.05; done"]
+
+
+def test_no_progress_line_glued_to_the_output_of_a_command_that_shares_the_terminal(tmp_path: Path) -> None:
+    """a-F14: the in-place "recording 0.5 s, ..., Ctrl-C stops" was drawn into the terminal the command
+    writes to, and the command's next line went on after it: "...Ctrl-C stopsline8". While the
+    command's stdout is our terminal, no progress is drawn; every line of the program is its own."""
+    import re
+
+    proc, master = spawn_on_pty([*FLAMEGRAPH, "record", "-o", str(tmp_path / "t.svg"), "--", *PRINTS])
+    shown = drain(master, proc)
+    assert proc.returncode in (EXIT_OK, 3), shown  # 3: a sleeping shell may give no sample; not the point here
+    assert shown.count(b"line") >= 40, shown
+    assert re.search(rb"[^\n]line\d", shown) is None, shown  # each program line starts a terminal line
+    while_it_ran = shown[: shown.rindex(b"line39")]
+    assert shown.count(b"Ctrl-C stops") == 1 and b"\x1b[K" not in while_it_ran, shown  # one whole line
+    assert re.search(rb"Ctrl-C stops\r?\n", shown), shown
+
+
+def test_the_progress_line_is_drawn_when_the_command_writes_elsewhere(tmp_path: Path) -> None:
+    """flamegraph's (and so the command's) stdout to a file: the terminal is ours, the progress is drawn."""
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc, master = spawn_on_pty([*FLAMEGRAPH, "record", "-o", str(tmp_path / "t.svg"), "--", *PRINTS],
+                                    stdout=out.fileno())  # fmt: skip
+        shown = drain(master, proc)
+    assert b"\r\x1b[Krecording" in shown and b"Ctrl-C stops" in shown, shown
+    assert log.read_text().split() == [f"line{i}" for i in range(40)]
+
+
+def test_no_progress_line_glued_to_an_attached_process_that_writes_to_our_terminal(tmp_path: Path) -> None:
+    """The same with --pid: a process started from this terminal writes into it while we record it."""
+    import re
+    import shlex
+
+    loop = shlex.join(PRINTS)
+    record = shlex.join([*FLAMEGRAPH, "record", "--duration", "1.5", "-o", str(tmp_path / "t.svg"), "--pid"])
+    proc, master = spawn_on_pty(["/bin/sh", "-c", f"{loop} & {record} $!; wait"])
+    shown = drain(master, proc)
+    assert shown.count(b"line") >= 40 and b"recorded" in shown, shown
+    assert re.search(rb"[^\n]line\d", shown) is None, shown
+    assert shown.count(b"s left") <= 1 and b"\x1b[K" not in shown, shown  # (", 1 s left": --duration's line)
+
+
+def test_no_progress_line_glued_when_the_graph_takes_stdout(tmp_path: Path) -> None:
+    """`-o -`: the command's prints go to our stderr, the terminal the progress would be drawn on."""
+    import re
+
+    svg = tmp_path / "out.svg"
+    with open(svg, "wb") as out:
+        busy = PRINTS[-1].replace("sleep 0.05", "j=0; while [ $j -lt 3000 ]; do j=$((j+1)); done")  # samples
+        argv = [*FLAMEGRAPH, "record", "-o", "-", "--", "/bin/sh", "-c", busy]
+        proc, master = spawn_on_pty(argv, stdout=out.fileno())
+        shown = drain(master, proc)
+    assert shown.count(b"line") >= 40 and re.search(rb"[^\n]line\d", shown) is None, shown
+    assert b"\x1b[K" not in shown[: shown.rindex(b"line39")], shown
+    assert proc.returncode == EXIT_OK, shown
+    assert svg.read_bytes().startswith(b"<?xml") and b"line1" not in svg.read_bytes()

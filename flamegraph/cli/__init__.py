@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals
+from ..io.diagnostics import EXIT_INTERRUPTED, FlamegraphError, StopSignal, stop_on_signals, terminal_text
 from .exits import Interrupted, ReaderLeft
 from .quick import completing, run_quickly
 
@@ -76,7 +76,7 @@ def main(exit_at_once: bool = False) -> None:
 
         app()
     except FlamegraphError as err:
-        print(f"flamegraph: {err}", file=sys.stderr)
+        print(f"flamegraph: {terminal_text(str(err))}", file=sys.stderr)
         sys.exit(err.exit_code)
     except StopSignal as stop:
         print(f"flamegraph: stopped by {stop.name}", file=sys.stderr)

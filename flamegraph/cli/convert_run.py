@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..export import FORMATS, TIMED_FORMATS, format_of, known_endings
 from ..export.files import render_profile_export, render_timeline_export, write, write_bytes
-from ..io.diagnostics import BadOption, Diagnostics, NoSamples
+from ..io.diagnostics import BadOption, Diagnostics, NoSamples, terminal_text
 from ..model import FoldedProfile
 from .describe import describe_profile
 from .inputs import refuse_binary
@@ -112,7 +112,7 @@ def _convert(
 
 
 def _note(text: str) -> None:
-    print(text, file=sys.stderr)
+    print(terminal_text(text), file=sys.stderr)
 
 
 def export_profile(read: FoldedRead, fmt: str, output: Path | None, title: str, png: Path | None) -> None:

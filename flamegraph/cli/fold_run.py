@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..io.diagnostics import BadOption
+from ..io.diagnostics import BadOption, terminal_text
 from .inputs import reading_stdin_note, refuse_wrong_input
 from .numbers import parse_window_option
 
@@ -90,4 +90,4 @@ def run_fold(
 
 def _note(text: str) -> None:
     """A line to stderr, as typer.echo(err=True) prints it."""
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_text(text), file=sys.stderr, flush=True)

@@ -119,7 +119,11 @@ def offcpu_cli(
     open_: Open = False,
     no_svg: NoSvg = False,
     speedscope: Annotated[
-        Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (µs, per thread)")
+        Path | None, typer.Option(
+            "--speedscope",
+            metavar="FILE",
+            help="also write a speedscope file (µs; one profile per thread while every root is a thread, else one)",
+        ),
     ] = None,
     pprof: Annotated[
         Path | None, typer.Option("--pprof", metavar="FILE", help="also write a pprof profile (off_cpu/microseconds)")

@@ -127,7 +127,10 @@ def record_cli(
     ] = True,
     no_svg: NoSvg = False,
     speedscope: Annotated[
-        Path | None, typer.Option("--speedscope", metavar="FILE", help="also write a speedscope file (per thread)")
+        Path | None,
+        typer.Option(
+            "--speedscope", metavar="FILE", help="also write a speedscope file (one profile; one per thread: --threads)"
+        ),
     ] = None,
     pprof: Annotated[
         Path | None, typer.Option("--pprof", metavar="FILE", help="also write a pprof profile (gzip'd profile.proto)")

@@ -5,8 +5,10 @@ task-clock) sampled at a known frequency (the `frequency` capture fact, "499 Hz"
 for 1e9/499 ns); off-CPU profiles hold `off_cpu/microseconds` (`off_cpu/nanoseconds` when a weight
 has a fraction of a microsecond). Each distinct frame is one Function and one Location (leaf first in
 each Sample, as pprof wants). A frame our folder named `libmxnet.so+0x62333d0` keeps its DSO as a
-Mapping and its address as the Location's address. Thread-rooted profiles label each sample
-`thread=comm-PID/TID`. The title and capture facts are the profile's comments.
+Mapping and its address as the Location's address. Mapping 1 is the profiled program (`main_program`),
+which pprof names the profile after ("File: tmpl"); unknown, it has no name (pprof then names none,
+not the first library). Thread-rooted profiles label each sample `thread=comm-PID/TID`. The title and
+capture facts are the profile's comments.
 
     python-42/43;main;libmxnet.so+0x62333d0 7   ->  Sample(location_id=[3, 2, 1], value=[7, 14028056],
                                                     label=[thread=python-42/43])
@@ -15,6 +17,7 @@ Mapping and its address as the Location's address. Thread-rooted profiles label 
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from datetime import datetime
 from typing import Any
@@ -25,6 +28,8 @@ from .formats import EXPORTER, ExportError, capture_facts, describe, sampling_in
 from .names import export_name
 from .pprof_schema import message_classes
 
+PID_PREFIX = re.compile(r"^pid \d+: ")  # the command of `record --pid`: "pid 42: python train.py"
+THREAD_SUFFIX = re.compile(r"-\d+(?:/\d+)?$")  # a thread root's -PID/TID (formats.THREAD_ROOT)
 MAPPED_FRAME = re.compile(r"^([^\s;+]+)\+0x([0-9a-f]+)$")  # `libmxnet.so+0x62333d0` (symbols.FunctionNamer)
 
 
@@ -96,6 +101,12 @@ def pprof_message(profile: FoldedProfile, title: str | None = None) -> Any:
 
     _check_int64(profile, factor * (period or 1))
     mappings: dict[str, Any] = {}
+    program = main_program(profile)
+    if program is not None or any(MAPPED_FRAME.match(frame) for frame in _frames(profile)):
+        # Mapping 1 is the profiled program: pprof names the profile after it ("File: tmpl"). Unknown
+        # (several programs, no command), it has no name, so pprof names none rather than a library.
+        name = os.path.basename(program) if program else ""
+        mappings[name] = message.mapping.add(id=1, filename=strings(export_name(name)), has_functions=True)
     locations: dict[str, int] = {}
     label_threads = threaded(profile)
     for stack, weight in sorted(profile.counts.items(), key=lambda item: encode(item[0])):
@@ -119,6 +130,28 @@ def pprof_message(profile: FoldedProfile, title: str | None = None) -> Any:
         message.time_nanos = started
     message.string_table.extend(strings.table)
     return message
+
+
+def main_program(profile: FoldedProfile) -> str | None:
+    """The program profiled: the capture facts' `program` or the command's first word (`pid N: ...`
+    too), else the one comm every root names (`python-1/2`: python); None for several or none."""
+    if program := profile.metadata.get("program"):
+        return program
+    if command := profile.metadata.get("command"):
+        import shlex
+
+        try:
+            words = shlex.split(PID_PREFIX.sub("", command))
+        except ValueError:
+            words = command.split()
+        if words:
+            return words[0]
+    roots = {THREAD_SUFFIX.sub("", stack.split(";", 1)[0]) for stack in profile.counts}
+    return roots.pop() if len(roots) == 1 else None
+
+
+def _frames(profile: FoldedProfile) -> set[str]:
+    return {frame for stack in profile.counts for frame in stack.split(";")}
 
 
 def _add_location(message: Any, frame: str, ident: int, strings: _Strings, mappings: dict[str, Any]) -> int:

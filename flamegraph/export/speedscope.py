@@ -45,7 +45,7 @@ def group_by_thread(profile: FoldedProfile) -> dict[str | None, list[tuple[str, 
 
 def speedscope_document(profile: FoldedProfile, title: str | None = None) -> dict[str, Any]:
     """The speedscope file as a JSON-ready dict."""
-    name = describe(profile, title)
+    name = export_name(describe(profile, title))  # the command's bytes, as the frames' (b-3)
     unit = speedscope_unit(profile.unit)
     frames: list[dict[str, str]] = []
     index: dict[str, int] = {}
@@ -71,7 +71,7 @@ def speedscope_document(profile: FoldedProfile, title: str | None = None) -> dic
     profiles.sort(key=lambda p: (-p["endValue"], p["name"]))
     return {
         "$schema": SCHEMA,
-        "name": export_name(name),
+        "name": name,
         "exporter": EXPORTER,
         "activeProfileIndex": 0,
         "metadata": {export_name(k): export_name(v) for k, v in capture_facts(profile).items()},

@@ -186,6 +186,14 @@ MAX_SHOWN_PER_KIND = 10  # the rest are only counted, so a garbage file cannot f
 MAX_TEXT = 80
 
 
+def terminal_text(text: str) -> str:
+    """Our line as the terminal gets it: a byte that is not UTF-8 (a path's, a command's; surrogate-escaped
+    here) as `\\xNN`, as the SVG and the exports show it, not raw and not a UnicodeEncodeError."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def shorten(text: str, limit: int = MAX_TEXT) -> str:
     text = text.rstrip("\r\n")
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -270,4 +278,4 @@ class Diagnostics:
 
     def _emit(self, message: str) -> None:
         if self.echo:
-            print(message, file=self.stream if self.stream is not None else sys.stderr)
+            print(terminal_text(message), file=self.stream if self.stream is not None else sys.stderr)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,7 @@ MARKER_KEY = "flamegraph-perf"
 MARKER = "capture facts of a folded file"
 VERSION = 1
 SUFFIX = ".json"
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Context:
@@ -86,7 +88,10 @@ def render_sidecar(context: Context) -> bytes:
     if context.highlights:
         data["highlights"] = list(context.highlights)
     data["metadata"] = context.metadata
-    return (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+    # A byte that is not UTF-8 (a surrogate escape here) as JSON's own escape `\\udcff`: the file stays
+    # UTF-8 for any JSON reader, and ours (parse_json) reads the same string back.
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    return (LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n").encode("utf-8")
 
 
 class NotASidecar(ValueError):

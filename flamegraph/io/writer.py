@@ -253,6 +253,41 @@ def check_writable(path: Path | None) -> None:
         raise OutputFailed(f"{path}: cannot write: {_no_file_beside(directory, err)}") from None
 
 
+# The smallest graph we draw (one frame) is ~56 KB: the viewer's script and styles. A file system with less
+# room than this cannot take any SVG; tests/test_outputs.py checks the bound stays below the real size.
+SMALLEST_GRAPH = 50_000
+
+
+def check_room(path: Path | None, need: int = 1) -> None:
+    """Fail before recording when `path`'s file system has no room for it: fewer than `need` bytes free
+    (1: none at all; SMALLEST_GRAPH for an SVG). Creating an empty probe file (check_writable) takes no
+    block, so a full disk passes that check. Room is counted as the writer gets it (root may use the
+    blocks reserved for it); a file system that states no size (/proc, some FUSE) is not judged."""
+    if path is None or str(path) == "-":
+        return
+    directory = Path(os.path.abspath(path))
+    try:
+        if not stat.S_ISREG(os.stat(directory).st_mode):
+            return  # a device or a FIFO: written through, nothing stored
+    except OSError:
+        pass  # not there yet: its nearest existing directory tells
+    while not os.path.isdir(directory) and directory != directory.parent:
+        directory = directory.parent
+    try:
+        fs = os.statvfs(directory)
+    except OSError:
+        return
+    if fs.f_blocks == 0:
+        return
+    free = (fs.f_bfree if os.geteuid() == 0 else fs.f_bavail) * fs.f_frsize
+    if free < need:
+        if free == 0:
+            what = "no space left on its file system"
+        else:
+            what = f"{free:,} bytes free on its file system, less than the smallest graph (~{need // 1000} KB)"
+        raise OutputFailed(f"{path}: cannot write: {what} (checked before recording)")
+
+
 def refuse_overwriting_input(inputs: Sequence[str], outputs: Sequence[tuple[str, Path | None]]) -> None:
     """An output (`(flag, path)`) that is the same file as an input (`-`: what stdin reads) would replace
     the file being read: `render X.folded -o X.folded` would leave an SVG named X.folded. The same

@@ -9,7 +9,8 @@ the one safe writer, each announced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from ..export import ExportRequest
 if TYPE_CHECKING:
     from ..folding.perf import FoldOptions
     from ..folding.perf_sched import OffCpuOptions
+    from ..io.sidecar import Context
     from ..model import FoldedProfile
     from ..record import Recording
     from ..render import RenderOptions
@@ -40,11 +42,14 @@ class Outputs:
     def check(self, *also: Path | None) -> None:
         """Every output (and `also`: perf.data, fleet's outlier SVG) can be written, and a PNG can be drawn:
         checked before recording."""
-        from ..io.writer import check_writable
+        from ..io.writer import SMALLEST_GRAPH, check_room, check_writable
 
         png = self.png if self.svg is not None else None
         for path in (self.svg, self.folded, *(path for _, path in self.exports.files), *also, png):
             check_writable(path)
+        for path in (self.folded, *(path for _, path in self.exports.files), *also, png):
+            check_room(path)  # a full disk: an empty probe file takes no block, so check_writable passes
+        check_room(self.svg, SMALLEST_GRAPH if self.render is not None else 1)
         if png is not None:
             from ..render.png import check_png
 
@@ -80,8 +85,37 @@ def write_outputs(profile: FoldedProfile, outputs: Outputs, note: Callable[[str]
     png = outputs.png if svg is not None else None
     context = Context.of(profile, **drawn_with(options))
     draw = (lambda: render_svg(profile, options)) if options is not None else (lambda: b"")
-    write_results(profile, outputs.folded, svg, draw, note, context, png, outputs.derived)
+    with _kept_if_lost(profile, outputs, context, note, delivered=False):  # the folded file itself failed
+        write_results(profile, outputs.folded, None, draw, note, context, None, outputs.derived)
+    with _kept_if_lost(profile, outputs, context, note):
+        write_results(profile, None, svg, draw, note, context, png, outputs.derived)
     return Written(svg, outputs.folded, png)
+
+
+@contextmanager
+def _kept_if_lost(
+    profile: FoldedProfile, outputs: Outputs, context: Context, note: Callable[[str], None], delivered: bool = True
+) -> Iterator[None]:
+    """An output that cannot be written (a disk that filled during the run) must not cost the recording:
+    unless `outputs.folded` was written (`delivered`), the stacks are kept in a new private directory, said."""
+    from ..io.diagnostics import OutputFailed
+
+    try:
+        yield
+    except OutputFailed:
+        if outputs.folded is None or not delivered:
+            from .scratch import keep_folded
+
+            keep_folded(profile, context, _stem(outputs), note)
+        raise
+
+
+def _stem(outputs: Outputs) -> str:
+    """The name the outputs were given (`x` of `-o full/x.svg`), for the kept folded file."""
+    for path in (outputs.svg, outputs.folded, *(path for _, path in outputs.exports.files)):
+        if path is not None and str(path) != "-" and path.stem:
+            return path.name.split(".")[0] or path.stem
+    return "profile"
 
 
 def write_exports(
@@ -99,6 +133,9 @@ def write_exports(
     if not outputs.exports:
         return ()
     from ..export.files import write_recording_exports
+    from ..io.sidecar import Context
 
-    write_recording_exports(outputs.exports, profile, recording, note, timeline, window, offcpu, pid)
+    context = Context.of(profile, **drawn_with(outputs.render))
+    with _kept_if_lost(profile, outputs, context, note):
+        write_recording_exports(outputs.exports, profile, recording, note, timeline, window, offcpu, pid)
     return tuple(path for _, path in outputs.exports.files)

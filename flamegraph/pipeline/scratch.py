@@ -1,4 +1,5 @@
-"""A pipeline's scratch perf.data (kept when anything goes wrong after perf recorded), how a recorded
+"""A pipeline's scratch perf.data (kept when anything goes wrong after perf recorded), the folded stacks
+kept when an output cannot be written at the end, how a recorded
 command ended, in words, and the commands' exit after it (as a shell passes a status through)."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from ..io.perf import describe_exit
 from ..io.private import scratch_dir
 
 if TYPE_CHECKING:
+    from ..io.sidecar import Context
+    from ..model import FoldedProfile
     from ..record.spec import Recording
 
 
@@ -64,6 +67,37 @@ class ScratchRecording:
             return
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def keep_folded(profile: FoldedProfile, context: Context, stem: str, note: Callable[[str], None]) -> Path | None:
+    """After an output failed (a disk that filled during the run): the folded stacks (small) and their
+    capture facts in a new private directory under $TMPDIR (mkdtemp, files created exclusively), and one
+    line naming them and how to draw them; None, said, when even that cannot be written."""
+    import os
+    import shlex
+
+    from ..io.diagnostics import OutputFailed
+    from ..io.folded import iter_folded_lines
+    from ..io.private import create_file, scratch_dir
+    from ..io.sidecar import render_sidecar
+
+    try:
+        directory = scratch_dir("flamegraph-kept-")
+    except OutputFailed as err:
+        note(f"the folded stacks could not be kept either: {err}")
+        return None
+    name = f"{stem[:200]}.folded"
+    try:
+        for file, data in ((name, b"".join(iter_folded_lines(profile))), (f"{name}.json", render_sidecar(context))):
+            with os.fdopen(create_file(directory, file, 0o600), "wb") as out:
+                out.write(data)
+    except OSError as err:
+        shutil.rmtree(directory, ignore_errors=True)
+        note(f"the folded stacks could not be kept either: {directory}: {err.strerror or err}")
+        return None
+    path = directory / name
+    note(f"the folded stacks are kept in {path} (flamegraph render {shlex.quote(str(path))} -o OUT.svg draws them)")
+    return path
 
 
 def exit_like_the_command(recording: Recording, note: Callable[[str], None]) -> None:

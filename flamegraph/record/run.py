@@ -168,6 +168,13 @@ def record(
     vdso_before = vdso_copies()
     previous = _identity(output)  # perf renames an old file away: a new one means perf has begun
     proc, reader = _start(argv, bool(on_output), env, spec.cwd, terminal is not None, spec.stdout_ours)
+    # The command's stdout is ours (our stderr with -o -) unless relayed (on_output); an attached process
+    # may write into our terminal too (started from it): there, the progress stays out of its lines.
+    if spec.command:
+        command_out = STDERR_FD if spec.stdout_ours else 1
+        status.command_shares_terminal(not on_output and status.shares_with(command_out))
+    elif spec.pid is not None:
+        status.command_shares_terminal(status.shares_with(f"/proc/{spec.pid}/fd/1"))
     warnings = PerfWarnings()
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
@@ -193,6 +200,8 @@ def record(
         for relay in (err, out):
             if relay is not None:
                 relay.join()  # the group's end closed its end of the pipes
+        if spec.command:  # it has ended: folding's progress is drawn again (an attached process writes on)
+            status.command_shares_terminal(False)
         status.clear()
     captured = [m for line in err.perf_lines if (m := CAPTURED.search(line))]
     if not captured or not (output.is_file() or spool is not None):

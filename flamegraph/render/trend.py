@@ -2,7 +2,8 @@
 
 A heat strip per function (rows: the functions with the most self time over the run; columns: the
 intervals), each cell its self share in that interval, printed and shaded (white 0 % to red at the
-busiest cell), its tooltip also the total (inclusive) share. Plain SVG, every name escaped, readable
+busiest cell), its tooltip also the total (inclusive) share. Plain SVG, every name escaped (and shown
+as the graph shows it: a byte that is not UTF-8 as `\\xNN`, render/text.py), readable
 where no JavaScript runs; one line at the foot says how to compare two intervals (`flamegraph diff`).
 
     render_trend([(1, profile1), (2, profile2)], "train.py: on-CPU", "flamegraph diff ...") -> bytes
@@ -16,6 +17,7 @@ from html import escape
 from ..color import strip_annotation
 from ..model import FoldedProfile
 from .summary import self_weights
+from .text import display_name, display_text
 
 SEP = ";"
 ROWS = 30
@@ -79,20 +81,22 @@ def render_trend(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{page_width}" height="{height}" '
         f'viewBox="0 0 {page_width} {height}">',
         '<rect width="100%" height="100%" fill="#ffffff"/>',
-        f'<text x="{page_width / 2:.0f}" y="24" text-anchor="middle" {FONT} font-size="17">{escape(title)}</text>',
+        f'<text x="{page_width / 2:.0f}" y="24" text-anchor="middle" {FONT} font-size="17">'
+        f"{escape(display_text(title))}</text>",
         f'<text x="10" y="46" {FONT} font-size="12">Self time per function, as a share of each interval '
         f"(rows: the {len(table)} functions with the most self time over the run; hover: total share)</text>",
     ]
     y = top
     for i, (number, profile) in enumerate(intervals):
         x = NAME_WIDTH + i * cell
-        samples = f"{profile.total:,.0f} {escape(profile.unit)}"
+        samples = f"{profile.total:,.0f} {escape(display_text(profile.unit))}"
         out.append(
             f'<text x="{x + cell / 2:.1f}" y="{y + 13}" text-anchor="middle" {FONT} font-size="12">'
             f"<title>interval {number}: {samples}</title>{number:03d}</text>"
         )
-    for row, (name, selfs, totals) in enumerate(table):
+    for row, (function, selfs, totals) in enumerate(table):
         y = top + ROW_HEIGHT * (row + 1)
+        name = display_name(function)  # a byte that is not UTF-8 as `\xNN`, as the graph shows it
         label = name if len(name) <= 60 else name[:57] + "..."
         out.append(
             f'<text x="{NAME_WIDTH - 8}" y="{y + 13}" text-anchor="end" {FONT} font-size="12">'
@@ -113,7 +117,10 @@ def render_trend(
                 )
             out.append("</g>")
     foot = top + ROW_HEIGHT * (len(table) + 1) + 24
-    said = f"Compare two intervals: {escape(hint)}" if hint is not None else "One interval: none to compare it with"
+    if hint is not None:
+        said = f"Compare two intervals: {escape(display_text(hint))}"
+    else:
+        said = "One interval: none to compare it with"
     out.append(f'<text x="10" y="{foot}" {FONT} font-size="12">{said}</text>')
     out.append("</svg>\n")
-    return "\n".join(out).encode("utf-8", errors="surrogateescape")
+    return "\n".join(out).encode("utf-8")

@@ -36,7 +36,7 @@ def session_members(session: int) -> list[str]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")  # any comm: 0xff too
         except OSError:
             continue
         comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rpartition(")")[2].split()
