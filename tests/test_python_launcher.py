@@ -111,3 +111,60 @@ def test_keep_interpreter_leaves_the_launcher_out_too(release: str, tmp_path: Pa
         assert "builtin_exec" not in stack[:module], stack
         assert stack[module - 1] == "py_trampoline_evaluator", stack
     assert any("_PyEval_EvalFrameDefault" in stack for stack in work), "the interpreter's frames were not kept"
+
+
+# The program's view of itself, printed, then an uncaught exception: all of it as in `python prog.py`.
+AS_ITSELF = textwrap.dedent(
+    """
+    import os, sys
+    import flamegraph  # the project's own package, beside the script
+    here = os.path.dirname(__file__)
+    print(__file__, sys.argv, sys.path[0], sys.orig_argv[1:], flamegraph.VALUE)
+    print(sorted(name for name in sys.modules if name != "sitecustomize"))  # (ours is its one trace)
+    import time
+
+    def spin():
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            pass
+
+    spin()
+    os.chdir("/")
+    print(open(os.path.join(here, "data.txt")).read())
+    raise ValueError("the program's own")
+    """
+)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("kind", ["3.12", "3.13", "venv"])
+@pytest.mark.parametrize("command", ["record", "offcpu"])
+def test_the_program_runs_as_without_the_profiler(command: str, kind: str, tmp_path: Path) -> None:
+    """newcomer10 a-F19: the program ran inside our launcher: a relative `__file__` (a script that chdirs could not
+    open the file beside it), the tool's package for `import flamegraph`, 127 modules instead of 32, and a
+    traceback beginning with the launcher's frames. Now the same as a plain run, and its functions still named."""
+    python = _python(kind, tmp_path)
+    project = tmp_path / "proj"
+    (project / "flamegraph").mkdir(parents=True)
+    (project / "flamegraph" / "__init__.py").write_text("VALUE = 42\n")
+    (project / "data.txt").write_text("beside the script\n")
+    (project / "prog.py").write_text(AS_ITSELF)
+    plain = subprocess.run([python, "prog.py", "an-arg"], capture_output=True, text=True, timeout=60, cwd=project)
+    assert plain.returncode == 1 and "42" in plain.stdout, plain.stderr
+    folded = tmp_path / "run.folded"
+    ran = subprocess.run(
+        [sys.executable, "-P", "-m", "flamegraph", command, "--no-svg", "--folded", str(folded), "--", python,
+         "prog.py", "an-arg"], capture_output=True, text=True, timeout=120, cwd=project,
+    )  # fmt: skip  (-P: the tool's own `flamegraph`, not the project's in the working directory)
+    assert ran.returncode == 1 and "the command exited with status 1" in ran.stderr, ran.stderr
+    assert ran.stdout == plain.stdout
+    traceback = plain.stderr.strip()
+    assert traceback.startswith("Traceback") and traceback in ran.stderr, ran.stderr
+    stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+    assert not any(f.endswith(("(flamegraph_launcher.py)", "(<frozen runpy>)")) for s in stacks for f in s)
+    work = [stack for stack in stacks if WORK["record"] in stack]
+    if command == "record":
+        assert work, "no stack reaches spin (prog.py)"
+    for stack in work:
+        assert next(f for f in stack if re.fullmatch(r".+ \(.+\)", f)) == "<module> (prog.py)", stack
+

@@ -166,7 +166,7 @@ def run(program: list[str]) -> None:
     else:
         sys.argv = program
         sys.path[0] = os.path.dirname(os.path.abspath(program[0]))
-        PROGRAM_GLOBALS.update(runpy.run_path(program[0], run_name="__main__"))
+        PROGRAM_GLOBALS.update(runpy.run_path(os.path.abspath(program[0]), run_name="__main__"))  # as python: absolute
 
 
 def main(argv: list[str] | None = None) -> None:
