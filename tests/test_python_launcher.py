@@ -168,3 +168,27 @@ def test_the_program_runs_as_without_the_profiler(command: str, kind: str, tmp_p
     for stack in work:
         assert next(f for f in stack if re.fullmatch(r".+ \(.+\)", f)) == "<module> (prog.py)", stack
 
+
+
+def _record(tmp_path: Path, *command: str, env: dict[str, str] | None = None) -> tuple[str, list[list[str]]]:
+    """`flamegraph record` of prog.py's PROGRAM run by `command` in tmp_path -> (its stderr, the folded stacks)."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    folded = tmp_path / "cmd.folded"
+    ran = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "record", "--no-svg", "--folded", str(folded), "--", *command],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return ran.stderr, [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("release", ["3.12", "3.13"])
+def test_a_script_path_not_utf8_runs_without_perf_support(release: str, tmp_path: Path) -> None:
+    """newcomer10 b-23: CPython's perf map writer fails on a file name that is not UTF-8: the program died at its
+    first call under flamegraph (fine without). Perf support is left off for it, in one line."""
+    name = os.fsdecode(b"b\xfed.py")
+    (tmp_path / name).write_text(PROGRAM + "print('done')\n")
+    stderr, stacks = _record(tmp_path, need_python(release), name)
+    assert "b\\xfed.py is not a UTF-8 path" in stderr and "no Python frames" in stderr, stderr
+    assert "perf support on (" not in stderr and stacks

@@ -234,7 +234,13 @@ class JitHook:
                 self.note(f"flamegraph: --python: {target.interpreter} is Python {target.release}; Python frames "
                           "need 3.12+")  # fmt: skip
             return spec.command, False, env
-        letters, _x_options, _at = interpreter_options(target.command)
+        letters, _x_options, at = interpreter_options(target.command)
+        script = target.command[at] if at < len(target.command) and target.command[at] not in PROGRAM_FLAGS else None
+        if script is not None and not utf8_path(os.path.join(spec.cwd or os.getcwd(), script)):
+            shown = os.fsencode(script).decode("utf-8", "backslashreplace")
+            self.note(f"flamegraph: {shown} is not a UTF-8 path, which CPython's perf map cannot write (the program "
+                      "would fail with perf support on): no Python frames")  # fmt: skip
+            return spec.command, False, env
         command, how = target.command, f"{PERF_SUPPORT}=1"  # (a plain `#!` script: run by its interpreter)
         launch = bool(letters & {"S", "E", "I"})  # no site: our sitecustomize unread; no environment: nor the variable
         if launch and hook_command(command, ("--python-dir", "-")) is None:
@@ -390,6 +396,15 @@ def interpreter_options(command: tuple[str, ...]) -> tuple[set[str], list[str], 
             letters.update(arg[1:])  # -IS, -uE
         i += 1
     return letters, x_options, i
+
+
+def utf8_path(path: str) -> bool:
+    """CPython's perf map writes each function's file name as strict UTF-8: a path that is not fails it."""
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def unhooked_pythons(processes: trampolines.Processes, hooked: set[int], since: float) -> list[int]:
