@@ -192,3 +192,25 @@ def test_a_script_path_not_utf8_runs_without_perf_support(release: str, tmp_path
     stderr, stacks = _record(tmp_path, need_python(release), name)
     assert "b\\xfed.py is not a UTF-8 path" in stderr and "no Python frames" in stderr, stderr
     assert "perf support on (" not in stderr and stacks
+
+
+def _named_and_rooted(stacks: list[list[str]], script: str) -> None:
+    """spin's samples are named and unwound to the program's `<module>` (not cut at the first Python frame)."""
+    work = [stack for stack in stacks if f"spin ({script})" in stack]
+    assert work, f"no stack reaches spin ({script})"
+    assert all(f"<module> ({script})" in stack for stack in work), work
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("line", ["#!{python} -u", "#!/usr/bin/env -S python3 -u"], ids=["option", "env-S"])
+def test_a_shebang_with_an_option_is_named_and_unwound(line: str, tmp_path: Path) -> None:
+    """newcomer10 b-16: a `#!` line carrying an option got a false "reads its program from stdin" and no Python
+    names at all. It runs as given, and the sitecustomize starts the support in it as in any Python."""
+    python = need_python("3.13")
+    tool = tmp_path / "tool"
+    tool.write_text(line.format(python=python) + "\n" + PROGRAM)
+    tool.chmod(0o755)
+    path = f"{os.path.dirname(python)}{os.pathsep}{os.environ['PATH']}"
+    stderr, stacks = _record(tmp_path, str(tool), env={"PATH": path})
+    assert "stdin" not in stderr and "Python 3.13: perf support on" in stderr, stderr
+    _named_and_rooted(stacks, "tool")
