@@ -214,3 +214,29 @@ def test_a_shebang_with_an_option_is_named_and_unwound(line: str, tmp_path: Path
     stderr, stacks = _record(tmp_path, str(tool), env={"PATH": path})
     assert "stdin" not in stderr and "Python 3.13: perf support on" in stderr, stderr
     _named_and_rooted(stacks, "tool")
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("flag", ["-E", "-I", "-S"])
+def test_an_interpreter_reading_no_environment_still_gets_its_frames(flag: str, tmp_path: Path) -> None:
+    """newcomer10 b-17: `python -E`/`-I` ignore PYTHONPERFSUPPORT (and PYTHONPATH): 'perf support on' was said and
+    not one Python frame came. They run through the launcher with -X perf; -S (no site) through the launcher."""
+    stderr, stacks = _record(tmp_path, need_python("3.12"), flag, "prog.py")
+    how = "-X perf" if flag != "-S" else "PYTHONPERFSUPPORT=1"
+    assert f"Python 3.12: perf support on ({how})" in stderr, stderr
+    _named_and_rooted(stacks, "prog.py")
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("flag", ["-I", "-S"])
+def test_through_the_launcher_sys_path_is_as_in_a_plain_run(flag: str, tmp_path: Path) -> None:
+    """-I (no script directory on sys.path) and -S (our site directory unread, so still on PYTHONPATH): the
+    launcher leaves sys.path as python sets it."""
+    python = need_python("3.12")
+    (tmp_path / "path.py").write_text("import sys\nprint(sys.path, __file__)\n")
+    plain = subprocess.run([python, flag, "path.py"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "record", "--no-svg", "--folded", str(tmp_path / "p.folded"), "--",
+         python, flag, "path.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0 and ran.stdout == plain.stdout, ran.stderr

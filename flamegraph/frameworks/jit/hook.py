@@ -222,7 +222,8 @@ class JitHook:
         """(the command to run, whether our launcher must start the Python support, its environment), with one
         line saying what was done. The command runs as given (a `#!` script too): the sitecustomize of `pysite`
         starts the support inside each of its Python processes, its own first. Only an interpreter that reads
-        no site or no environment (-S, -E, -I) goes through the launcher."""
+        no site or no environment (-S, -E, -I) goes through the launcher, given -X perf where it ignores
+        PYTHONPERFSUPPORT."""
         everything = {**os.environ, **env}
         target = python_target(spec.command, everything, spec.cwd)
         if target is None:
@@ -243,6 +244,8 @@ class JitHook:
             return spec.command, False, env
         command, how = target.command, f"{PERF_SUPPORT}=1"  # (a plain `#!` script: run by its interpreter)
         launch = bool(letters & {"S", "E", "I"})  # no site: our sitecustomize unread; no environment: nor the variable
+        if letters & {"E", "I"}:
+            command, how = (command[0], "-X", "perf", *command[1:]), "-X perf"
         if launch and hook_command(command, ("--python-dir", "-")) is None:
             self.note(f"flamegraph: {target.interpreter} reads its program from stdin or runs interactively, and "
                       "no site or environment (-S, -E, -I): no Python frames")  # fmt: skip
