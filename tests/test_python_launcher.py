@@ -240,3 +240,17 @@ def test_through_the_launcher_sys_path_is_as_in_a_plain_run(flag: str, tmp_path:
          python, flag, "path.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 0 and ran.stdout == plain.stdout, ran.stderr
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("how", ["-X", "env"])
+def test_perf_jit_becomes_perf_and_leaves_no_dump(how: str, tmp_path: Path) -> None:
+    """newcomer10 b-28: 3.13's `-X perf_jit` (or PYTHON_PERF_JIT_SUPPORT=1): 'its functions are frames' and none
+    were (its jitdump is not injected), and a 212 KB /tmp/jit-PID.dump left per run. Now -X perf, said."""
+    options, env = (("-X", "perf_jit"), {}) if how == "-X" else ((), {"PYTHON_PERF_JIT_SUPPORT": "1"})
+    stderr, stacks = _record(tmp_path, need_python("3.13"), *options, "prog.py", env=env)
+    assert "-X perf_jit replaced by -X perf" in stderr, stderr
+    _named_and_rooted(stacks, "prog.py")
+    found = PID.search(stderr)
+    assert found is not None, stderr
+    assert not os.path.lexists(f"/tmp/jit-{found.group(1)}.dump"), "CPython's perf_jit dump was left in /tmp"

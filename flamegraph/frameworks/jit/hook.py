@@ -223,7 +223,7 @@ class JitHook:
         line saying what was done. The command runs as given (a `#!` script too): the sitecustomize of `pysite`
         starts the support inside each of its Python processes, its own first. Only an interpreter that reads
         no site or no environment (-S, -E, -I) goes through the launcher, given -X perf where it ignores
-        PYTHONPERFSUPPORT."""
+        PYTHONPERFSUPPORT; -X perf_jit becomes -X perf."""
         everything = {**os.environ, **env}
         target = python_target(spec.command, everything, spec.cwd)
         if target is None:
@@ -235,7 +235,7 @@ class JitHook:
                 self.note(f"flamegraph: --python: {target.interpreter} is Python {target.release}; Python frames "
                           "need 3.12+")  # fmt: skip
             return spec.command, False, env
-        letters, _x_options, at = interpreter_options(target.command)
+        letters, x_options, at = interpreter_options(target.command)
         script = target.command[at] if at < len(target.command) and target.command[at] not in PROGRAM_FLAGS else None
         if script is not None and not utf8_path(os.path.join(spec.cwd or os.getcwd(), script)):
             shown = os.fsencode(script).decode("utf-8", "backslashreplace")
@@ -243,6 +243,11 @@ class JitHook:
                       "would fail with perf support on): no Python frames")  # fmt: skip
             return spec.command, False, env
         command, how = target.command, f"{PERF_SUPPORT}=1"  # (a plain `#!` script: run by its interpreter)
+        if "perf_jit" in x_options or everything.get(PERF_JIT, "").strip() not in ("", "0"):
+            self.note("flamegraph: -X perf_jit replaced by -X perf: CPython's own jitdump would leave its functions "
+                      "unnamed here (and a /tmp/jit-PID.dump behind); ours names and unwinds them")  # fmt: skip
+            command = tuple("perf" if a == "perf_jit" else "-Xperf" if a == "-Xperf_jit" else a for a in command)
+            env[PERF_JIT] = "0"  # (it would win over PYTHONPERFSUPPORT=1)
         launch = bool(letters & {"S", "E", "I"})  # no site: our sitecustomize unread; no environment: nor the variable
         if letters & {"E", "I"}:
             command, how = (command[0], "-X", "perf", *command[1:]), "-X perf"
@@ -378,6 +383,7 @@ class JitHook:
             self.directory = directory
 
 
+PERF_JIT = "PYTHON_PERF_JIT_SUPPORT"  # = -X perf_jit (3.13+): CPython's own jitdump
 PROGRAM_FLAGS = ("-", "-m", "-c")
 
 
