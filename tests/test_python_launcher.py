@@ -254,3 +254,44 @@ def test_perf_jit_becomes_perf_and_leaves_no_dump(how: str, tmp_path: Path) -> N
     found = PID.search(stderr)
     assert found is not None, stderr
     assert not os.path.lexists(f"/tmp/jit-{found.group(1)}.dump"), "CPython's perf_jit dump was left in /tmp"
+
+
+WAITS = textwrap.dedent(
+    """
+    import threading, time
+
+    def spin():
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            pass
+
+    def nap():
+        time.sleep(0.3)
+
+    worker = threading.Thread(target=nap)
+    worker.start()
+    spin()
+    worker.join()
+    """
+)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("release", ["3.12", "3.13"])
+def test_wall_time_has_python_frames(release: str, tmp_path: Path) -> None:
+    """newcomer10 b-14: `record --wall` of a Python 3.12+ command had no Python frame and said nothing. It gets
+    them as record and offcpu do: on-CPU time under spin, the worker's wait under nap, both named and unwound."""
+    (tmp_path / "waits.py").write_text(WAITS)
+    folded = tmp_path / "wall.folded"
+    ran = subprocess.run(
+        [sys.executable, "-m", "flamegraph", "record", "--wall", "--no-svg", "--folded", str(folded), "--",
+         need_python(release), "waits.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert f"Python {release}: perf support on" in ran.stderr, ran.stderr
+    stacks = [line.rsplit(" ", 1)[0].split(";") for line in folded.read_text().splitlines()]
+    _named_and_rooted(stacks, "waits.py")
+    assert any("nap (waits.py)" in stack for stack in stacks), "the worker's wait is not under nap"
+    assert not any(f.endswith("(flamegraph_launcher.py)") for stack in stacks for f in stack)
+    found = PID.search(ran.stderr)
+    assert found is not None and not os.path.lexists(f"/tmp/perf-{found.group(1)}.map"), ran.stderr
