@@ -1,9 +1,11 @@
 """JIT naming and unwinding as a `flamegraph record` hook: oneDNN's kernels (`--jit`) and the
 Python functions of a Python 3.12+ command (`--python`, on by default for one).
 
-prepare: DNNL_JIT_DUMP=1 (--jit) and PYTHONPERFSUPPORT=1 (Python), and a Python command runs through
-         the in-process hook (`python [opts] .../flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR
-         --python-dir DIR -- SCRIPT|-m MOD|-c CODE ARGS`; a `#!` script through the interpreter it names).
+prepare: PYTHONPERFSUPPORT=1 and our sitecustomize first on PYTHONPATH (Python: the command runs as given,
+         each of its Python processes starts the support at start-up, `pysite`); with --jit (or -S/-E/-I,
+         which read no site or no environment) the command runs through the in-process hook (`python [opts]
+         .../flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR --python-dir DIR -- SCRIPT|-m MOD|-c
+         CODE ARGS`; a `#!` script through the interpreter it names), DNNL_JIT_DUMP=1 for --jit.
          With --pid nothing can be changed: the process must have been started with DNNL_JIT_DUMP=1
          (and -X perf for its Python functions: said in one line).
 finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write the perf map;
