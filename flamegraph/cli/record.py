@@ -223,7 +223,7 @@ def record_cli(
     if wall:
         return _record_wall(ctx, command, pid, duration, freq, call_graph, span, name, title, preset, highlight,
                             width, top, no_svg, output, folded, perf_data, group_unknown, png, open_, jit or mxnet,
-                            exports, event, go_note)  # fmt: skip
+                            exports, event, go_note, python, keep_interpreter)  # fmt: skip
     wanted = _memory_request(memory, memory_sample, memory_max_rate, pid)  # a bad mode: one line, before recording
     rate = every_event_unless_asked(ctx, event, freq)
     call_graph = "fp" if go_note else call_graph
@@ -365,6 +365,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
     exports: ExportRequest,
     event: str,
     go_note: str | None,
+    python: bool | None = None,
+    keep_interpreter: bool = False,
 ) -> None:
     from ..folding.sched_totals import format_ns
     from ..folding.wall_time import ONCPU_EVENT, wall_options
@@ -385,7 +387,8 @@ def _record_wall(  # noqa: PLR0913 (the flags of record it honours)
                       stdout_ours=stdout_taken(no_svg, output, folded, exports))  # fmt: skip
     subtitle = f"wall time (µs): {ONCPU_EVENT} {freq} Hz (on-CPU, warm) + sched:sched_switch (waits, cold)"
     options = render_options(name, title or f"Wall time: {name}", subtitle, preset, list(highlight or []), width, top)
-    request = OnCpuRequest(spec, span, group_unknown=group_unknown, perf_data=perf_data)
+    request = OnCpuRequest(spec, span, group_unknown=group_unknown, keep_interpreter=keep_interpreter, python=python,
+                           perf_data=perf_data)  # fmt: skip
     status = Status()
     if go_note is not None:
         status.note(go_note)

@@ -38,7 +38,11 @@ from types import FunctionType
 # modules cost ~0.2 s of start-up, time the program's own first samples would wait for).
 if not __package__:  # run as a file by an interpreter that may not have flamegraph installed
     _here = os.path.abspath(__file__)
-    sys.path[0] = _here[: _here.rindex(f"{os.sep}flamegraph{os.sep}")]  # the package's parent, at any depth
+    _parent = _here[: _here.rindex(f"{os.sep}flamegraph{os.sep}")]  # the package's parent, at any depth
+    if sys.flags.safe_path:  # -P, -I: python put no entry of ours first (sys.path[0] is the standard library's)
+        sys.path.insert(0, _parent)
+    else:
+        sys.path[0] = _parent
     from flamegraph.frameworks.jit import jitdump, pychild
     from flamegraph.io import private
 else:
@@ -156,17 +160,25 @@ def run(program: list[str]) -> None:
     """Run the program as `python PROGRAM...` would: __main__, sys.argv and sys.path[0]."""
     if program[0] == "-m":
         sys.argv = [program[1], *program[2:]]
-        sys.path[0] = os.getcwd()
+        first_path(os.getcwd())
         PROGRAM_GLOBALS.update(runpy.run_module(program[1], run_name="__main__", alter_sys=True))
     elif program[0] == "-c":
         sys.argv = ["-c", *program[2:]]
-        sys.path[0] = ""
+        first_path("")
         PROGRAM_GLOBALS.update({"__name__": "__main__", "__builtins__": __builtins__})
         exec(compile(program[1], "<string>", "exec"), PROGRAM_GLOBALS)
     else:
         sys.argv = program
-        sys.path[0] = os.path.dirname(os.path.abspath(program[0]))
-        PROGRAM_GLOBALS.update(runpy.run_path(program[0], run_name="__main__"))
+        first_path(os.path.dirname(os.path.abspath(program[0])))
+        PROGRAM_GLOBALS.update(runpy.run_path(os.path.abspath(program[0]), run_name="__main__"))  # as python: absolute
+
+
+def first_path(entry: str) -> None:
+    """sys.path[0] as python sets it for the program: `entry`, or none under -P/-I (our own entry taken off)."""
+    if not sys.flags.safe_path:
+        sys.path[0] = entry
+    elif not __package__:
+        sys.path.pop(0)  # the package's parent we inserted
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,6 +196,8 @@ def prepare(
 ) -> None:
     """The directories checked to be ours alone, then the dumps and the profiler switched on."""
     if python_dir is not None:
+        site = os.path.join(python_dir, "site")  # (the sitecustomize of pysite, unread under -S: its entry goes)
+        sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != site]
         start_python(python_dir, marker=python_dir != jit_dir or not with_jitdump)  # one marker per process
     if jit_dir is not None:
         private.private_dir(jit_dir)

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,17 +43,23 @@ def record_wall(request: OnCpuRequest, outputs: Outputs, status: Status) -> Wall
     """Record the request's spec (its options from `folding.wall_time.wall_options`), fold both halves, write."""
     from ..folding.options import FoldOptions
     from ..folding.perf_sched import OffCpuOptions
+    from ..folding.python import fold_interpreter
     from ..folding.wall_time import fold_wall
+    from ..frameworks.flamegraph_launcher import own_frames
     from ..io.diagnostics import Diagnostics
     from ..naming.grouping import grouping_note, namer_for_recording
     from ..naming.observer import FrameObserver
     from ..record.offcpu import record_offcpu
+    from .oncpu import RecordHooks
     from .outputs import write_outputs
     from .scratch import ScratchRecording
 
     outputs.check(request.perf_data)
-    with ScratchRecording("flamegraph-wall-", request.perf_data, status.note) as session:
-        recording = record_offcpu(request.spec, session.data_path, status, on_recording=session.mark_recorded)
+    with ScratchRecording("flamegraph-wall-", request.perf_data, status.note) as session, ExitStack() as stack:
+        # Python 3.12+ frames as record and offcpu get them (their perf maps removed once everything is read)
+        hooks = stack.enter_context(RecordHooks.of(replace(request, jit=False, mxnet=False), session.data_path,
+                                                   status.note))  # fmt: skip
+        recording = record_offcpu(request.spec, session.data_path, status, session.mark_recorded, hooks.hooks)
         recording.label = session.label  # the waits' messages; the samples' name the path (kept on an error)
         size = recording.perf_data.stat().st_size / 1e6
         status.note(f"recorded {recording.seconds:.1f} s ({size:,.1f} MB)")
@@ -60,6 +67,7 @@ def record_wall(request: OnCpuRequest, outputs: Outputs, status: Status) -> Wall
         hook = FrameObserver(namer) if namer is not None else None
         waits = OffCpuOptions(window=request.window, frame_hook=hook)
         wall = fold_wall(recording, waits, Diagnostics(), status, FoldOptions(frame_hook=hook))
+        fold_interpreter(wall.profile, own_frames(), request.keep_interpreter)
         if (note := grouping_note(namer)) is not None:
             status.note(note)
         written = write_outputs(wall.profile, outputs, status.note)

@@ -154,8 +154,9 @@ class PythonTarget:
 
 def python_target(command: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> PythonTarget | None:
     """The Python `command` (its program absolute) runs, if it is one and its version can be told.
-    A `#!` line with options (`#!/usr/bin/python3 -u`) keeps its command: perf support then still
-    names the functions; only a plain one can run through our hook."""
+    A plain `#!` script reads as `INTERPRETER SCRIPT ARGS` (what --jit's launcher wraps); one whose `#!`
+    line carries options (`#!/usr/bin/python3 -u`) keeps its command (its functions are named and unwound
+    all the same: the command runs as given, see frameworks.jit.pysite)."""
     found = _interpreter(command[0], env, cwd)
     if found is None:
         return None

@@ -1,9 +1,11 @@
 """JIT naming and unwinding as a `flamegraph record` hook: oneDNN's kernels (`--jit`) and the
 Python functions of a Python 3.12+ command (`--python`, on by default for one).
 
-prepare: DNNL_JIT_DUMP=1 (--jit) and PYTHONPERFSUPPORT=1 (Python), and a Python command runs through
-         the in-process hook (`python [opts] .../flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR
-         --python-dir DIR -- SCRIPT|-m MOD|-c CODE ARGS`; a `#!` script through the interpreter it names).
+prepare: PYTHONPERFSUPPORT=1 and our sitecustomize first on PYTHONPATH (Python: the command runs as given,
+         each of its Python processes starts the support at start-up, `pysite`); with --jit (or -S/-E/-I,
+         which read no site or no environment) the command runs through the in-process hook (`python [opts]
+         .../flamegraph/frameworks/flamegraph_launcher.py --jit-dir DIR --python-dir DIR -- SCRIPT|-m MOD|-c
+         CODE ARGS`; a `#!` script through the interpreter it names), DNNL_JIT_DUMP=1 for --jit.
          With --pid nothing can be changed: the process must have been started with DNNL_JIT_DUMP=1
          (and -X perf for its Python functions: said in one line).
 finish:  --pid: locate the kernels from outside (root: /proc/PID/mem) and write the perf map;
@@ -186,60 +188,83 @@ class JitHook:
             if self.python is not False and (note := running_python_note(spec.pid)) is not None:
                 self.note(note)
             return spec
-        command, options, env = spec.command, [], dict(spec.env)
+        command, env, launch = spec.command, dict(spec.env), False
         if self.python is not False:
-            command, python_options = self.python_command(spec)
-            if python_options:
-                options += python_options
-                env[PERF_SUPPORT] = "1"
-        if self.dnnl:
-            options += ["--jit-dir", str(self.directory)]
-            env["DNNL_JIT_DUMP"] = "1"
-        wrapped = hook_command(command, tuple(options)) if options else None
-        if wrapped is None:
-            if self.dnnl:
+            command, launch, env = self.python_command(spec, env)
+        wrapped = None
+        if self.dnnl or launch:  # the launcher, which then starts the Python support in its own interpreter
+            python_dir = ("--python-dir", str(self.directory)) if self.python_on else ()
+            wrapped = hook_command(command, (*(("--jit-dir", str(self.directory)) * self.dnnl), *python_dir))
+            if wrapped is None and self.dnnl:
                 self.note("flamegraph: --jit ignored: it works for Python commands (python SCRIPT, -m MODULE, "
                           "-c CODE) or --pid")  # fmt: skip
+            elif self.dnnl:
+                env["DNNL_JIT_DUMP"] = "1"
+        if wrapped is None and not self.python_on:
             return spec  # no directory: nothing would write there (a C program's PERF_DATA.jit/ is not made)
         self.use_directory()  # oneDNN, the hook and perf inject write there by name
         clear_previous(self.directory)
-        if self.python_on:  # the Python processes the command starts get what its own interpreter gets
+        if self.python_on:  # every Python process of the command, its own first, starts our support at start-up
             env = pysite.install(self.directory, HOOK, env)
         self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
-        if self.dnnl:
+        if wrapped is not None and self.dnnl:
             check_dumps_cwd(spec.cwd or os.getcwd())
         self.hooked = True
-        self.summary.command = shlex.join(user_command(spec.command))  # the user's, not the wrapped one
-        return spec.replace(command=wrapped, env=env)
+        self.summary.command = shlex.join(spec.command)  # the user's, not the wrapped one
+        return spec.replace(command=wrapped or command, env=env)
 
     def use_directory(self) -> None:
         """The directory made ours (created, or checked: else NotPrivate), only when something writes there."""
         self.directory = private_dir(self.directory)
         self.in_use = True
 
-    def python_command(self, spec: RecordSpec) -> tuple[tuple[str, ...], list[str]]:
-        """The command to wrap (a `#!` script run by its interpreter) and the hook's options for Python
-        frames, with one line saying what was done; no options where they cannot work."""
-        env = {**os.environ, **spec.env}
-        target = python_target(spec.command, env, spec.cwd)
+    def python_command(
+        self, spec: RecordSpec, env: dict[str, str]
+    ) -> tuple[tuple[str, ...], bool, dict[str, str]]:
+        """(the command to run, whether our launcher must start the Python support, its environment), with one
+        line saying what was done. The command runs as given (a `#!` script too): the sitecustomize of `pysite`
+        starts the support inside each of its Python processes, its own first. Only an interpreter that reads
+        no site or no environment (-S, -E, -I) goes through the launcher, given -X perf where it ignores
+        PYTHONPERFSUPPORT; -X perf_jit becomes -X perf."""
+        everything = {**os.environ, **env}
+        target = python_target(spec.command, everything, spec.cwd)
         if target is None:
             if self.python:
                 self.note("flamegraph: --python: the command does not run a Python interpreter; no Python frames")
-            return spec.command, []
+            return spec.command, False, env
         if target.version < (3, 12):
             if self.python:
                 self.note(f"flamegraph: --python: {target.interpreter} is Python {target.release}; Python frames "
                           "need 3.12+")  # fmt: skip
-            return spec.command, []
-        if hook_command(target.command, ("--python-dir", "-")) is None:
-            self.note(f"flamegraph: {target.interpreter} reads its program from stdin or runs interactively: "
-                      "no Python frames (give it a script, -m MODULE or -c CODE)")  # fmt: skip
-            return spec.command, []
+            return spec.command, False, env
+        letters, x_options, at = interpreter_options(target.command)
+        script = target.command[at] if at < len(target.command) and target.command[at] not in PROGRAM_FLAGS else None
+        if script is not None and not utf8_path(os.path.join(spec.cwd or os.getcwd(), script)):
+            shown = os.fsencode(script).decode("utf-8", "backslashreplace")
+            self.note(f"flamegraph: {shown} is not a UTF-8 path, which CPython's perf map cannot write (the program "
+                      "would fail with perf support on): no Python frames")  # fmt: skip
+            return spec.command, False, env
+        command, how = target.command, f"{PERF_SUPPORT}=1"  # (a plain `#!` script: run by its interpreter)
+        if "perf_jit" in x_options or everything.get(PERF_JIT, "").strip() not in ("", "0"):
+            self.note("flamegraph: -X perf_jit replaced by -X perf: CPython's own jitdump would leave its functions "
+                      "unnamed here (and a /tmp/jit-PID.dump behind); ours names and unwinds them")  # fmt: skip
+            command = tuple("perf" if a == "perf_jit" else "-Xperf" if a == "-Xperf_jit" else a for a in command)
+            env[PERF_JIT] = "0"  # (it would win over PYTHONPERFSUPPORT=1)
+        launch = bool(letters & {"S", "E", "I"})  # no site: our sitecustomize unread; no environment: nor the variable
+        if letters & {"E", "I"}:
+            command, how = (command[0], "-X", "perf", *command[1:]), "-X perf"
+        if launch and hook_command(command, ("--python-dir", "-")) is None:
+            self.note(f"flamegraph: {target.interpreter} reads its program from stdin or runs interactively, and "
+                      "no site or environment (-S, -E, -I): no Python frames")  # fmt: skip
+            return spec.command, False, env
         self.python_on = True
-        self.python_maps_ours = not asked_for_perf_support(target.command, env)
-        self.note(f"flamegraph: Python {target.release}: perf support on ({PERF_SUPPORT}=1), its functions are "
+        env[PERF_SUPPORT] = "1"
+        self.python_maps_ours = not asked_for_perf_support(target.command, everything)
+        self.note(f"flamegraph: Python {target.release}: perf support on ({how}), its functions are "
                   "frames (--no-python: off)")  # fmt: skip
-        return target.command, ["--python-dir", str(self.directory)]
+        if command == target.command and not launch and not self.dnnl:
+            command = spec.command  # nothing to change: the command exactly as given
+        return command, launch, env
 
     def finish(self, recording: Recording) -> Recording:
         if self.per_chunk or not self.in_use:  # per chunk: chunks.py completes each before it is folded
@@ -358,6 +383,39 @@ class JitHook:
                 return
             session.write_kernels(str(directory), pid, result.kernels)
             self.directory = directory
+
+
+PERF_JIT = "PYTHON_PERF_JIT_SUPPORT"  # = -X perf_jit (3.13+): CPython's own jitdump
+PROGRAM_FLAGS = ("-", "-m", "-c")
+
+
+def interpreter_options(command: tuple[str, ...]) -> tuple[set[str], list[str], int]:
+    """`python [options] PROGRAM...` -> (its one-letter flags, -X options, the index where its program begins)."""
+    letters: set[str] = set()
+    x_options: list[str] = []
+    i = 1
+    while i < len(command) and command[i].startswith("-") and command[i] not in PROGRAM_FLAGS:
+        arg = command[i]
+        if arg in OPTION_WITH_VALUE:
+            if arg == "-X" and i + 1 < len(command):
+                x_options.append(command[i + 1])
+            i += 2
+            continue
+        if arg.startswith("-X"):
+            x_options.append(arg[2:])
+        elif not arg.startswith(("--", "-W")):
+            letters.update(arg[1:])  # -IS, -uE
+        i += 1
+    return letters, x_options, i
+
+
+def utf8_path(path: str) -> bool:
+    """CPython's perf map writes each function's file name as strict UTF-8: a path that is not fails it."""
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def unhooked_pythons(processes: trampolines.Processes, hooked: set[int], since: float) -> list[int]:

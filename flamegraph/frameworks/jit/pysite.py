@@ -1,16 +1,18 @@
-"""The Python processes a recorded command starts, given what its own interpreter gets (Python 3.12+).
+"""Every Python process of a recorded command, its own first, starts our Python support at start-up (3.12+).
 
-The command's interpreter runs through the launcher (`flamegraph_launcher.start_python`: jitdump marker,
-trampoline bytes, and an at-fork hook that does the same in every forked child). A child started afresh
-(multiprocessing's spawn workers and resource tracker, `subprocess.run([sys.executable, ...])`) inherits
-our PYTHONPERFSUPPORT=1, so its functions get trampolines and a /tmp/perf-PID.map, but not the launcher:
-without unwind info its stacks would stop at its first Python frame. So the recorder puts a directory of
-its own first on the command's PYTHONPATH, holding only this `sitecustomize.py`, which every such child
-imports at start-up (`site`): it takes its directory off sys.path again (the program's path is as without
-us), runs `pychild.start(DIR)` (loaded by file) in a 3.12+ interpreter other than the command's own, and
-then imports the sitecustomize it hides, if there is one (Debian's), as if ours were not there. Written in
-Python 2's syntax too: any Python the command starts reads it. A child run with -S, -E or -I does not (-E
-and -I ignore PYTHONPERFSUPPORT too); the recorder says which processes' stacks stay cut.
+A command's Python processes inherit our PYTHONPERFSUPPORT=1, so their functions get trampolines and a
+/tmp/perf-PID.map; without unwind info their stacks would stop at their first Python frame. So the recorder
+puts a directory of its own first on the command's PYTHONPATH, holding only this `sitecustomize.py`, which
+every such interpreter imports at start-up (`site`): the command's own (which runs as given, not inside a
+launcher: its __file__, sys.argv, sys.path and sys.modules are as without us), multiprocessing's spawn
+workers and resource tracker, `subprocess.run([sys.executable, ...])`. It takes its directory off sys.path
+again, runs `pychild.start(DIR)` (loaded by file, no package import) in a 3.12+ interpreter, removes from
+sys.modules what that imported (ctypes...: a module of the program's of that name still wins), and then
+imports the sitecustomize it hides, if there is one (Debian's), as if ours were not there. An interpreter
+our launcher starts with --python-dir (--jit, or -S/-E/-I, which read no site or no environment) is left
+to the launcher. Written in Python 2's syntax too: any Python the command starts reads it. A child run
+with -S, -E or -I does not read it (-E and -I ignore PYTHONPERFSUPPORT too); the recorder says which
+processes' stacks stay cut.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ...io.private import private_dir, replace_file
 from . import pychild
 
 SITE = """\
-# Written by `flamegraph record` for the Python processes its command starts: see flamegraph/frameworks/jit/pysite.py
+# Written by `flamegraph record` for the Python processes of its command: see flamegraph/frameworks/jit/pysite.py
 import sys
 
 
@@ -31,20 +33,32 @@ def _flamegraph_child():
     import os
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    if sys.version_info < (3, 12) or {launcher!r} in getattr(sys, "orig_argv", ()):
-        return  # no perf support; or the command's own interpreter, which the launcher starts
+    if sys.version_info < (3, 12) or _flamegraph_launched(getattr(sys, "orig_argv", ())):
+        return  # no perf support; or an interpreter our launcher (--jit) starts the same way itself
+    before = set(sys.modules)
     try:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("_flamegraph_pychild", {pychild!r})
-        pychild = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(pychild)
-        pychild.start({directory!r})
+        path = {pychild!r}
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+        pychild = {{"__name__": "_flamegraph_pychild", "__file__": path}}
+        exec(code, pychild)
+        pychild["start"]({directory!r})
     except Exception as err:
         sys.stderr.write("flamegraph: pid %d: no unwind info for its Python functions: %s\\n" % (os.getpid(), err))
+    for name in set(sys.modules) - before:  # what we imported (ctypes...): the program's own of that name wins
+        del sys.modules[name]
+
+
+def _flamegraph_launched(argv):
+    argv = list(argv)
+    if {launcher!r} not in argv:
+        return False
+    options = argv[argv.index({launcher!r}) + 1:]
+    return "--python-dir" in options[:options.index("--")] if "--" in options else False
 
 
 _flamegraph_child()
-del _flamegraph_child
+del _flamegraph_child, _flamegraph_launched
 _flamegraph_site = sys.modules.pop("sitecustomize", None)
 try:
     import sitecustomize  # the one ours hides (Debian's), found on the path as it is without us
