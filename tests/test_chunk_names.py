@@ -161,12 +161,12 @@ def test_a_short_recording_keeps_perfs_demangling_a_long_job_skips_it(
             return b""
 
     plain: list[str] = []
-    monkeypatch.setattr(stream, "fold_input", lambda collapser, path, script_args: plain.append(path))
+    monkeypatch.setattr(stream, "fold_input", lambda collapser, path, script_args, rewrite: plain.append(path))
     monkeypatch.setattr(stream, "fold_blocks", lambda collapser, blocks, path: None)
     fold = StreamedFold(Spool(tmp_path, cap=64_000_000), lambda: None, FIELDS)  # type: ignore[arg-type,return-value]
     fold.names = Names()  # type: ignore[assignment]
     for number in range(stream.DEMANGLE_AFTER + 2):
         fold.chunks = number
-        fold._fold_plain(None, f"chunk{number}", FIELDS)  # type: ignore[arg-type]
+        fold._fold_plain(None, f"chunk{number}", FIELDS, fold.threads.blocks)  # type: ignore[arg-type]
     assert plain == [f"chunk{n}" for n in range(stream.DEMANGLE_AFTER)]
     assert scripted == [f"chunk{stream.DEMANGLE_AFTER}", f"chunk{stream.DEMANGLE_AFTER + 1}"]

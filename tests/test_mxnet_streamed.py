@@ -200,6 +200,7 @@ def test_the_deferred_join_of_the_whole_perf_data_is_the_whole_join(
     from flamegraph.naming.grouping import namer_for_recording
     from flamegraph.naming.observer import FrameObserver
     from flamegraph.record import Recording, RecordSpec, script_args
+    from flamegraph.record.chunk_threads import ThreadNames
 
     _, tmp = runs["whole"]
     data = tmp / "perf.data"
@@ -208,7 +209,7 @@ def test_the_deferred_join_of_the_whole_perf_data_is_the_whole_join(
     deferred = DeferredJoin(hook, root_of())
     options = FoldOptions.with_all(frame_hook=FrameObserver(namer_for_recording(str(data))), sample_hook=deferred.log)
     collapser = PerfCollapser(options, Diagnostics(echo=False))
-    deferred.fold_chunk(collapser, str(data), script_args(recording))
+    deferred.fold_chunk(collapser, str(data), script_args(recording), ThreadNames().blocks)
     profile = collapser.profile()
     deferred.join(profile, recording)
     with open(tmp / "whole.folded", "rb") as f:

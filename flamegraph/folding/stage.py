@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -24,6 +24,7 @@ from .perf import PerfCollapser
 from .perf_blocks import fold_blocks, iter_blocks, iter_lines
 
 Progress = Callable[[int], None]  # bytes of perf script text folded so far
+BlockFilter = Callable[[Iterable[bytes]], Iterator[bytes]]  # the text's raw blocks, rewritten
 
 
 class FoldResult(NamedTuple):
@@ -66,15 +67,18 @@ def fold_input(
     window: Window | None = None,
     meanwhile: Callable[[], object] | None = None,
     head: bytearray | None = None,
+    rewrite: BlockFilter | None = None,
 ) -> None:
     """Fold one input into `collapser`: the one path every command takes; with `window` (seconds of
     perf's clock), only the records in it. `meanwhile`: work of the caller's to do while workers fold
     (called only when the input is folded in several processes). `head`: filled with the first bytes
-    of the text folded in this process (stdin, gzip: read once, so the head cannot be read again)."""
+    of the text folded in this process (stdin, gzip: read once, so the head cannot be read again).
+    `rewrite`: what the text goes through first, in one process (a streamed chunk's thread names:
+    record.chunk_threads)."""
     options = collapser.options
     where = label(path)
     # A sample hook is called per sample, in order, and may keep what it saw: one process. So is a window.
-    in_order = options.sample_hook is not None or window is not None or options.srcline
+    in_order = options.sample_hook is not None or window is not None or options.srcline or rewrite is not None
     processes = 1 if in_order else jobs_for(path, jobs, collapser.diagnostics.strict)
     if processes > 1:
         from .parallel import fold_parallel
@@ -89,6 +93,8 @@ def fold_input(
     with open_stream(path, with_pid, script_args) as stream:
         source = stream if window is None else WindowFilter(stream, window)
         blocks = iter_blocks(source)  # type: ignore[arg-type]
+        if rewrite is not None:
+            blocks = rewrite(blocks)
         if head is not None:
             blocks = _keeping_head(blocks, head)
         if options.srcline:  # a frame and its source line are one line to name: the line path

@@ -213,9 +213,11 @@ def _streamed_summary(recording: Recording, fold: StreamedFold, spool: Spool) ->
 
     ended = f"; {command_ended(recording.exit_status)}" if recording.exit_status else ""
     samples = fold.counts.samples + spool.dropped.samples
+    chunks = fold.chunks + spool.dropped_chunks  # ('in 1 chunk', then '7 chunks were dropped', once)
+    dropped = f", {spool.dropped_chunks} dropped" if spool.dropped_chunks else ""
     return (
-        f"recorded {samples:,} samples in {recording.seconds:.1f} s, folded as recorded in {fold.chunks} "
-        f"chunk{'s' if fold.chunks != 1 else ''} ({spool.bound_text()}){ended}"
+        f"recorded {samples:,} samples in {recording.seconds:.1f} s, folded as recorded in {chunks} "
+        f"chunk{'s' if chunks != 1 else ''}{dropped} ({spool.bound_text()}){ended}"
     )
 
 

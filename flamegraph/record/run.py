@@ -20,6 +20,7 @@ from ..io.perf import describe_exit, find_perf
 from .command import command_facts, perf_environment, python_note, resolve_command
 from .exec_forks import mark_exec_forks
 from .lost import PerfWarnings, read_lost
+from .privileges import CAP_IPC_LOCK, has_capability
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
 from .scope import kernel_note, recorded_events, user_space_only
 from .spec import (
@@ -162,7 +163,12 @@ def record(
     metadata = capture_metadata(spec, perf)
     env = perf_environment({**os.environ, **spec.env}, spec.cwd) if spec.command else {**os.environ, **spec.env}
     if spool is not None:
-        spec = spec.replace(options=spec.options.replace(extra_args=(*spec.options.extra_args, *spool.args)))
+        extra, buffers = (*spec.options.extra_args, *spool.args), spool.buffers(spec.options.mmap)
+        if buffers != spec.options.mmap and has_capability(CAP_IPC_LOCK):  # (-m is not given otherwise)
+            status.note(f"note: perf's buffers cut from {spec.options.mmap} to {buffers} a CPU to stay under "
+                        f"--max-spool {spool.cap / 1e6:.0f} MB (perf drains them in one go): a burst loses more "
+                        "samples (a larger --max-spool keeps them)")  # fmt: skip
+        spec = spec.replace(options=spec.options.replace(extra_args=extra, mmap=buffers))
     argv = record_command(spec, perf, output)
     terminal = Terminal.held() if spec.command else None
     vdso_before = vdso_copies()

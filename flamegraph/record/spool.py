@@ -1,12 +1,14 @@
 """The spool of a streamed recording: perf writes rotating chunks, at most `cap` bytes of them on disk.
 
-perf 6.1 `record --switch-output` (signal mode) renames its output to OUTPUT.<timestamp> and starts a new
-one on each SIGUSR2; every chunk is a whole perf.data (its own header, build-ids and the mmaps of the
-processes at the switch), so `perf script` unwinds its stacks alone (measured: 100 % of a busy thread's
-stacks rooted in every chunk, as in one file). A watcher thread switches when the open chunk reaches
-`chunk` bytes or an interval ends, queues finished chunks in order, and measures the spool's peak; when
-the finished chunks waiting to be folded would take the spool past its cap, the newest waiting ones are
-dropped, their samples counted (`dropped`) and said at once, never silently.
+perf 6.1 `record --switch-output` renames its output to OUTPUT.<timestamp> and starts a new one when it
+reaches `chunk` bytes (size mode), or with --every on each SIGUSR2 (signal mode); every chunk is a whole
+perf.data (its own header, build-ids and the mmaps of the processes at the switch), so `perf script`
+unwinds its stacks alone (measured: 100 % of a busy thread's stacks rooted in every chunk, as in one
+file); perf's buffers are cut to the cap (`buffers`). A watcher thread switches (signal mode) when the open chunk
+reaches `chunk` bytes or an interval ends, queues finished chunks in order, and measures the spool's peak;
+when the finished chunks waiting to be folded would take the spool past its cap, the newest waiting ones
+are dropped, their samples counted (`dropped`); the first drop is said at once, the others counted for
+the run's summary (a behind folder drops one every few hundred ms: a line each buried the output).
 
     spool = Spool(directory, cap=256 << 20, every=60.0, note=status.note)
     spool.started(perf_pid)                 # from record(): the watcher starts
@@ -37,6 +39,7 @@ OPEN_SLACK = 2  # chunks of room kept for the open chunk: its switch may come a 
 # switches once more: a smaller chunk).
 RESEND_SECONDS = 2.0
 DROPS_SAID = 3  # chunks dropped said one by one as they go (a small cap on a busy machine drops dozens)
+MIN_RING = 512 << 10  # perf's own default per CPU (516 KiB when not root): smaller rings lose samples
 POLL_SECONDS = 0.05  # perf writes ~33 MB/s at dwarf,65528 -F 499: ~1.7 MB past the chunk size per poll
 HEADER = struct.Struct("<8sQQ16xQQ")  # perf_file_header: magic, size, attr_size, attrs, data {offset, size}
 EVENT_HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
@@ -153,6 +156,10 @@ class Spool:
         self.cap = cap
         self.chunk = max(cap // CHUNKS_PER_CAP, 1_000_000)
         self.every = every
+        # Without intervals perf switches by itself at `chunk` bytes (checked after each read of its buffers);
+        # a SIGUSR2 comes a poll and perf's reaction late: chunks of 9 MB for 2.7 MB asked at ~90 MB/s of
+        # off-CPU records, 27 MB on disk under a 16 MB cap. Intervals need the signal (one mode at a time).
+        self.by_size = every is None
         self.until = until  # --duration: no interval boundary at (or past) the end, which ends the last one
         self._note = note
         self._queue: deque[Chunk] = deque()
@@ -174,6 +181,9 @@ class Spool:
         self.peak = 0  # bytes on disk at the fullest moment seen (polled every POLL_SECONDS)
         self.dropped = ChunkCounts()  # chunks dropped unfolded (the folding was behind)
         self.dropped_chunks = 0
+        self._written = 0  # bytes perf had written at the last poll (finished chunks and the open one)
+        self._finished = 0  # bytes of the chunks perf finished, as first seen
+        self._burst = 0  # bytes perf wrote between the last two polls: what it may write before the next
 
     @property
     def chunks(self) -> int:
@@ -185,7 +195,17 @@ class Spool:
         """perf record's options for the spool: switch on SIGUSR2; build-ids in the MMAP2 records instead
         of perf's build-id pass at each switch, which in perf 6.1 leaves each finished chunk mapped
         (measured: 5 deleted chunks still mapped after 15 s, their disk space held, perf's RSS +8 MB/s)."""
-        return ("--switch-output", "--buildid-mmap")
+        return (f"--switch-output={self.chunk}B" if self.by_size else "--switch-output", "--buildid-mmap")
+
+    def buffers(self, asked: str | None) -> str | None:
+        """perf's -m under the cap: perf writes what its buffers hold in one go (up to half of each CPU's
+        ring, its wakeup mark), so the rings are cut to about a chunk in all (a power of two per CPU, at
+        least MIN_RING): 16M rings on 2 CPUs wrote 8-16 MB chunks where 2.7 MB was asked, 20 MB on disk under
+        a 16 MB cap. The default cap (256M) keeps 16M rings up to 5 CPUs."""
+        if asked is None:
+            return None
+        ring = max(1 << (2 * self.chunk // (os.cpu_count() or 1)).bit_length() - 1, MIN_RING)
+        return asked if _ring_bytes(asked) <= ring else f"{ring >> 10}K"
 
     @property
     def waiting(self) -> int:
@@ -260,6 +280,8 @@ class Spool:
         while not self._stop.wait(POLL_SECONDS):
             now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             self._scan(now)
+            written = self._finished + _size(self.data)
+            self._burst, self._written = max(written - self._written, 0), written
             with self._ready:
                 self._drop_over_cap()  # a late switch lets the open chunk grow: room is made at once
             self.peak = max(self.peak, self.size())
@@ -284,7 +306,7 @@ class Spool:
             boundary = self._interval * self.every
             last = self.until is not None and boundary >= self.until - POLL_SECONDS * 4
             due = not last and now - self.started_ns >= boundary * 1e9
-        if (size >= self.chunk or due) and self._pid is not None:
+        if (due or size >= self.chunk and not self.by_size) and self._pid is not None:
             self._boundary_due = now if due else None
             self._switch_sent = now
             try:
@@ -303,6 +325,7 @@ class Spool:
             return
         for i, name in enumerate(names):
             self._seen.add(name)
+            self._finished += _size(self.directory / name)
             last = final and i == len(names) - 1
             closes = self._boundary_due is not None or (last and self.every is not None)
             ended_ns = self._switch_sent if self._switch_sent is not None and not last else now
@@ -323,9 +346,10 @@ class Spool:
 
     def _drop_over_cap(self) -> None:
         """Drop the newest waiting chunks while those waiting, the one being folded and the open one (room
-        for OPEN_SLACK chunks: a switch can come late on a loaded machine) pass the cap; one that ends an
-        interval stays queued as a marker (`dropped`), its file gone."""
-        while self._waiting_bytes() + max(OPEN_SLACK * self.chunk, _size(self.data)) > self.cap:
+        for OPEN_SLACK chunks: a switch can come late on a loaded machine; or its size and what perf wrote
+        in the last poll, which it may write again before the next: ~4.5 MB at ~90 MB/s) pass the cap; one
+        that ends an interval stays queued as a marker (`dropped`), its file gone."""
+        while self._waiting_bytes() + max(OPEN_SLACK * self.chunk, _size(self.data) + self._burst) > self.cap:
             victims = [i for i, c in enumerate(self._queue) if not c.dropped]
             if not victims:
                 return
@@ -349,6 +373,13 @@ class Spool:
     def _waiting_bytes(self) -> int:
         folding = [self._folding] if self._folding is not None else []
         return sum(_size(chunk.path) for chunk in (*folding, *self._queue))
+
+
+def _ring_bytes(text: str) -> int:
+    """perf's -m: a size with K, M or G (powers of 1024), or a number of 4 KiB pages."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    unit = units.get(text[-1:].upper())
+    return int(text[:-1]) * unit if unit else int(text) * 4096
 
 
 def _size(path: Path) -> int:

@@ -5,8 +5,10 @@ into the current interval's collapser, and deletes it (a `perf script` killed by
 cuts its chunk short: the samples it did not print are counted, said in one line, and folding goes on); an
 interval's end hands its profile to
 `on_interval` (the CLI writes STEM-NNN.svg/.folded) and adds it to the whole run. `fold_chunk` replaces
-the plain fold of a chunk (--mxnet's reads the context switches from the same text). Memory is the distinct
-stacks of the whole run and of the interval being folded, whatever the number of samples.
+the plain fold of a chunk (--mxnet's reads the context switches from the same text). Every chunk's text
+goes through one `ThreadNames` (chunk_threads): a thread started in an earlier chunk keeps its name in
+the later ones, where perf names it `:TID`. Memory is the distinct stacks of the whole run and of the
+interval being folded, whatever the number of samples.
 
     fold = StreamedFold(spool, make_collapser, script_args, on_interval=write_interval, prepare=complete_jit)
     fold.start()
@@ -29,13 +31,14 @@ from pathlib import Path
 
 from ..folding.perf import PerfCollapser
 from ..folding.perf_blocks import MAX_CARRY, fold_blocks, iter_blocks
-from ..folding.stage import fold_input
+from ..folding.stage import BlockFilter, fold_input
 from ..io.inputs import open_stream
 from ..io.perf import ScriptKilled, find_perf
 from ..model import FoldedProfile
 from ..naming.buildid import RecordedBuildIds
 from ..naming.symbols import FunctionNamer
 from .chunk_names import ChunkNames
+from .chunk_threads import ThreadNames
 from .exec_forks import mark_exec_forks
 from .fold_priority import FoldPriority
 from .scope import recorded_events
@@ -68,7 +71,7 @@ class StreamedFold:
         script_args: Sequence[str],
         namer: FunctionNamer | None = None,
         on_interval: Callable[[Interval], None] | None = None,
-        fold_chunk: Callable[[PerfCollapser, str, Sequence[str]], None] | None = None,
+        fold_chunk: Callable[[PerfCollapser, str, Sequence[str], BlockFilter], None] | None = None,
         prepare: Callable[[Path], None] | None = None,
         note: Callable[[str], None] = lambda line: None,
     ) -> None:
@@ -81,6 +84,7 @@ class StreamedFold:
         self._on_interval = on_interval
         self.names = ChunkNames.find() if fold_chunk is None else None  # perf's demangling skipped (chunk_names)
         self._fold_chunk = fold_chunk or self._fold_plain
+        self.threads = ThreadNames()  # the names of threads perf no longer names in later chunks
         self.whole = FoldedProfile()
         self.counts = ChunkCounts()  # of the chunks folded
         self.chunks = 0
@@ -159,7 +163,7 @@ class StreamedFold:
             self.events = recorded_events(find_perf(), chunk.path)
         records = self._collapser.diagnostics.records
         try:
-            self._fold_chunk(self._collapser, str(chunk.path), self._script_args)
+            self._fold_chunk(self._collapser, str(chunk.path), self._script_args, self.threads.blocks)
         except ScriptKilled as killed:
             if self._stopping.is_set():
                 raise  # our own kill (a second Ctrl-C): the run is abandoned
@@ -187,15 +191,15 @@ class StreamedFold:
         its = f"its {missing:,} samples" if not printed else f"{missing:,} of its {samples:,} samples"
         self._note(f"warning: chunk {chunk.number}: {why}: {its} not folded")
 
-    def _fold_plain(self, collapser: PerfCollapser, path: str, args: Sequence[str]) -> None:
+    def _fold_plain(self, collapser: PerfCollapser, path: str, args: Sequence[str], named: BlockFilter) -> None:
         # Reading the libraries' alias groups costs a one-off 1-2 s of CPU that ~7 chunks pay back: a short
         # recording keeps perf's own demangling, a long job skips it from chunk DEMANGLE_AFTER on.
         long_job = self.names is not None and self.chunks >= DEMANGLE_AFTER
         text = self.names.script(path, args) if self.names is not None and long_job else None
         if text is None:
-            fold_input(collapser, path, script_args=args)
+            fold_input(collapser, path, script_args=args, rewrite=named)
             return
-        fold_blocks(collapser, iter_blocks(io.BytesIO(text)), path)
+        fold_blocks(collapser, named(iter_blocks(io.BytesIO(text))), path)
 
     def _close(self, end_ns: int) -> None:
         profile = self._collapser.profile()
@@ -226,7 +230,8 @@ def iter_chunk_lines(
     A chunk's text is handed on a whole record at a time. Its perf script killed by a signal ends that text
     at its last whole record (the one cut short is not read): told to `killed` with the samples printed
     before it (which may raise: our own kill), the stream goes on with the next chunk; without `killed` it
-    raises."""
+    raises. Threads are named as in one file (chunk_threads)."""
+    named = ThreadNames().blocks
     while (chunk := spool.next_chunk()) is not None:
         if chunk.dropped:
             spool.done(chunk)
@@ -237,7 +242,7 @@ def iter_chunk_lines(
             if counted is not None:
                 counted(counts)
             with open_stream(str(chunk.path), script_args=script_args) as stream:
-                yield from whole_records(iter_blocks(stream), printed)
+                yield from whole_records(named(iter_blocks(stream)), printed)
         except ScriptKilled as error:
             if killed is None:
                 raise

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 
 from ...folding.perf import PerfCollapser
 from ...folding.perf_blocks import fold_blocks, iter_blocks
+from ...folding.stage import BlockFilter
 from ...io.inputs import open_stream
 from ...model import FoldedProfile
 from ...record.spec import Recording
@@ -64,11 +65,11 @@ class DeferredJoin:
         if self.hook.segments is not None:
             self.hook.segments.stop()
 
-    def fold_chunk(self, collapser: PerfCollapser, path: str, script_args: Sequence[str]) -> None:
+    def fold_chunk(self, collapser: PerfCollapser, path: str, script_args: Sequence[str], named: BlockFilter) -> None:
         """fold_input's path for a chunk (no window filter, no --jobs: a sample hook folds in order), with the
-        context switches printed and tapped; they change no stack."""
+        context switches printed and tapped; they change no stack. `named`: the chunks' thread names."""
         with open_stream(path, False, [*script_args, SHOW_SWITCHES]) as stream:
-            fold_blocks(collapser, self.log.tap(iter_blocks(stream)), path)
+            fold_blocks(collapser, self.log.tap(named(iter_blocks(stream))), path)
 
     def join(self, profile: FoldedProfile, recording: Recording) -> None:
         """The whole run's profile gets its operator and primitive frames, the tables are said and go in
