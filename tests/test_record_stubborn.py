@@ -138,3 +138,44 @@ def test_nothing_outlives_a_killed_flamegraph(tmp_path: Path, stubborn: Path, co
     proc.kill()
     proc.wait(timeout=10)
     assert gone(stubborn, proc.pid, 20), survivors(stubborn) + session_members(proc.pid)
+
+
+def test_ctrl_c_in_a_terminal_kills_a_command_that_ignores_it(tmp_path: Path, stubborn: Path) -> None:
+    """flamegraph hands the terminal to perf's group: a Ctrl-C typed there reaches perf and the command, not
+    us. perf stops and waits for the command; we learn of the stop from perf's own line and end it."""
+    import fcntl
+    import select
+    import termios
+
+    folded = tmp_path / "t.folded"
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        interruptible()
+
+    proc = tracked(subprocess.Popen(
+        [*FLAMEGRAPH, "record", "--no-svg", "--folded", str(folded), "--", str(stubborn)],
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=controlling_terminal,
+    ))  # fmt: skip
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + WAIT
+    typed = False
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.2)[0]:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                time.sleep(0.05)
+        if not typed and b"recording" in seen:
+            time.sleep(1.0)
+            os.write(master, b"\x03")  # Ctrl-C
+            typed = True
+    os.close(master)
+    assert proc.poll() is not None, f"still waiting for the command {WAIT} s after Ctrl-C: {seen!r}"
+    text = seen.decode(errors="replace")
+    assert proc.returncode == EXIT_OK, text
+    assert len(KILLED.findall(text)) == 1 and "Traceback" not in text, text
+    assert gone(stubborn, proc.pid, 5), survivors(stubborn)
+    assert folded_total(folded) > 0, text

@@ -137,7 +137,5 @@ def _guard(perf: int, pidfd: int) -> None:
             time.sleep(0.05)
 
 
-if __name__ == "__main__":
-    for ignored in (signal.SIGINT, signal.SIGHUP):  # a terminal's signals are not for us
-        signal.signal(ignored, signal.SIG_IGN)
+if __name__ == "__main__":  # (in a process group of its own: a terminal's signals do not reach it)
     _guard(int(sys.argv[1]), int(sys.argv[2]))

@@ -155,9 +155,12 @@ class _Command:
         return min(times) if times else None
 
     def end(self, ours: int | None, at_once: bool = False) -> bool:
-        """SIGKILL the command if perf has stopped and it outlived the grace (`at_once`: now, a second
-        Ctrl-C/SIGTERM of an impatient user); whether it was killed now."""
-        since = self.stopped_ns(ours)
+        """SIGKILL the command if it outlived the grace since perf stopped (its line; our stop when perf
+        prints none); `at_once`: now, on a second Ctrl-C/SIGTERM, if perf said it stopped (it has then
+        SIGTERMed the command and waits for it). Whether it was killed now."""
+        since = self._err.left_loop_ns
+        if since is None and not at_once:
+            since = ours  # (a perf that prints no such line: from our stop)
         if since is None or self.killed:
             return False
         if not at_once and time.clock_gettime_ns(time.CLOCK_MONOTONIC) - since < COMMAND_GRACE * 1e9:
