@@ -179,3 +179,38 @@ def test_ctrl_c_in_a_terminal_kills_a_command_that_ignores_it(tmp_path: Path, st
     assert len(KILLED.findall(text)) == 1 and "Traceback" not in text, text
     assert gone(stubborn, proc.pid, 5), survivors(stubborn)
     assert folded_total(folded) > 0, text
+
+
+SLOW_SHUTDOWN = r"""
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+volatile unsigned long s;
+static const char *volatile done;
+static void on_term(int sig) {  /* a graceful shutdown longer than the 2 s grace: a dump, a flush */
+    sleep(4);
+    int fd = open(done, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    write(fd, "clean\n", 6);
+    _exit(0);
+}
+int main(int argc, char **argv) {
+    done = argv[1];
+    signal(SIGTERM, on_term);
+    for (;;) s = s * 31 + 7;
+}
+"""
+
+
+def test_a_command_that_handles_sigterm_is_given_time_to_finish(tmp_path: Path) -> None:
+    """Not a regression of the fix: a command whose SIGTERM handler takes 4 s (MXNet's profiler dump and
+    --jit's kernels are written in exit handlers) ends by itself, said, and is not killed at 2 s."""
+    program = compile_c(tmp_path, f"slowstop{os.getpid()}", SLOW_SHUTDOWN)
+    done = tmp_path / "done"
+    proc = start(["record", "--duration", "1", "--no-svg", "--folded", str(tmp_path / "s.folded"), "--",
+                  str(program), str(done)], tmp_path)  # fmt: skip
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == EXIT_OK, err
+    assert "handles SIGTERM and has not ended yet: killed (SIGKILL) if it has not 30 s after it" in err
+    assert "killed (SIGKILL) after" not in err, err
+    assert done.read_text() == "clean\n"
+    assert gone(program, proc.pid, 5), survivors(program)

@@ -5,11 +5,12 @@ perf's parent-death signal (SIGTERM) makes it stop, finish perf.data and SIGTERM
 waits for that command: one that ignores SIGTERM (or is slow to end) kept perf and itself running for ever,
 reparented to init. The guard, started beside perf in a process group of its own (a signal to ours does not
 reach it), holds the read end of a pipe whose write end only we hold: end of file without our word means we
-died. It then waits GRACE seconds for perf, SIGKILLs perf's children (the command), gives perf FINISH seconds
-to finish its data, kills it if it has not, and ends the rest of perf's process group (SIGTERM, then SIGKILL
-after GRACE), as `processes.end_group` does when we are alive. perf is named by a pidfd, so a pid handed out
-again is never signalled. Run as a script (`python -I -S guard.py PERF_PID PIDFD`): stdlib only,
-no site, nothing imported from flamegraph (~10 ms to start).
+died. It then waits for perf, SIGKILLs perf's children (the command) GRACE seconds after (SHUTDOWN_GRACE
+if it handles SIGTERM: a shutdown under way), gives perf FINISH seconds to finish its data, kills it if it
+has not, and ends the rest of perf's process group (SIGTERM, then SIGKILL after GRACE), as
+`processes.end_group` does when we are alive. perf is named by a pidfd, so a pid handed out again is never
+signalled. Run as a script (`python -I -S guard.py PERF_PID PIDFD`): stdlib only, no site, nothing imported
+from flamegraph (~10 ms to start); `run.py` asks it too what a command does with SIGTERM (`live_children`).
 
     guard = Guard.start(perf_pid)   # after perf has started
     ...
@@ -27,6 +28,8 @@ import sys
 import time
 
 GRACE = 2.0  # seconds a command has to end after SIGTERM (processes.end_group's too)
+SHUTDOWN_GRACE = 30.0  # ... a command that handles SIGTERM: its exit handlers run (MXNet's dump, --jit's kernels)
+MASKS = ("SigIgn", "SigBlk", "SigCgt")  # /proc/PID/status: ignored, blocked, caught signals (hex masks)
 FINISH = 10.0  # seconds perf has to finish perf.data once its command has ended
 
 
@@ -98,13 +101,48 @@ def _alive(pidfd: int, seconds: float) -> bool:
             return True
 
 
-def _children(pid: int) -> list[int]:
+class Command:
+    """A live child of perf (the command it launched, which perf waits for once it has stopped): its name
+    and what it does with SIGTERM, from /proc/PID/status."""
+
+    def __init__(self, pid: int, name: str, ignores: bool, handles: bool) -> None:
+        self.pid, self.name, self.ignores, self.handles = pid, name, ignores, handles
+
+    def grace(self) -> float:
+        """How long it may take to end after SIGTERM: a handler is a shutdown under way; ignored or
+        blocked, it never ends by itself; at its default, alive is stuck (stopped, in the kernel)."""
+        return SHUTDOWN_GRACE if self.handles else GRACE
+
+    def describe(self) -> str:
+        """'stubborn (pid 4242) ignores SIGTERM', 'sh (pid 4242) did not end on SIGTERM'."""
+        how = "ignores SIGTERM" if self.ignores else "did not end on SIGTERM"
+        return f"{self.name} (pid {self.pid}) {how}"
+
+
+def live_children(pid: int) -> list[Command]:
+    """perf's children still running (not zombies: those ended by themselves), with their SIGTERM."""
     found = []
     with contextlib.suppress(OSError):
         for task in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{task}/children") as listing:
-                found += [int(child) for child in listing.read().split()]
+                found += [command for child in listing.read().split() if (command := _command(int(child)))]
     return found
+
+
+def _command(pid: int) -> Command | None:
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        ignored, blocked, caught = (bool(int(fields[key], 16) >> (signal.SIGTERM - 1) & 1) for key in MASKS)
+        # blocked with a handler: the handler runs (the kernel blocks its signal meanwhile); without: never
+        return None if fields["State"][:1] in "ZX" else Command(
+            pid, fields["Name"], ignored or blocked and not caught, caught and not ignored
+        )
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -119,14 +157,19 @@ def _guard(perf: int, pidfd: int) -> None:
     if os.read(0, 1):
         return  # our word: we are alive and perf's group has ended
     # We died. perf got SIGTERM (its parent-death signal): it stops and SIGTERMs its command.
-    if _alive(pidfd, GRACE):
-        for child in _children(perf):  # the command, which did not end on SIGTERM: perf waits for it
-            with contextlib.suppress(OSError):
-                os.kill(child, signal.SIGKILL)
-        if _alive(pidfd, FINISH):
+    started = time.monotonic()
+    while _alive(pidfd, GRACE):
+        waited = time.monotonic() - started
+        commands = live_children(perf)  # the command, which did not end on SIGTERM: perf waits for it
+        for command in commands:
+            if waited >= command.grace():
+                with contextlib.suppress(OSError):
+                    os.kill(command.pid, signal.SIGKILL)
+        if not commands and _alive(pidfd, FINISH):  # perf is finishing perf.data (or stuck)
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             _alive(pidfd, GRACE)
+            break
     for signum in (signal.SIGTERM, signal.SIGKILL):  # what is left of perf's group (the command's children)
         try:
             os.killpg(perf, signum)

@@ -67,39 +67,6 @@ def end_group(pgid: int, grace: float = 2.0) -> None:
             time.sleep(0.01)
 
 
-COMMAND_GRACE = 2.0  # seconds the command perf launched has to end after perf's SIGTERM
-
-
-def kill_commands(perf: int) -> list[str]:
-    """SIGKILL perf's children that still live: perf stopped, SIGTERMed the command it launched and waits
-    for it (perf 6.1 __cmd_record: kill, then a blocking wait), so a command that ignores SIGTERM, or takes
-    its time over it, would hold perf, and us, for ever. Returns what was killed, in words
-    ('stubborn (pid 4242) ignores SIGTERM', 'sh (pid 4242) did not end on SIGTERM')."""
-    killed = []
-    for child in children_of(perf):
-        if start_time(child) is None:
-            continue  # ended by itself (a zombie perf has not reaped yet)
-        name, ignores = _name_and_ignored(child)
-        try:
-            os.kill(child, signal.SIGKILL)
-        except OSError:
-            continue
-        killed.append(f"{name} (pid {child}) {'ignores SIGTERM' if ignores else 'did not end on SIGTERM'}")
-    return killed
-
-
-def _name_and_ignored(pid: int) -> tuple[str, bool]:
-    """The process's name and whether it ignores SIGTERM (SigIgn in /proc/PID/status)."""
-    fields = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields[key] = value.strip()
-        return fields.get("Name", "?"), bool(int(fields.get("SigIgn", "0"), 16) >> (signal.SIGTERM - 1) & 1)
-    except (OSError, ValueError):
-        return "the command", False
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)

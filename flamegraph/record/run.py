@@ -3,6 +3,7 @@ SIGHUP, and say why perf failed; no perf, nor the command it launched or its chi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -18,13 +19,11 @@ from typing import IO
 from ..io.diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMissing, StopSignal
 from ..io.perf import describe_exit, find_perf
 from .command import command_facts, perf_environment, python_note, resolve_command
-from .guard import Guard
+from .guard import GRACE, Guard, live_children
 from .lost import PerfWarnings, read_lost
 from .processes import (
-    COMMAND_GRACE,
     Terminal,
     end_group,
-    kill_commands,
     perf_preexec,
     remove_vdso_copies,
     stopped,
@@ -141,12 +140,15 @@ class _Ending:
 
 
 class _Command:
-    """The command perf launched, once perf has stopped: perf SIGTERMs it and waits for it, so one that is
-    still alive COMMAND_GRACE seconds later (it ignores SIGTERM, or takes its time) is killed, and said."""
+    """The command perf launched, once perf has stopped: perf SIGTERMs it and waits for it, so one still
+    alive after its grace is killed, and said: 2 s if it ignores SIGTERM (it never ends by itself), 30 s if
+    it handles it (a shutdown under way: MXNet's profiler dump, --jit's kernels), said at 2 s."""
 
     def __init__(self, perf: int, err: _Relay, status: Status) -> None:
         self._perf, self._err, self._status = perf, err, status
         self.killed = False
+        self._told: set[int] = set()
+        self._killed: set[int] = set()  # (a killed process is listed until it is a zombie: killed once, said once)
 
     def stopped_ns(self, ours: int | None) -> int | None:
         """When perf stopped sampling: our stop (--duration, a signal to us) or its own (a Ctrl-C in the
@@ -155,23 +157,39 @@ class _Command:
         return min(times) if times else None
 
     def end(self, ours: int | None, at_once: bool = False) -> bool:
-        """SIGKILL the command if it outlived the grace since perf stopped (its line; our stop when perf
-        prints none); `at_once`: now, on a second Ctrl-C/SIGTERM, if perf said it stopped (it has then
-        SIGTERMed the command and waits for it). Whether it was killed now."""
+        """SIGKILL the command if it outlived its grace since perf stopped (perf's line; our stop when
+        perf prints none); `at_once`: now, on a second Ctrl-C/SIGTERM, if perf said it stopped (it has
+        then SIGTERMed the command and waits for it). Whether one was killed now."""
         since = self._err.left_loop_ns
         if since is None and not at_once:
             since = ours  # (a perf that prints no such line: from our stop)
-        if since is None or self.killed:
+        if since is None:
             return False
-        if not at_once and time.clock_gettime_ns(time.CLOCK_MONOTONIC) - since < COMMAND_GRACE * 1e9:
+        waited = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - since) / 1e9
+        if waited < GRACE and not at_once:
             return False
-        what = kill_commands(self._perf)
-        for line in what:
-            when = "now (a second stop)" if at_once else f"after {COMMAND_GRACE:.0f} s"
-            self._status.clear()
-            self._status.note(f"the command {line}: killed (SIGKILL) {when}")
-        self.killed = self.killed or bool(what)
-        return bool(what)
+        killed = False
+        for command in live_children(self._perf):
+            if command.pid in self._killed:
+                continue
+            if not at_once and waited < command.grace():
+                if command.pid not in self._told:
+                    self._told.add(command.pid)
+                    self._status.clear()
+                    self._status.note(
+                        f"the command {command.name} (pid {command.pid}) handles SIGTERM and has not ended yet: "
+                        f"killed (SIGKILL) if it has not {command.grace():.0f} s after it"
+                    )
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(command.pid, signal.SIGKILL)
+                killed = True
+                self._killed.add(command.pid)
+                when = "now (a second stop)" if at_once else f"after {command.grace():.0f} s"
+                self._status.clear()
+                self._status.note(f"the command {command.describe()}: killed (SIGKILL) {when}")
+        self.killed = self.killed or killed
+        return killed
 
 
 def record(
