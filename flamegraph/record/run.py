@@ -3,6 +3,7 @@ SIGHUP, and say why perf failed; no perf, nor the command it launched or its chi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ from ..io.diagnostics import FlamegraphError, OutputFailed, PerfFailed, PerfMiss
 from ..io.perf import describe_exit, find_perf
 from .command import command_facts, perf_environment, python_note, resolve_command
 from .exec_forks import mark_exec_forks
+from .guard import GRACE, Guard, live_children
 from .lost import PerfWarnings, read_lost
 from .privileges import CAP_IPC_LOCK, has_capability
 from .processes import Terminal, end_group, perf_preexec, remove_vdso_copies, stopped, vdso_copies
@@ -40,6 +42,8 @@ PERF_ARGV0 = "perf"
 READY_SECONDS = 5.0  # how long --duration waits past its time for perf to begin before stopping it anyway
 ENDED, STOPPED, INTERRUPTED = "ended", "stopped", "interrupted"  # how a recording finished
 PERF_STATE_LINES = ("Events disabled", "Events enabled")  # -D -1 / --control: perf's own, not the program's
+LEFT_LOOP = "[ perf record: Woken up"  # perf 6.1 prints it as it stops sampling, before it ends its command
+POLL_SECONDS = 0.25
 CAPTURED = re.compile(r"Captured and wrote ([0-9.]+) MB .*?(?:\((\d+) samples\))? \]")
 
 
@@ -61,6 +65,7 @@ class _Relay:
     ) -> None:
         self.tail: deque[str] = deque(maxlen=60)
         self.perf_lines: list[str] = []
+        self.left_loop_ns: int | None = None  # CLOCK_MONOTONIC when perf said it stopped sampling (LEFT_LOOP)
         self.warnings = warnings  # perf's lost-samples warnings: counted there, not shown
         self._sink, self._status, self._tap = sink, status, tap
         self._held: list[bytes] | None = [] if hold else None
@@ -78,6 +83,8 @@ class _Relay:
     def _copy(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
             line = raw.decode(errors="replace")
+            if line.startswith(LEFT_LOOP) and self.left_loop_ns is None:
+                self.left_loop_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             if line.startswith("[ perf record:") or line.rstrip("\n") in PERF_STATE_LINES:
                 self.perf_lines.append(line.strip())
                 continue
@@ -125,6 +132,59 @@ class _Ending:
     how: str  # ENDED, STOPPED or INTERRUPTED
     signum: int | None = None  # what interrupted: SIGINT (Ctrl-C), SIGTERM or SIGHUP
     stopped_ns: int | None = None  # CLOCK_MONOTONIC when perf was told to stop (perf's clock, -k)
+
+
+class _Command:
+    """The command perf launched, once perf has stopped: perf SIGTERMs it and waits for it, so one still
+    alive after its grace is killed, and said: 2 s if it ignores SIGTERM (it never ends by itself), 30 s if
+    it handles it (a shutdown under way: MXNet's profiler dump, --jit's kernels), said at 2 s."""
+
+    def __init__(self, perf: int, err: _Relay, status: Status) -> None:
+        self._perf, self._err, self._status = perf, err, status
+        self.killed = False
+        self._told: set[int] = set()
+        self._killed: set[int] = set()  # (a killed process is listed until it is a zombie: killed once, said once)
+
+    def stopped_ns(self, ours: int | None) -> int | None:
+        """When perf stopped sampling: our stop (--duration, a signal to us) or its own (a Ctrl-C in the
+        terminal reached perf), whichever came first."""
+        times = [t for t in (ours, self._err.left_loop_ns) if t is not None]
+        return min(times) if times else None
+
+    def end(self, ours: int | None, at_once: bool = False) -> bool:
+        """SIGKILL the command if it outlived its grace since perf stopped (perf's line; our stop when
+        perf prints none); `at_once`: now, on a second Ctrl-C/SIGTERM, if perf said it stopped (it has
+        then SIGTERMed the command and waits for it). Whether one was killed now."""
+        since = self._err.left_loop_ns
+        if since is None and not at_once:
+            since = ours  # (a perf that prints no such line: from our stop)
+        if since is None:
+            return False
+        waited = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - since) / 1e9
+        if waited < GRACE and not at_once:
+            return False
+        killed = False
+        for command in live_children(self._perf):
+            if command.pid in self._killed:
+                continue
+            if not at_once and waited < command.grace():
+                if command.pid not in self._told:
+                    self._told.add(command.pid)
+                    self._status.clear()
+                    self._status.note(
+                        f"the command {command.name} (pid {command.pid}) handles SIGTERM and has not ended yet: "
+                        f"killed (SIGKILL) if it has not {command.grace():.0f} s after it"
+                    )
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(command.pid, signal.SIGKILL)
+                killed = True
+                self._killed.add(command.pid)
+                when = "now (a second stop)" if at_once else f"after {command.grace():.0f} s"
+                self._status.clear()
+                self._status.note(f"the command {command.describe()}: killed (SIGKILL) {when}")
+        self.killed = self.killed or killed
+        return killed
 
 
 def record(
@@ -181,6 +241,7 @@ def record(
         status.command_shares_terminal(not on_output and status.shares_with(command_out))
     elif spec.pid is not None:
         status.command_shares_terminal(status.shares_with(f"/proc/{spec.pid}/fd/1"))
+    guard = Guard.start(proc.pid)  # should we die (SIGKILL), it ends perf and its command
     warnings = PerfWarnings()
     err = _Relay(reader, status.sink, status, on_output or _ignore, hold=True, warnings=warnings)
     out = _Relay(proc.stdout, status.out_sink, status, on_output, hold=False) if proc.stdout and on_output else None
@@ -189,9 +250,12 @@ def record(
     started = time.monotonic()
     if spool is not None:
         spool.started(proc.pid)
+    command = _Command(proc.pid, err, status)
     try:
-        ending = _wait(proc, spec, started, output, status, err, terminal, previous, spool)
-        seconds = time.monotonic() - started
+        ending = _wait(proc, spec, started, output, status, err, terminal, previous, command, spool)
+        # what was sampled: up to perf's stop, not the wait for a command slow to end after it
+        ended = ending.stopped_ns / 1e9 if ending.stopped_ns is not None else time.monotonic()
+        seconds = max(ended - started, 0.0)
     except BaseException:
         if _abort(proc, output, status) and err.released:
             keep()  # a bug, not our kill of a finishing perf: what perf wrote is kept
@@ -201,6 +265,7 @@ def record(
         if terminal is not None:
             terminal.take_back()
         end_group(proc.pid)  # the command perf launched and its children: perf SIGTERMs the command only
+        guard.release()
         if spool is not None:
             spool.ended()  # perf's last chunk is queued: the folder can finish
         for relay in (err, out):
@@ -378,10 +443,12 @@ def _wait(
     err: _Relay,
     terminal: Terminal | None,
     previous: tuple[int, ...] | None,
+    command: _Command,
     spool: Spool | None = None,
 ) -> _Ending:
-    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP.
-    `previous` is what `output` was before perf started (see `_identity`)."""
+    """Waits for perf, showing progress; stops it at the duration or on Ctrl-C/SIGTERM/SIGHUP, and ends
+    a command that outlives perf's stop (`_Command`). `previous` is what `output` was before perf started
+    (see `_identity`)."""
     stopped_ns = None
     duration = spec.options.duration
     try:
@@ -396,22 +463,24 @@ def _wait(
                 proc.send_signal(signal.SIGINT)  # perf stops, writes its data, ends the command
             if terminal is not None:
                 _watch_terminal(terminal, proc.pid)
+            command.end(stopped_ns)
             if elapsed >= HOLD_SECONDS:
                 size = spool.size() if spool is not None else output.stat().st_size if output.exists() else 0
                 left = f", {max(duration - elapsed, 0):.0f} s left" if duration else ", Ctrl-C stops"
                 status.show(f"recording {elapsed:5.1f} s, {size / 1e6:7.1f} MB{left}")
             try:
-                proc.wait(timeout=0.25)
+                proc.wait(timeout=POLL_SECONDS)
             except subprocess.TimeoutExpired:
                 pass
-        if terminal is not None and proc.returncode == -signal.SIGINT and stopped_ns is None:
+        if stopped_ns is None and (command.killed or terminal is not None and proc.returncode == -signal.SIGINT):
             # Ctrl-C in the terminal went to perf's group: perf stopped on it and re-raised it as it exited
-            return _Ending(INTERRUPTED, signal.SIGINT, None)
+            # (or, its command killed by us, raised that command's SIGKILL)
+            return _Ending(INTERRUPTED, signal.SIGINT if terminal is not None else None, command.stopped_ns(None))
         return _Ending(ENDED if stopped_ns is None else STOPPED, None, stopped_ns)
     except (KeyboardInterrupt, StopSignal) as stop:
-        stopped_ns = stopped_ns or time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        stopped_ns = command.stopped_ns(stopped_ns) or time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         signum = stop.signum if isinstance(stop, StopSignal) else signal.SIGINT
-        _let_perf_finish(proc, output, status, signum)
+        _let_perf_finish(proc, output, status, signum, command, stopped_ns)
         return _Ending(INTERRUPTED, signum, stopped_ns)
 
 
@@ -424,10 +493,13 @@ def _watch_terminal(terminal: Terminal, perf: int) -> None:
         signal.raise_signal(signal.SIGHUP)  # ignored (nohup): perf goes on recording
 
 
-def _let_perf_finish(proc: subprocess.Popen[bytes], output: Path, status: Status, signum: int) -> None:
-    """Stops perf (SIGINT: it writes its data, ends the command) and waits while it finishes: a second
-    signal, even one that comes while the first is being said, is told what a third would cost; the
-    third raises (record() then kills perf)."""
+def _let_perf_finish(
+    proc: subprocess.Popen[bytes], output: Path, status: Status, signum: int, command: _Command, stopped_ns: int
+) -> None:
+    """Stops perf (SIGINT: it writes its data, ends the command) and waits while it finishes, the command
+    killed if it outlives the grace. A second signal, even one that comes while the first is being said,
+    kills a command perf still waits for at once; else it is told what a third would cost; the third
+    raises (record() then kills perf)."""
     warned = said = sent = False
     while True:
         try:
@@ -439,9 +511,16 @@ def _let_perf_finish(proc: subprocess.Popen[bytes], output: Path, status: Status
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGINT)  # (sent twice if a signal lands just here: harmless)
                 sent = True
-            proc.wait()
+            while proc.poll() is None:
+                command.end(stopped_ns)
+                try:
+                    proc.wait(timeout=POLL_SECONDS)
+                except subprocess.TimeoutExpired:
+                    pass
             return
         except (KeyboardInterrupt, StopSignal):
+            if command.end(stopped_ns, at_once=True):
+                continue  # perf was waiting for it: it finishes now
             if warned:
                 raise
             warned = True
