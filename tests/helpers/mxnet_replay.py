@@ -26,6 +26,7 @@ from flamegraph.frameworks.mxnet.sample_log import SampleLog
 from flamegraph.frameworks.mxnet.segment_reader import CaughtUp
 from flamegraph.io.diagnostics import Diagnostics
 from flamegraph.model import FoldedProfile
+from flamegraph.record.chunk_threads import ThreadNames
 
 CUT = re.compile(rb"\n\s*\}\s*\n")  # the end of an event object in MXNet's indented trace
 TS = re.compile(rb'"ts": (\d+)')
@@ -121,7 +122,7 @@ def replay(
         join.log.watch(budget, join.running)
     options = FoldOptions.with_all(frame_hook=FrameObserver(namer_for_recording(str(data))), sample_hook=join.log)
     collapser = PerfCollapser(options, Diagnostics(echo=False))
-    join.fold_chunk(collapser, str(data), script_args(recording))
+    join.fold_chunk(collapser, str(data), script_args(recording), ThreadNames().blocks)
     write_sidecar(directory, final)  # the process has exited: its last sidecar
     hook.processes = [final]
     profile = collapser.profile()
