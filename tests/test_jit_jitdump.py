@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import REPO
 from helpers.asm import POSTAMBLE, PREAMBLE, assemble
 
-from flamegraph.frameworks.jit import jitdump, session
+from flamegraph.frameworks.jit import anon, jitdump, session
 from flamegraph.frameworks.jit.hook import HOOK, JitHook, JitSummary, wrap_command
 from flamegraph.frameworks.jit.jitmap import Kernel
 from flamegraph.frameworks.jit.unwind import EH_FRAME_HDR_SIZE, build_unwind
@@ -209,3 +209,33 @@ def test_jit_summary_is_shown_only_in_the_header_text() -> None:
     }
     outside = JitSummary(kernels=5)
     assert not outside.unwound and outside.metadata() == {"JIT kernels": "5 named from outside (perf map)"}
+
+
+def _mmap2(pid: int, start: int, length: int, prot: int, name: bytes) -> bytes:
+    name += b"\0" * (8 - len(name) % 8)  # NUL-terminated, padded to 8 bytes as perf writes it
+    body = anon.MMAP2.pack(pid, pid, start, length, start, prot, 2) + name
+    return struct.pack("<IHH", anon.PERF_RECORD_MMAP2, 2, 8 + len(body)) + body
+
+
+def test_anonymous_code_mappings_are_kept_through_inject_unless_they_hold_a_load(tmp_path: Path) -> None:
+    """perf inject --jit drops a process's //anon mappings once it has its jitdump (b-11): those that hold none
+    of its code loads are renamed for inject (in place, same size) and renamed back after, byte for byte."""
+    rx, rwx, rw = 5, 7, 3
+    records = [
+        _mmap2(7, 0x1000, 0x1000, rwx, b"//anon"),  # another JIT's code: kept
+        _mmap2(7, 0x10000, 0x10000, rx, b"//anon"),  # holds a load (the Python trampolines): left to inject
+        _mmap2(8, 0x10000, 0x10000, rx, b"//anon"),  # the same range in another process, no load there: kept
+        _mmap2(7, 0x30000, 0x1000, rw, b"//anon"),  # data: not code
+        _mmap2(7, 0x40000, 0x1000, rx, b"/usr/lib/libc.so.6"),  # a file
+    ]
+    data = b"".join(records)
+    header = struct.pack("<8sQQQQQQ", b"PERFILE2", 104, 136, 0, 0, 104, len(data)).ljust(104, b"\0")
+    path = tmp_path / "perf.data"
+    path.write_bytes(header + data)
+    assert anon.keep(str(path), {7: [(0x10100, 0x10200)]}) == 2
+    kept = path.read_bytes()
+    assert len(kept) == len(header + data) and kept.count(b"//ANON\0") == 2 and kept.count(b"//anon\0") == 2
+    at = len(header) + len(records[0]) + len(records[1])  # the third record's name: pid 8's
+    assert kept[at + 8 + anon.MMAP2.size :].startswith(b"//ANON\0")
+    assert anon.restore(str(path)) == 2
+    assert path.read_bytes() == header + data

@@ -68,7 +68,7 @@ class ChunkJit:
         if not completed:
             return
         started = time.perf_counter()
-        failure = inject(chunk, self.hook.directory, self.scratch)
+        failure = inject(chunk, self.hook.directory, self.scratch, session.loaded(completed))
         if failure is None:
             unnamed = session.name_python(directory, completed)
             if unnamed:

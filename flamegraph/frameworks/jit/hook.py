@@ -33,7 +33,7 @@ from ...io.perf import find_perf
 from ...io.private import NotPrivate, check_dumps_cwd, fresh_name, private_dir
 from ...record.command import python_target
 from ...record.spec import Recording, RecordSpec
-from . import jitdump, jitmap, pysite, session, trampolines
+from . import anon, jitdump, jitmap, pysite, session, trampolines
 
 
 def _module_file(name: str) -> Path:
@@ -277,7 +277,7 @@ class JitHook:
         arenas = processes.arenas if processes is not None else None
         completed = [c for c in session.complete(str(self.directory), arenas) if c.kernels or c.python_functions]
         unwind_seconds = time.perf_counter() - started
-        failure = inject(recording.perf_data, self.directory) if completed else None
+        failure = inject(recording.perf_data, self.directory, loaded=session.loaded(completed)) if completed else None
         unnamed = session.name_python(str(self.directory), completed) if completed and not failure else 0
         inject_seconds = time.perf_counter() - started - unwind_seconds
         if failure:
@@ -487,26 +487,34 @@ def running_python_note(pid: int) -> str | None:
     )
 
 
-def inject(perf_data: Path, directory: Path, scratch: Path | None = None) -> str | None:
+def inject(
+    perf_data: Path, directory: Path, scratch: Path | None = None, loaded: anon.Ranges | None = None
+) -> str | None:
     """`perf inject --jit`, replacing perf.data (it then refers to DIR/jitted-<pid>-<n>.so); the error, if any.
-    Its output is written in `scratch` (default: DIR), a private directory, before it replaces perf.data."""
+    Its output is written in `scratch` (default: DIR), a private directory, before it replaces perf.data.
+    The anonymous executable mappings that hold none of the `loaded` code stay in it (anon.py)."""
     out = fresh_name(scratch or directory, "injected-")  # perf opens it by name: in our directory, under a new name
     # perf inject copies every jitted .so into its build-id cache (~/.debug), and perf script prefers
     # that copy: the Python functions named in the files afterwards (session.name_python) would not be
     # seen, and ~/.debug would grow by a file per kernel per run. A cache of our own, inside DIR.
     # (perf script never reads it: it is removed once inject is done.)
     cache = private_dir(directory / ".debug")
+    kept = anon.keep(str(perf_data), loaded or {})
+    injected = False
     try:
         proc = children.run(
             [find_perf(), "--buildid-dir", str(cache), "inject", "--jit", "-i", str(perf_data), "-o", str(out)],
             capture_output=True,
             text=True,
         )
+        injected = proc.returncode == 0 and out.is_file()
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    if proc.returncode != 0 or not out.is_file():
-        out.unlink(missing_ok=True)
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        return f"perf inject --jit failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
-    os.replace(out, perf_data)
-    return None
+        if kept:  # renamed back where perf script will read them; a failed (or interrupted) inject's input too
+            anon.restore(str(out if injected else perf_data))
+    if injected:
+        os.replace(out, perf_data)
+        return None
+    out.unlink(missing_ok=True)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    return f"perf inject --jit failed: {lines[-1] if lines else f'exit {proc.returncode}'}"

@@ -110,6 +110,12 @@ class CodeLoad:
     created: int = 0  # CLOCK_MONOTONIC ns when the kernel became executable (0: unknown)
 
 
+def mapped_size(load: CodeLoad) -> int:
+    """How much of the process's memory perf inject maps to the load's jitted file: the code, 8-aligned,
+    then its unwind tables (perf's jit_repipe_code_load)."""
+    return (len(load.code) + 7) // 8 * 8 + load.unwind.mapped_size if load.unwind is not None else len(load.code)
+
+
 def code_load_record(load: CodeLoad, index: int, timestamp: int, pid: int, tid: int) -> bytes:
     name = load.name.encode("utf-8", "surrogateescape") + b"\x00"
     body = CODE_LOAD.pack(pid, tid, load.address, load.address, len(load.code), index) + name + load.code

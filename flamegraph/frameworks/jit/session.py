@@ -153,6 +153,7 @@ class Completed:
     python_runs: list[tuple[int, trampolines.Run]] = field(default_factory=list)  # (code index, run)
     python_functions: int = 0  # Python functions given unwind info (trampolines)
     python_left: int = 0  # trampolines left out: no room for the tables in a full arena
+    loaded: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each code load
 
     def summary(self) -> str:
         parts = []
@@ -205,6 +206,7 @@ def complete(
         if not loads:
             continue
         jitdump.write_records(dump_file, loads)
+        result.loaded = [(load.address, load.address + jitdump.mapped_size(load)) for load in loads]
         result.seconds = time.perf_counter() - started
         done.append(result)
     return done
@@ -256,6 +258,11 @@ def _python_loads(
     result.python_functions = sum(len(run.trampolines) for run in runs)
     result.python_left = len(found) - result.python_functions
     return trampolines.code_loads(runs, code, arenas)
+
+
+def loaded(completed: Iterable[Completed]) -> dict[int, list[tuple[int, int]]]:
+    """Each process's code loads, [start, end): the memory perf inject maps to its jitted files."""
+    return {result.pid: result.loaded for result in completed}
 
 
 def name_python(directory: str, completed: Iterable[Completed]) -> int:
