@@ -159,7 +159,9 @@ def jit_figures(profiles: list[FoldedProfile]) -> tuple[float, float, int]:
 def test_streamed_jit_matches_a_whole_recording(tmp_path: Path) -> None:
     need_installed("mxnet")
     (tmp_path / "mlp.py").write_text(MLP)
-    command = [sys.executable, "mlp.py", "8"]  # ~0.3 s an epoch when quiet: training spans several 1 s intervals
+    # ~0.3 s an epoch when quiet (8 epochs on a fast quiet machine: two intervals, 24 JIT samples outside the last):
+    # training spans several 1 s intervals
+    command = [sys.executable, "mlp.py", "20"]
     streamed_out, whole_out = tmp_path / "streamed", tmp_path / "whole"
     streamed_out.mkdir()
     whole_out.mkdir()
