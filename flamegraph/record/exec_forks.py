@@ -16,56 +16,37 @@ exec (the child still running the parent's code) lose their names.
 from __future__ import annotations
 
 import mmap
-import os
 import struct
+from collections.abc import Iterator
+
+from ..io.perf_edit import HEADER, Record, edit_records
 
 PERF_RECORD_COMM, PERF_RECORD_FORK = 3, 7
 PERF_RECORD_MISC_COMM_EXEC = 1 << 13  # (a COMM record's misc)
 PERF_RECORD_MISC_FORK_EXEC = 1 << 13  # (a FORK record's misc: do not copy the parent's maps)
-HEADER = struct.Struct("<IHH")  # perf_event_header: type, misc, size
-FILE_HEADER = struct.Struct("<8sQQQQQQ")  # magic, size, attr_size, attrs (offset, size), data (offset, size)
 
 
 def mark_exec_forks(path: str) -> int:
-    """Mark, in place, the FORK record of every process that exec'd later in `path`; returns how many.
-    A file that is not a seekable little-endian perf.data (pipe mode, another byte order, cut short) is
-    left as it is."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return 0
-    try:
-        size = os.fstat(fd).st_size
-        if size < FILE_HEADER.size:
-            return 0
-        with mmap.mmap(fd, size) as data:
-            magic, header_size, _attr_size, _ao, _as, start, length = FILE_HEADER.unpack_from(data, 0)
-            if magic != b"PERFILE2" or header_size != 104 or start + length > size:
-                return 0
-            forks: dict[int, list[int]] = {}  # child pid -> offsets of its FORK records
-            execs: set[int] = set()  # (a COMM may be written before the FORK: per-CPU buffers, in rounds)
-            at, end = start, start + length
-            while at + HEADER.size <= end:
-                kind, misc, record = HEADER.unpack_from(data, at)
-                if record < HEADER.size or at + record > end:
-                    break
-                if kind == PERF_RECORD_FORK and record >= HEADER.size + 16:
-                    pid, ppid = struct.unpack_from("<II", data, at + HEADER.size)
-                    if pid != ppid:  # a new process (a thread shares its parent's pid)
-                        forks.setdefault(pid, []).append(at)
-                elif kind == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC and record >= HEADER.size + 8:
-                    pid, tid = struct.unpack_from("<II", data, at + HEADER.size)
-                    if pid == tid:
-                        execs.add(pid)
-                at += record
-            marked = 0
-            for pid in execs & forks.keys():
-                for fork in forks[pid]:
-                    _kind, misc, _size = HEADER.unpack_from(data, fork)
-                    struct.pack_into("<H", data, fork + 4, misc | PERF_RECORD_MISC_FORK_EXEC)
-                    marked += 1
-            return marked
-    except (OSError, ValueError, struct.error):
-        return 0
-    finally:
-        os.close(fd)
+    """Mark, in place, the FORK record of every process that exec'd later in `path`; returns how many."""
+    return edit_records(path, _mark)
+
+
+def _mark(data: mmap.mmap, records: Iterator[Record]) -> int:
+    forks: dict[int, list[int]] = {}  # child pid -> offsets of its FORK records
+    execs: set[int] = set()  # (a COMM may be written before the FORK: per-CPU buffers, in rounds)
+    for at, kind, misc, size in records:
+        if kind == PERF_RECORD_FORK and size >= HEADER.size + 16:
+            pid, ppid = struct.unpack_from("<II", data, at + HEADER.size)
+            if pid != ppid:  # a new process (a thread shares its parent's pid)
+                forks.setdefault(pid, []).append(at)
+        elif kind == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC and size >= HEADER.size + 8:
+            pid, tid = struct.unpack_from("<II", data, at + HEADER.size)
+            if pid == tid:
+                execs.add(pid)
+    marked = 0
+    for pid in execs & forks.keys():
+        for fork in forks[pid]:
+            _kind, misc, _size = HEADER.unpack_from(data, fork)
+            struct.pack_into("<H", data, fork + 4, misc | PERF_RECORD_MISC_FORK_EXEC)
+            marked += 1
+    return marked

@@ -16,11 +16,10 @@ the input, if inject failed). A mapping that overlaps a code load of its process
 from __future__ import annotations
 
 import mmap
-import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 
-from ...record.exec_forks import FILE_HEADER, HEADER
+from ...io.perf_edit import HEADER, Record, edit_records
 
 PERF_RECORD_MMAP2 = 10
 PROT_EXEC = 4
@@ -44,48 +43,20 @@ def restore(path: str) -> int:
 
 
 def _rename(path: str, old: bytes, new: bytes, loads: Ranges | None) -> int:
-    """A file that is not a seekable little-endian perf.data (pipe mode, another byte order, cut short)
-    is left as it is; so are compressed records (`perf record -z`): inject then drops what it drops."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return 0
-    try:
-        size = os.fstat(fd).st_size
-        if size < FILE_HEADER.size:
-            return 0
-        with mmap.mmap(fd, size) as data:
-            renamed = 0
-            for at in _executable_maps(data, old):
-                pid, start, length = _mapping(data, at)
-                if loads is None or not any(s < start + length and start < e for s, e in loads.get(pid, ())):
-                    data[at + HEADER.size + MMAP2.size : at + HEADER.size + MMAP2.size + len(new)] = new
-                    renamed += 1
-            return renamed
-    except (OSError, ValueError, struct.error):
-        return 0
-    finally:
-        os.close(fd)
+    """Compressed records (`perf record -z`) are left as they are: inject then drops what it drops."""
 
+    def rename(data: mmap.mmap, records: Iterator[Record]) -> int:
+        renamed = 0
+        filename = HEADER.size + MMAP2.size
+        for at, kind, _misc, size in records:
+            if kind != PERF_RECORD_MMAP2 or size < filename + len(old):
+                continue
+            pid, _tid, start, length, _pgoff, prot, _flags = MMAP2.unpack_from(data, at + HEADER.size)
+            if not prot & PROT_EXEC or data[at + filename : at + filename + len(old)] != old:
+                continue
+            if loads is None or not any(s < start + length and start < e for s, e in loads.get(pid, ())):
+                data[at + filename : at + filename + len(new)] = new
+                renamed += 1
+        return renamed
 
-def _executable_maps(data: mmap.mmap, name: bytes) -> Iterator[int]:
-    """Offsets of the MMAP2 records of executable mappings named `name` in the data section."""
-    magic, header_size, _attr_size, _ao, _as, start, length = FILE_HEADER.unpack_from(data, 0)
-    if magic != b"PERFILE2" or header_size != 104 or start + length > len(data):
-        return
-    at, end = start, start + length
-    filename = HEADER.size + MMAP2.size
-    while at + HEADER.size <= end:
-        kind, _misc, record = HEADER.unpack_from(data, at)
-        if record < HEADER.size or at + record > end:
-            return
-        if kind == PERF_RECORD_MMAP2 and record >= filename + len(name):
-            prot = MMAP2.unpack_from(data, at + HEADER.size)[5]
-            if prot & PROT_EXEC and data[at + filename : at + filename + len(name)] == name:
-                yield at
-        at += record
-
-
-def _mapping(data: mmap.mmap, at: int) -> tuple[int, int, int]:
-    pid, _tid, start, length, *_rest = MMAP2.unpack_from(data, at + HEADER.size)
-    return pid, start, length
+    return edit_records(path, rename)
