@@ -177,3 +177,41 @@ def test_the_traces_drainer_is_marked_as_its_own_instrument() -> None:
     assert instrument_threads({"trace_drain": None}, set(), {MAIN}) == {}  # an older sidecar, or a file by name
     rules = resolve_highlights([], "mxnet-ops", "hot")
     assert [r.label for r in rules if re.search(r.pattern, TRACE_DRAIN)] == ["the tool's own instruments"]
+
+
+def test_the_dump_timer_the_hook_saw_start_is_marked_though_never_seen_dumping() -> None:
+    """A short run on a fast machine: the timer never switched inside DumpProfile, so no evidence names it; the
+    hook wrote the one thread `set_config` started (its TID), and that is the dump thread."""
+    marked = instrument_threads({"dump_thread": DUMPER, "threads": {}}, set(), {MAIN})
+    assert marked == {DUMPER: b"[instrumentation] MXNet profiler thread"}
+    assert instrument_threads({"dump_thread": MAIN}, set(), {MAIN}) == {}  # a Python thread is never the timer
+    assert instrument_threads({"dump_thread": True}, set(), set()) == {}  # not a TID
+
+
+def test_the_one_thread_a_call_starts_is_found_and_never_guessed() -> None:
+    """How the hook finds MXNet's dump timer: the one thread `set_config` starts; none or two: no TID."""
+    import threading
+
+    from flamegraph.frameworks.mxnet.inprocess import thread_started_by
+
+    stop = threading.Event()
+    tids: list[int] = []
+
+    def start(count: int) -> None:
+        ready = threading.Barrier(count + 1)
+
+        def run() -> None:
+            tids.append(threading.get_native_id())
+            ready.wait(5)
+            stop.wait(10)
+
+        for _ in range(count):
+            threading.Thread(target=run, daemon=True).start()
+        ready.wait(5)
+
+    try:
+        assert thread_started_by(lambda: start(1)) == tids[0]
+        assert thread_started_by(lambda: start(2)) is None
+        assert thread_started_by(lambda: None) is None
+    finally:
+        stop.set()

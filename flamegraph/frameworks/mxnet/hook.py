@@ -414,9 +414,12 @@ def instrument_threads(facts: dict[str, Any], dumpers: set[int], python: set[int
     MXNet's dump thread is the thread outside Python that ran Profiler::DumpProfile (MXNet calls it
     only from its dump timer and from the C API, on the calling Python thread); our watcher's TID is
     in the sidecar, and so are the PIDs of the processes that write oneDNN's log and MXNet's trace
-    (drain.py). A dump thread
-    never seen dumping is not named: its dumps' own frames still are."""
+    (drain.py); the hook writes the dump timer's TID too (the one thread `set_config` started), so a timer never
+    seen dumping (a short run on a fast machine) is named as well."""
     found = {tid: PROFILER_THREAD_B for tid in dumpers - python}
+    timer = facts.get("dump_thread")
+    if isinstance(timer, int) and not isinstance(timer, bool) and timer > 0 and timer not in python:
+        found[timer] = PROFILER_THREAD_B
     threads = facts.get("threads")
     watch = threads.get("watch") if isinstance(threads, dict) else None
     if isinstance(watch, int) and not isinstance(watch, bool):

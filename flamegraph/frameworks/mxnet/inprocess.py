@@ -41,7 +41,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -127,6 +127,7 @@ class Session:
             "environment": {name: os.environ.get(name) for name in (*ENVIRONMENT, *BULK_FALLBACK)},
             "mxnet": None,  # its version, once the program imports it
             "dump_seconds": None,
+            "dump_thread": None,  # the TID of MXNet's dump timer: the one thread set_config started
             "threads": None,  # the profiler tid -> Linux TID map read at exit (pthreads.py)
             "verbose_drain": None,  # the PID of the process that writes the verbose log (drain.py)
             "trace_drain": None,  # the PID of the process that writes the profiler's trace (drain.py)
@@ -267,11 +268,11 @@ def start_profiler(session: Session, mx: Any) -> None:
         if problem is not None:
             session.note(problem)
     try:
-        mx.profiler.set_config(
+        session.facts["dump_thread"] = thread_started_by(lambda: mx.profiler.set_config(
             filename=trace_name(session), profile_symbolic=True, profile_imperative=True,
             profile_memory=os.environ.get(PROFILE_MEMORY) == "1", profile_api=False, aggregate_stats=False,
             continuous_dump=True, dump_period=DUMP_PERIOD_S,
-        )  # fmt: skip
+        ))  # fmt: skip
         mx.profiler.set_state("run")
     except Exception as err:  # noqa: BLE001 - the program must run on whatever MXNet says
         session.note(f"the profiler could not be started: {type(err).__name__}: {err}")
@@ -293,6 +294,22 @@ def start_profiler(session: Session, mx: Any) -> None:
         )  # fmt: skip
         session.limits.start()
     session.write()
+
+
+def thread_started_by(call: Callable[[], object]) -> int | None:
+    """`call` run; the TID of the one thread it started (continuous_dump's timer, for set_config), None when it
+    started none or more than one (another thread of the program started meanwhile: no guess)."""
+    before = _tasks()
+    call()
+    started = _tasks() - before
+    return started.pop() if len(started) == 1 else None
+
+
+def _tasks() -> set[int]:
+    try:
+        return {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
 
 
 def stop_instruments(session: Session, mx: Any, cap: Cap, size: int) -> None:
