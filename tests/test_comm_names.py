@@ -48,3 +48,23 @@ def test_compat_reads_comms_as_the_reference_does() -> None:
 def test_a_semicolon_in_a_python_files_name_stays_in_one_frame() -> None:
     assert python_frame(b"py::main:/tmp/semi/se;mi.py") == b"main (se:mi.py)"
     assert python_frame(b"py::a;b:/tmp/x.py") == b"a:b (x.py)"
+
+
+def test_ids_in_a_tracepoints_payload_are_not_the_headers() -> None:
+    """The look ahead stops at the time field: `prev_comm=a 7 1.5:` after it is payload, not later ids."""
+    from flamegraph.folding.grammar import read_header
+
+    header = read_header(b"java 1234/1240 [001] 1.000: 1 sched:sched_switch: prev_comm=a 7 1.5: prev_pid=9")
+    assert header is not None and (header.comm, header.pid, header.tid) == (b"java", b"1234", b"1240")
+
+
+def test_a_hostile_header_line_is_read_in_linear_time() -> None:
+    """Many blank-and-number pairs before the time: the look ahead was unbounded, 141 s on 256 KB."""
+    import time
+
+    from flamegraph.folding.grammar import HEADER_OURS
+
+    line = b"x " + b"a 1 " * 65536 + b"2 3.5: 1 cycles: "
+    started = time.perf_counter()
+    HEADER_OURS.match(line)
+    assert time.perf_counter() - started < 1.0

@@ -151,14 +151,35 @@ def test_an_exec_after_a_fork_marks_the_fork(tmp_path: Path) -> None:
     assert mark_exec_forks(str(tmp_path / "not.data")) == 0
 
 
+def test_the_site_directory_is_under_our_private_cache_not_the_runs_scratch(tmp_path: Path) -> None:
+    """A daemon that outlives the run keeps the PYTHONPATH entry: it must name a place nobody else can create
+    again (a scratch path in a shared /tmp, once removed, could be planted with a sitecustomize)."""
+    import stat
+
+    from flamegraph.frameworks.jit import pysite
+    from flamegraph.frameworks.jit.hook import HOOK
+
+    cache = tmp_path / "cache"
+    _env, site = pysite.install(tmp_path / "run", HOOK, {}, cache)
+    assert site.parent == cache / "python-site" and site.name.startswith("site-")
+    for directory in (site, site.parent):
+        status = directory.lstat()
+        assert status.st_uid == os.geteuid() and not status.st_mode & (stat.S_IWOTH | stat.S_IWGRP)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # a cache others may write to is not used: the run's own directory is
+    _env, fallback = pysite.install(tmp_path / "run", HOOK, {}, shared)
+    assert fallback == tmp_path / "run" / "site"
+
+
 def test_the_site_stub_reads_in_any_python(tmp_path: Path) -> None:
     """The sitecustomize every Python the command starts imports, 2.7 included: valid syntax for all."""
     from flamegraph.frameworks.jit import pysite
     from flamegraph.frameworks.jit.hook import HOOK
 
-    env = pysite.install(tmp_path, HOOK, {"PYTHONPATH": "/user/path"})
-    assert env["PYTHONPATH"] == f"{tmp_path / 'site'}{os.pathsep}/user/path"
-    stub = (tmp_path / "site" / "sitecustomize.py").read_text()
+    env, site = pysite.install(tmp_path, HOOK, {"PYTHONPATH": "/user/path"}, tmp_path / "cache")
+    assert env["PYTHONPATH"] == f"{site}{os.pathsep}/user/path"
+    stub = (site / "sitecustomize.py").read_text()
     compile(stub, "sitecustomize.py", "exec")
     from helpers.pythons import find_python
 

@@ -41,9 +41,12 @@ from typing import NamedTuple
 # what it accepts. The reference needs a comm of two characters or more; HEADER_OURS takes one.
 HEADER = re.compile(rb"^(\S.+?)(?:(?<=\S)|(?<=^.\s))\s++(\d++)/*+(\d++)?\s++")
 # A comm may hold a blank and a number ("GC Thread 2", "job 12 3"): the ids are the last ones before the
-# cpu or the time, so a candidate followed by later ids that are is part of the comm.
+# cpu or the time, so a candidate followed by later ids that are is part of the comm. The look ahead stops at
+# the first time field (a tracepoint's payload after it, `prev_comm=a 7 1.5:`, is no ids) and after 64
+# characters (a comm is 16): linear on any line, where an unbounded one was quadratic (141 s on 256 KB).
 HEADER_OURS = re.compile(
-    rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++(?!(?:.*?\s)?\d++/*+\d*+\s++(?:\[\d+\]\s|\d+\.\d+:))"
+    rb"^(\S.*?)(?<=\S)\s++(\d++)/*+(\d++)?\s++"
+    rb"(?!(?:(?:(?!\d+\.\d+:).){0,64}?\s)?\d++/*+\d*+\s++(?:\[\d+\]\s|\d+\.\d+:))"
 )
 PERIOD_EVENT = re.compile(rb":(?:\s*+(\d++)\s|\s)\s*+(\S+):\s*+$")
 # "<seconds>.<fraction>: [<period>] <event>: <rest>": rest is the frame of a sample recorded without

@@ -173,6 +173,7 @@ class JitHook:
     python_maps_ours: bool = False  # the Python maps exist because we turned perf support on, not the user
     started: float = 0.0  # time.time() at prepare: a map older than that is not this run's
     unhooked: list[int] = field(default_factory=list)  # Python processes of the command our hook did not reach
+    site: Path | None = None  # the sitecustomize's directory (pysite), removed by cleanup
 
     def prepare(self, spec: RecordSpec) -> RecordSpec:
         self.started = time.time()
@@ -205,7 +206,7 @@ class JitHook:
         self.use_directory()  # oneDNN, the hook and perf inject write there by name
         clear_previous(self.directory)
         if self.python_on:  # every Python process of the command, its own first, starts our support at start-up
-            env = pysite.install(self.directory, HOOK, env)
+            env, self.site = pysite.install(self.directory, HOOK, env)
         self.map_dirs.add(str(self.directory))  # the hook keeps its map's copy there
         if wrapped is not None and self.dnnl:
             check_dumps_cwd(spec.cwd or os.getcwd())
@@ -345,6 +346,9 @@ class JitHook:
         (the user's own PYTHONPERFSUPPORT or -X perf, another process's) is never touched."""
         for directory in sorted(self.map_dirs):
             jitmap.remove_perf_maps(directory)
+        if self.site is not None:  # (under our cache: nobody else can create it again for a stale PYTHONPATH)
+            shutil.rmtree(self.site, ignore_errors=True)
+            self.site = None
         if self.python_maps_ours and not self.keep_python_maps and self.in_use:
             owners = set()
             for pid in session.python_pids(str(self.directory)):

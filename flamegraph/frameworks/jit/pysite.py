@@ -13,6 +13,12 @@ our launcher starts with --python-dir (--jit, or -S/-E/-I, which read no site or
 to the launcher. Written in Python 2's syntax too: any Python the command starts reads it. A child run
 with -S, -E or -I does not read it (-E and -I ignore PYTHONPERFSUPPORT too); the recorder says which
 processes' stacks stay cut.
+
+The directory is a new one under our own cache (`$FLAMEGRAPH_CACHE/python-site/site-XXXX`, private), not in
+the run's scratch directory: a descendant that outlives the run (a daemon) keeps the PYTHONPATH entry after
+the directory is removed, and under a shared /tmp another user could then create it and plant a
+sitecustomize that a root daemon's next Python would import. Nobody else may create anything under our cache.
+Where the cache cannot be ours (a read-only home), the run's directory is used, as before.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...io.private import private_dir, replace_file
+from ...io.diagnostics import OutputFailed
+from ...io.private import private_dir, replace_file, scratch_dir
 from . import pychild
+from .session import cache_base
 
 SITE = """\
 # Written by `flamegraph record` for the Python processes of its command: see flamegraph/frameworks/jit/pysite.py
@@ -69,10 +77,16 @@ except ImportError as hidden:
 """
 
 
-def install(directory: Path, launcher: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """DIR/site/sitecustomize.py written; `env` with DIR/site first on PYTHONPATH (the user's after it)."""
-    site = private_dir(directory / "site")
+def install(
+    directory: Path, launcher: Path, env: Mapping[str, str], cache: Path | None = None
+) -> tuple[dict[str, str], Path]:
+    """SITE/sitecustomize.py written (SITE: a new private directory under `cache`, our cache by default);
+    `env` with SITE first on PYTHONPATH (the user's after it), and SITE, for the caller to remove after the run."""
+    try:
+        site = scratch_dir("site-", private_dir((cache or Path(cache_base())) / "python-site"))
+    except OutputFailed:  # (NotPrivate is one) a read-only or shared home: the run's own directory
+        site = private_dir(directory / "site")
     text = SITE.format(launcher=str(launcher), pychild=pychild.__file__, directory=str(directory))
     replace_file(site / "sitecustomize.py", text.encode())
     path = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-    return {**env, "PYTHONPATH": f"{site}{os.pathsep}{path}" if path else str(site)}
+    return {**env, "PYTHONPATH": f"{site}{os.pathsep}{path}" if path else str(site)}, site

@@ -80,10 +80,14 @@ def read_kernels(path: str) -> list[Kernel]:
 def cache_dir() -> str:
     """Where CFI results are kept between runs (most kernels are byte-identical from run to run):
     $FLAMEGRAPH_CACHE, else $XDG_CACHE_HOME/flamegraph, else ~/.cache/flamegraph; then cfi-v<N>."""
-    base = os.environ.get("FLAMEGRAPH_CACHE") or os.path.join(
+    return os.path.join(cache_base(), f"cfi-v{ANALYSER_VERSION}")
+
+
+def cache_base() -> str:
+    """$FLAMEGRAPH_CACHE, else $XDG_CACHE_HOME/flamegraph, else ~/.cache/flamegraph."""
+    return os.environ.get("FLAMEGRAPH_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "flamegraph"
     )
-    return os.path.join(base, f"cfi-v{ANALYSER_VERSION}")
 
 
 def analyse_cached(codes: list[bytes], directory: str | None = None) -> dict[bytes, CfiResult]:
