@@ -134,3 +134,14 @@ def test_record_every_as_root_writes_through_no_link_planted_in_a_shared_directo
     assert (shared / "r-001.svg").read_bytes().startswith(b"<?xml") and not (shared / "r-001.svg").is_symlink()
     assert not (shared / "r-trend.svg").is_symlink()
     assert "r-001.folded.json is not a capture-facts file of ours: left alone" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's file needs root")
+def test_a_derived_name_planted_by_another_user_becomes_a_file_of_ours(tmp_path: Path) -> None:
+    planted = tmp_path / "run-001.svg"
+    planted.write_text("theirs")
+    os.chown(planted, NOBODY, NOBODY)
+    planted.chmod(0o666)
+    write_atomically(planted, _put(b"<svg/>"), derived=True)
+    status = planted.lstat()
+    assert planted.read_bytes() == b"<svg/>" and status.st_uid == 0 and not status.st_mode & stat.S_IWOTH

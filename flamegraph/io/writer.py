@@ -83,8 +83,10 @@ def _replace_entry(path: Path) -> Iterator[BinaryIO]:
         raise OutputFailed(f"{path}: cannot write: {err.strerror}") from None
     if status is not None and stat.S_ISDIR(status.st_mode):
         raise OutputFailed(f"{path}: is a directory, not a file to write to")
-    regular = status is not None and stat.S_ISREG(status.st_mode)
-    with _replace(path, Path(os.path.abspath(path)), status if regular else None) as out:
+    # A regular file of ours keeps its mode; one someone else put there is replaced by a new file of ours (its
+    # owner and mode copied, a root run would hand that user the output)
+    ours = status is not None and stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid()
+    with _replace(path, Path(os.path.abspath(path)), status if ours else None) as out:
         yield out
 
 
