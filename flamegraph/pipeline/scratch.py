@@ -86,7 +86,8 @@ def keep_folded(profile: FoldedProfile, context: Context, stem: str, note: Calla
     except OutputFailed as err:
         note(f"the folded stacks could not be kept either: {err}")
         return None
-    name = f"{stem[:200]}.folded"
+    # 200 bytes, not characters (a name holds 255 bytes: 83 CJK characters and .folded.json passed it)
+    name = os.fsencode(stem)[:200].decode("utf-8", "ignore") + ".folded"
     try:
         for file, data in ((name, b"".join(iter_folded_lines(profile))), (f"{name}.json", render_sidecar(context))):
             with os.fdopen(create_file(directory, file, 0o600), "wb") as out:
