@@ -278,7 +278,8 @@ def test_segments_read_as_recorded_name_the_whole_run_under_small_caps(tmp_path:
     assert stopped is None and "came after the instruments" not in proc.stderr, (stopped, proc.stderr[-3000:])
     sizes = re.search(r"profiler trace ([0-9.]+) MB \(in segments, ([0-9.]+) MB read while it ran\)",
                       (tmp_path / "a.svg").read_text())  # fmt: skip
-    assert sizes is not None and float(sizes.group(1)) > 8  # more than its cap: read while it ran, as it must
+    # at least its cap (printed to 0.1 MB: 8.03 MB reads "8.0"; on a fast machine the 3 epochs write about that)
+    assert sizes is not None and float(sizes.group(1)) >= 8
     assert float(sizes.group(2)) > 0, sizes.group(0)
     share = COVERAGE.search(proc.stderr)
     assert share is not None and float(share.group(1)) >= 90.0, proc.stderr[-3000:]
