@@ -191,13 +191,21 @@ def main(argv: list[str] | None = None) -> None:
     run(program)
 
 
+def _our_site(entry: str, python_dir: str) -> bool:
+    parent, name = os.path.split(entry)
+    cached = os.path.basename(parent) == "python-site" and name.startswith("site-")
+    ours = cached or entry == os.path.join(python_dir, "site")
+    return ours and os.path.isfile(os.path.join(entry, "sitecustomize.py"))
+
+
 def prepare(
     jit_dir: str | None, with_jitdump: bool, quiet: bool, mxnet_dir: str | None, python_dir: str | None = None
 ) -> None:
     """The directories checked to be ours alone, then the dumps and the profiler switched on."""
     if python_dir is not None:
-        site = os.path.join(python_dir, "site")  # (the sitecustomize of pysite, unread under -S: its entry goes)
-        sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != site]
+        # The sitecustomize's directory of pysite (unread under -S: its entry goes): CACHE/python-site/site-XXXX,
+        # or the run's own DIR/site where the cache could not be ours
+        sys.path[:] = [entry for entry in sys.path if not _our_site(os.path.abspath(entry or os.curdir), python_dir)]
         start_python(python_dir, marker=python_dir != jit_dir or not with_jitdump)  # one marker per process
     if jit_dir is not None:
         private.private_dir(jit_dir)
